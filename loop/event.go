@@ -1,0 +1,158 @@
+package loop
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// EventType names an input to the machine.
+type EventType string
+
+const (
+	// EventStart begins the run; its At is the run's start time.
+	EventStart EventType = "start"
+	// EventModelReply answers a CallModel command (Call is its ID).
+	EventModelReply EventType = "model_reply"
+	// EventModelError says a CallModel command failed after the shell's
+	// retries. Error.Kind "deadline" means the time budget cut it.
+	EventModelError EventType = "model_error"
+	// EventToolResult answers one call of a RunTools command (Call is the tool
+	// call's ID).
+	EventToolResult EventType = "tool_result"
+	// EventVerdict carries one check's verdict for a Verify command (Call is
+	// its ID, Verdict.Check the check's name).
+	EventVerdict EventType = "verdict"
+	// EventCheckError says a check could not run (infrastructure).
+	EventCheckError EventType = "check_error"
+	// EventHumanReply answers an AskHuman command.
+	EventHumanReply EventType = "human_reply"
+	// EventHumanUnavailable says no person can answer now: the run ends
+	// escalated, handing over its question.
+	EventHumanUnavailable EventType = "human_unavailable"
+	// EventCancel ends the run cancelled.
+	EventCancel EventType = "cancel"
+)
+
+// Event is the machine's only input. Time arrives here, never from a clock.
+type Event struct {
+	Type EventType `json:"type"`
+	At   time.Time `json:"at"`
+	// Call is the ID of the command or tool call this event answers.
+	Call    string          `json:"call,omitempty"`
+	Reply   *model.Response `json:"reply,omitempty"`
+	Tool    *ToolOutcome    `json:"tool,omitempty"`
+	Verdict *verify.Verdict `json:"verdict,omitempty"`
+	Error   *Failure        `json:"error,omitempty"`
+	// Text is a person's answer or a cancellation reason.
+	Text string `json:"text,omitempty"`
+}
+
+// ToolOutcome is what one tool call produced, already trimmed by the shell.
+type ToolOutcome struct {
+	Output  string `json:"output"`
+	IsError bool   `json:"is_error,omitempty"`
+	// Outcome classifies the result (ok, tool_error, invalid_args, timeout…).
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// Failure describes an infrastructure failure reported by the shell.
+type Failure struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// Failure kinds the machine distinguishes.
+const (
+	FailDeadline = "deadline" // the command's deadline (from the time budget) passed
+)
+
+// CommandType names a duty the shell must carry out.
+type CommandType string
+
+const (
+	// CallModel: send Request to the model; answer with EventModelReply or
+	// EventModelError carrying the command's ID.
+	CallModel CommandType = "call_model"
+	// RunTools: run Calls (in parallel is fine); answer with one
+	// EventToolResult per call, in any order.
+	RunTools CommandType = "run_tools"
+	// Verify: run the named Checks on Candidate; answer with one EventVerdict
+	// per check (or EventCheckError).
+	Verify CommandType = "verify"
+	// AskHuman: put Question to a person; answer with EventHumanReply or
+	// EventHumanUnavailable.
+	AskHuman CommandType = "ask_human"
+	// Finish: the run is over; Result is final. Cancel anything outstanding.
+	Finish CommandType = "finish"
+)
+
+// Command is an output of the machine. Deadline, when set, is the latest
+// time the work may run, derived from the time budget: the shell must cut
+// the work off then (and report FailDeadline for a model call).
+type Command struct {
+	Type     CommandType `json:"type"`
+	ID       string      `json:"id"`
+	Deadline time.Time   `json:"deadline,omitzero"`
+	// CallModel. Request.Messages is shared with the machine: read-only.
+	Request *model.Request `json:"request,omitempty"`
+	// RunTools.
+	Calls []ToolCall `json:"calls,omitempty"`
+	// Verify.
+	Candidate *verify.Candidate `json:"candidate,omitempty"`
+	Checks    []string          `json:"checks,omitempty"`
+	// AskHuman.
+	Question string `json:"question,omitempty"`
+	// Finish.
+	Result *Result `json:"result,omitempty"`
+}
+
+// ToolCall is one call for the shell to run.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// NoteType names something the machine decided, recorded for people and for
+// replay checks. Notes are derived: replaying the events reproduces them.
+type NoteType string
+
+const (
+	// NoteObservation: protocol feedback the machine sent to the model.
+	NoteObservation NoteType = "observation"
+	// NoteIntervention: the progress monitor fired; Text is what was injected.
+	NoteIntervention NoteType = "intervention"
+	// NoteAttempt: a candidate was submitted.
+	NoteAttempt NoteType = "attempt"
+	// NoteRejected: an attempt failed a check; Text is the feedback sent.
+	NoteRejected NoteType = "rejected"
+	// NoteClosing: the ordinary budget is spent; the reserved turn begins.
+	NoteClosing NoteType = "closing"
+)
+
+// Note records a decision of the machine.
+type Note struct {
+	Type NoteType `json:"type"`
+	Step int      `json:"step"`
+	Text string   `json:"text"`
+	// Problem classifies an observation (e.g. "empty_reply", "unknown_tool").
+	Problem string `json:"problem,omitempty"`
+	// Pattern and Rung describe an intervention.
+	Pattern progress.Pattern      `json:"pattern,omitempty"`
+	Rung    progress.Intervention `json:"rung,omitempty"`
+	Attempt int                   `json:"attempt,omitempty"`
+}
+
+// Ready is what the shell must do after a Step, in order: record Notes, then
+// carry out Commands, then call Advance.
+type Ready struct {
+	Notes    []Note
+	Commands []Command
+}
+
+// Empty reports whether there is nothing to do.
+func (r Ready) Empty() bool { return len(r.Notes) == 0 && len(r.Commands) == 0 }

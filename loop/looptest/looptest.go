@@ -1,0 +1,364 @@
+// Package looptest drives a loop.Machine from readable scripts, the third
+// driver of the core beside the runner and (later) the Temporal workflow.
+//
+// Scripts use the datadriven format (github.com/cockroachdb/datadriven): one
+// directive per block, its input below it, and the expected output after
+// "----". Run tests with -rewrite to regenerate expected output. Directives:
+//
+//	spec [tools=(a,b)] [cheap=(c)] [expensive=(d)] [steps=N] [model_calls=N]
+//	     [tool_calls=N] [total_tokens=N] [cost=USD] [time=DUR] [escalate]
+//	     [window=N] [patience=N] [max_reply_bytes=N]
+//	  <goal>
+//	start [at=DUR]
+//	reply [at=DUR] [in=N] [out=N] [cost=USD] [unknown_cost]
+//	  text: <thought>
+//	  call <id> <tool> <json args>
+//	model-error [at=DUR] [kind=K]
+//	  <message>
+//	result id=<call> [error] [at=DUR]
+//	  <output>
+//	verdict check=<name> (ok|fail) [where=W] [at=DUR]
+//	  <detail>
+//	check-error [kind=K]
+//	human [at=DUR]
+//	  <answer>
+//	no-human
+//	cancel [at=DUR]
+//	request          prints the messages of the latest model request
+//	snapshot         round-trips the machine through Snapshot/Restore
+//
+// Times are offsets from a fixed epoch. After each input directive the
+// output shows the notes and commands the machine produced.
+package looptest
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// Epoch is time zero of every script.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Driver holds one machine under test.
+type Driver struct {
+	m           *loop.Machine
+	now         time.Duration
+	lastRequest *model.Request
+	modelCall   string // the latest CallModel command's ID
+	pending     string // the latest Verify command's ID
+}
+
+// RunFile runs the script at path.
+func RunFile(t *testing.T, path string) {
+	d := &Driver{}
+	datadriven.RunTest(t, path, func(t *testing.T, td *datadriven.TestData) string {
+		return d.Do(t, td)
+	})
+}
+
+// Transcript runs the script at path against a fresh Driver without checking
+// expected output and returns everything the directives printed, so that two
+// runs can be compared for determinism.
+func Transcript(t *testing.T, path string) string {
+	d := &Driver{}
+	var b strings.Builder
+	datadriven.RunTestAny(t, path, func(t testing.TB, td *datadriven.TestData) string {
+		b.WriteString(d.Do(t, td))
+		return td.Expected
+	})
+	return b.String()
+}
+
+// Do runs one directive and returns its output.
+func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
+	if td.Cmd == "spec" {
+		return d.spec(t, td)
+	}
+	if d.m == nil {
+		return "error: no spec yet\n"
+	}
+	if td.HasArg("at") {
+		var at string
+		td.ScanArgs(t, "at", &at)
+		dur, err := time.ParseDuration(at)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		d.now = dur
+	}
+	ev := loop.Event{At: Epoch.Add(d.now)}
+	switch td.Cmd {
+	case "start":
+		ev.Type = loop.EventStart
+	case "reply":
+		ev.Type, ev.Call = loop.EventModelReply, d.modelCall
+		r, err := parseReply(t, td)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		ev.Reply = &r
+	case "model-error":
+		kind := "error"
+		if td.HasArg("kind") {
+			td.ScanArgs(t, "kind", &kind)
+		}
+		ev.Type, ev.Call = loop.EventModelError, d.modelCall
+		ev.Error = &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}
+	case "result":
+		var id string
+		td.ScanArgs(t, "id", &id)
+		ev.Type, ev.Call = loop.EventToolResult, id
+		ev.Tool = &loop.ToolOutcome{Output: td.Input, IsError: td.HasArg("error"), Outcome: "ok"}
+		if ev.Tool.IsError {
+			ev.Tool.Outcome = "tool_error"
+		}
+	case "verdict":
+		var check string
+		td.ScanArgs(t, "check", &check)
+		v := verify.Verdict{Check: check, OK: td.HasArg("ok"), Confidence: 1, Detail: strings.TrimSpace(td.Input), Provenance: verify.Validation}
+		if td.HasArg("where") {
+			td.ScanArgs(t, "where", &v.Where)
+		}
+		ev.Type, ev.Call, ev.Verdict = loop.EventVerdict, d.pending, &v
+	case "check-error":
+		kind := "error"
+		if td.HasArg("kind") {
+			td.ScanArgs(t, "kind", &kind)
+		}
+		ev.Type, ev.Call = loop.EventCheckError, d.pending
+		ev.Error = &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}
+	case "human":
+		ev.Type, ev.Text = loop.EventHumanReply, strings.TrimSpace(td.Input)
+	case "no-human":
+		ev.Type = loop.EventHumanUnavailable
+	case "cancel":
+		ev.Type, ev.Text = loop.EventCancel, strings.TrimSpace(td.Input)
+	case "request":
+		return renderMessages(d.lastRequest)
+	case "snapshot":
+		data, err := d.m.Snapshot()
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		m, err := loop.Restore(data, d.m.Spec().Policy.Key)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		again, _ := m.Snapshot()
+		if string(again) != string(data) {
+			return "error: snapshot changed across restore\n"
+		}
+		d.m = m
+		return fmt.Sprintf("restored at phase %s (%d bytes)\n", m.Phase(), len(data))
+	default:
+		return "error: unknown directive " + td.Cmd + "\n"
+	}
+	if err := d.m.Step(ev); err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	out := d.render(d.m.Ready())
+	d.m.Advance()
+	return out
+}
+
+func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
+	s := loop.Spec{Goal: strings.TrimSpace(td.Input)}
+	for _, arg := range td.CmdArgs {
+		val := ""
+		if len(arg.Vals) > 0 {
+			val = arg.Vals[0]
+		}
+		num := func() int64 { n, _ := strconv.ParseInt(val, 10, 64); return n }
+		switch arg.Key {
+		case "tools":
+			for _, name := range arg.Vals {
+				s.Tools = append(s.Tools, model.ToolSpec{Name: name, Description: "test tool " + name, InputSchema: json.RawMessage(`{"type":"object"}`)})
+			}
+		case "cheap", "expensive":
+			for _, name := range arg.Vals {
+				s.Checks = append(s.Checks, loop.Check{Name: name, Tier: verify.Tier(arg.Key)})
+			}
+		case "steps":
+			s.Budget.Steps = int(num())
+		case "model_calls":
+			s.Budget.ModelCalls = int(num())
+		case "tool_calls":
+			s.Budget.ToolCalls = int(num())
+		case "total_tokens":
+			s.Budget.TotalTokens = num()
+		case "cost":
+			f, _ := strconv.ParseFloat(val, 64)
+			s.Budget.Cost = budget.USD(f)
+		case "time":
+			s.Budget.Time, _ = time.ParseDuration(val)
+		case "escalate":
+			s.Policy.Escalate = true
+		case "window":
+			s.Policy.Progress.Window = int(num())
+		case "patience":
+			s.Policy.Progress.Patience = int(num())
+		case "max_reply_bytes":
+			s.Policy.MaxReplyBytes = int(num())
+		case "key":
+			if val == "failing" {
+				// A caller-supplied key: only the failing checks count as progress.
+				s.Policy.Key = func(o progress.Observation) progress.Key {
+					return progress.Key(string(o.Kind) + ":" + strings.Join(o.Failing, ","))
+				}
+			}
+		default:
+			return "error: unknown spec argument " + arg.Key + "\n"
+		}
+	}
+	m, err := loop.New(s)
+	if err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	d.m, d.now, d.lastRequest = m, 0, nil
+	return "ok\n"
+}
+
+func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {
+	var r model.Response
+	r.Usage.CostKnown = !td.HasArg("unknown_cost")
+	if td.HasArg("in") {
+		td.ScanArgs(t, "in", &r.Usage.InputTokens)
+	}
+	if td.HasArg("out") {
+		td.ScanArgs(t, "out", &r.Usage.OutputTokens)
+	}
+	if td.HasArg("cost") {
+		var c string
+		td.ScanArgs(t, "cost", &c)
+		f, err := strconv.ParseFloat(c, 64)
+		if err != nil {
+			return r, err
+		}
+		r.Usage.Cost = budget.USD(f)
+	}
+	for _, line := range strings.Split(td.Input, "\n") {
+		switch {
+		case strings.TrimSpace(line) == "":
+		case strings.HasPrefix(line, "text:"):
+			r.Content = append(r.Content, model.TextBlock(strings.TrimSpace(strings.TrimPrefix(line, "text:"))))
+		case strings.HasPrefix(line, "call "):
+			f := strings.SplitN(strings.TrimPrefix(line, "call "), " ", 3)
+			if len(f) < 2 {
+				return r, fmt.Errorf("bad call line %q: want call <id> <tool> <args>", line)
+			}
+			b := model.Block{Type: model.ToolUse, ID: f[0], Name: f[1]}
+			if f[0] == "-" {
+				b.ID = ""
+			}
+			if len(f) == 3 {
+				b.Input = json.RawMessage(f[2])
+			}
+			r.Content = append(r.Content, b)
+		case strings.HasPrefix(line, "bytes "):
+			n, err := strconv.Atoi(strings.TrimPrefix(line, "bytes "))
+			if err != nil {
+				return r, err
+			}
+			r.Content = append(r.Content, model.TextBlock(strings.Repeat("x", n)))
+		default:
+			return r, fmt.Errorf("bad reply line %q", line)
+		}
+	}
+	return r, nil
+}
+
+func (d *Driver) render(rd loop.Ready) string {
+	var b strings.Builder
+	for _, n := range rd.Notes {
+		switch n.Type {
+		case loop.NoteIntervention:
+			fmt.Fprintf(&b, "note %s %s/%s: %s\n", n.Type, n.Rung, n.Pattern, n.Text)
+		case loop.NoteObservation, loop.NoteClosing:
+			fmt.Fprintf(&b, "note %s %s: %s\n", n.Type, n.Problem, n.Text)
+		default:
+			fmt.Fprintf(&b, "note %s: %s\n", n.Type, indent(n.Text))
+		}
+	}
+	for _, c := range rd.Commands {
+		deadline := ""
+		if !c.Deadline.IsZero() {
+			deadline = " deadline=+" + c.Deadline.Sub(Epoch).String()
+		}
+		switch c.Type {
+		case loop.CallModel:
+			d.lastRequest, d.modelCall = c.Request, c.ID
+			names := make([]string, len(c.Request.Tools))
+			for i, t := range c.Request.Tools {
+				names[i] = t.Name
+			}
+			fmt.Fprintf(&b, "call_model %s purpose=%s messages=%d tools=(%s) max_out=%d%s\n",
+				c.ID, c.Request.Purpose, len(c.Request.Messages), strings.Join(names, ","), c.Request.MaxOutputTokens, deadline)
+		case loop.RunTools:
+			fmt.Fprintf(&b, "run_tools %s%s\n", c.ID, deadline)
+			for _, call := range c.Calls {
+				fmt.Fprintf(&b, "  %s %s %s\n", call.ID, call.Name, call.Args)
+			}
+		case loop.Verify:
+			d.pending = c.ID
+			fmt.Fprintf(&b, "verify %s checks=(%s) answer=%q confidence=%.2f%s\n", c.ID, strings.Join(c.Checks, ","), c.Candidate.Answer, c.Candidate.Confidence, deadline)
+		case loop.AskHuman:
+			fmt.Fprintf(&b, "ask_human %s: %s\n", c.ID, c.Question)
+		case loop.Finish:
+			r := c.Result
+			fmt.Fprintf(&b, "finish %s: %s\n", r.Status, r.Reason)
+			if r.Best != nil {
+				fmt.Fprintf(&b, "  best: attempt %d %q accepted=%v\n", r.Best.N, r.Best.Answer, r.Best.Accepted)
+			}
+			for _, a := range r.Attempts {
+				fmt.Fprintf(&b, "  - %s\n", a.Summary)
+			}
+			if r.Question != "" {
+				fmt.Fprintf(&b, "  question: %s\n", r.Question)
+			}
+			fmt.Fprintf(&b, "  usage: %s\n", budget.Report(r.Limits, r.Usage))
+		}
+	}
+	if b.Len() == 0 {
+		return "(nothing)\n"
+	}
+	return b.String()
+}
+
+func renderMessages(r *model.Request) string {
+	if r == nil {
+		return "(no request yet)\n"
+	}
+	var b strings.Builder
+	for i, m := range r.Messages {
+		fmt.Fprintf(&b, "%d %s:\n", i, m.Role)
+		for _, bl := range m.Content {
+			switch bl.Type {
+			case model.Text:
+				fmt.Fprintf(&b, "  text: %s\n", indent(bl.Text))
+			case model.ToolUse:
+				fmt.Fprintf(&b, "  tool_use %s %s %s\n", bl.ID, bl.Name, bl.Input)
+			case model.ToolResult:
+				mark := ""
+				if bl.IsError {
+					mark = " error"
+				}
+				fmt.Fprintf(&b, "  tool_result %s%s: %s\n", bl.ID, mark, indent(bl.Text))
+			}
+		}
+	}
+	return b.String()
+}
+
+func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n    ") }

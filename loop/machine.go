@@ -1,0 +1,967 @@
+package loop
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+var (
+	//go:embed prompts/system.txt
+	systemPrompt string
+	//go:embed prompts/reflect.txt
+	reflectPrompt string
+	//go:embed prompts/widen.txt
+	widenPrompt string
+	//go:embed prompts/closing.txt
+	closingPrompt string
+)
+
+// Phase is what the machine is waiting for.
+type Phase string
+
+const (
+	PhaseNew     Phase = "new"     // waiting for EventStart
+	PhaseModel   Phase = "model"   // waiting for a model reply
+	PhaseTools   Phase = "tools"   // waiting for tool results
+	PhaseVerify  Phase = "verify"  // waiting for verdicts
+	PhaseHuman   Phase = "human"   // waiting for a person
+	PhaseStopped Phase = "stopped" // the run has a Result
+)
+
+// Errors returned by Step. They mean the shell broke the protocol; the
+// machine's state is unchanged.
+var (
+	ErrStopped    = errors.New("loop: run has already stopped")
+	ErrUnexpected = errors.New("loop: unexpected event")
+)
+
+var finishSpec = model.ToolSpec{
+	Name:        FinishTool,
+	Description: "Submit your answer. It is accepted only after independent checks pass; if one fails you will be told why. Do not call it in the same turn as other tools.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string","description":"The complete answer."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"How sure you are that the answer is correct and complete, from 0 to 1."}},"required":["answer","confidence"],"additionalProperties":false}`),
+}
+
+// Machine is the deterministic loop core. It is not safe for concurrent use:
+// the shell owns it from one goroutine, feeding Events with Step, carrying
+// out Ready's commands, then calling Advance.
+type Machine struct {
+	spec   Spec // defaults applied
+	keyFn  progress.KeyFunc
+	tools  []model.ToolSpec // spec tools + finish
+	system string
+	known  map[string]bool
+	ready  Ready
+	st     state
+}
+
+// pendingCall is one tool_use of the reply being processed.
+type pendingCall struct {
+	ID       string          `json:"id"`
+	Name     string          `json:"name"`
+	Args     json.RawMessage `json:"args"`
+	Result   *ToolOutcome    `json:"result,omitempty"` // set when known
+	Dispatch bool            `json:"dispatch,omitempty"`
+}
+
+// state is everything that changes; it is what Snapshot serialises.
+type state struct {
+	Phase Phase        `json:"phase"`
+	Start time.Time    `json:"start"`
+	Usage budget.Usage `json:"usage"`
+	// MaxCallCost is the costliest model call so far, the projection for
+	// the next one.
+	MaxCallCost budget.Micros `json:"max_call_cost,omitempty"`
+	Step        int           `json:"step"`
+	CallSeq     int           `json:"call_seq"`
+	// Awaiting is the ID of the model call or Verify command in flight.
+	Awaiting string          `json:"awaiting,omitempty"`
+	History  []model.Message `json:"history"`
+	// HistoryBytes sizes History for the token estimate without rescanning it.
+	HistoryBytes int64         `json:"history_bytes"`
+	Calls        []pendingCall `json:"calls,omitempty"`
+	Outbox       []model.Block `json:"outbox,omitempty"`
+	Attempts     []Attempt     `json:"attempts,omitempty"`
+	// Verifying is the attempt under verification and its tier.
+	Verifying int              `json:"verifying,omitempty"`
+	Tier      verify.Tier      `json:"tier,omitempty"`
+	FinishID  string           `json:"finish_id,omitempty"`
+	Monitor   progress.Monitor `json:"monitor"`
+	Fires     int              `json:"fires"`
+	// Closing is set once the reserved turn has begun; ClosingDim says why.
+	Closing    bool             `json:"closing,omitempty"`
+	ClosingDim budget.Dimension `json:"closing_dim,omitempty"`
+	Question   string           `json:"question,omitempty"`
+	StalledOn  progress.Pattern `json:"stalled_on,omitempty"`
+	Result     *Result          `json:"result,omitempty"`
+}
+
+// New returns a machine for spec, which must be valid.
+func New(spec Spec) (*Machine, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	spec.Budget = spec.Budget.WithDefaults()
+	spec.Policy = spec.Policy.withDefaults(spec.Budget)
+	m := &Machine{spec: spec}
+	m.init()
+	m.st = state{Phase: PhaseNew, Monitor: progress.NewMonitor(spec.Policy.Progress)}
+	return m, nil
+}
+
+func (m *Machine) init() {
+	m.keyFn = m.spec.Policy.Key
+	if m.keyFn == nil {
+		m.keyFn = progress.DefaultKey
+	}
+	m.tools = append(append([]model.ToolSpec(nil), m.spec.Tools...), finishSpec)
+	m.known = make(map[string]bool, len(m.tools))
+	for _, t := range m.tools {
+		m.known[t.Name] = true
+	}
+	m.system = systemPrompt
+	if m.spec.Instructions != "" {
+		m.system += "\n" + m.spec.Instructions
+	}
+}
+
+// Phase reports what the machine is waiting for.
+func (m *Machine) Phase() Phase { return m.st.Phase }
+
+// Spec returns the spec with defaults applied.
+func (m *Machine) Spec() Spec { return m.spec }
+
+// Usage reports what the run has consumed so far.
+func (m *Machine) Usage() budget.Usage { return m.st.Usage }
+
+// Result returns the final result once the phase is PhaseStopped.
+func (m *Machine) Result() (Result, bool) {
+	if m.st.Result == nil {
+		return Result{}, false
+	}
+	return *m.st.Result, true
+}
+
+// Ready returns the notes and commands produced since the last Advance.
+func (m *Machine) Ready() Ready { return m.ready }
+
+// Advance acknowledges that the last Ready has been recorded and carried out.
+func (m *Machine) Advance() { m.ready = Ready{} }
+
+// Step feeds one event to the machine.
+func (m *Machine) Step(ev Event) error {
+	if m.st.Phase == PhaseStopped {
+		return ErrStopped
+	}
+	if err := m.accept(ev); err != nil {
+		return err
+	}
+	if !m.st.Start.IsZero() {
+		if el := ev.At.Sub(m.st.Start); el > m.st.Usage.Time {
+			m.st.Usage.Time = el
+		}
+	}
+	switch ev.Type {
+	case EventStart:
+		m.st.Start = ev.At
+		m.st.History = append(m.st.History, model.Message{Role: model.User, Content: []model.Block{model.TextBlock(m.spec.Goal)}})
+		m.st.HistoryBytes += int64(len(m.spec.Goal))
+		m.nextTurn()
+	case EventCancel:
+		reason := "cancelled"
+		if ev.Text != "" {
+			reason = "cancelled: " + ev.Text
+		}
+		m.stop(Cancelled, reason)
+	case EventModelReply:
+		m.onReply(*ev.Reply)
+	case EventModelError:
+		m.onModelError(*ev.Error)
+	case EventToolResult:
+		m.onToolResult(ev.Call, *ev.Tool)
+	case EventVerdict:
+		m.onVerdict(*ev.Verdict)
+	case EventCheckError:
+		if ev.Error.Kind == FailDeadline {
+			m.stop(Exhausted(budget.Time), "a check was cut off by the time budget: "+ev.Error.Message)
+		} else {
+			m.stop(Failed, "a check could not run: "+ev.Error.Message)
+		}
+	case EventHumanReply:
+		m.st.Fires = 0
+		m.st.Monitor.Reset()
+		m.st.Outbox = append(m.st.Outbox, model.TextBlock("You were stuck, so a person was asked: "+m.st.Question+"\nTheir answer: "+ev.Text))
+		m.st.Question = ""
+		m.nextTurn()
+	case EventHumanUnavailable:
+		m.stop(Escalated, "stopped making progress ("+string(m.st.StalledOn)+") and no person could answer now")
+	}
+	return nil
+}
+
+// accept checks that ev is well formed and expected in the current phase.
+func (m *Machine) accept(ev Event) error {
+	bad := func(why string) error { return fmt.Errorf("%w: %s %s", ErrUnexpected, ev.Type, why) }
+	if m.st.Phase == PhaseNew && ev.Type != EventStart && ev.Type != EventCancel {
+		return bad("before start")
+	}
+	switch ev.Type {
+	case EventStart:
+		if m.st.Phase != PhaseNew {
+			return bad("after start")
+		}
+	case EventCancel:
+	case EventModelReply, EventModelError:
+		if m.st.Phase != PhaseModel || ev.Call != m.st.Awaiting {
+			return bad("for call " + strconv.Quote(ev.Call))
+		}
+		if (ev.Type == EventModelReply && ev.Reply == nil) || (ev.Type == EventModelError && ev.Error == nil) {
+			return bad("without payload")
+		}
+	case EventToolResult:
+		if m.st.Phase != PhaseTools || ev.Tool == nil {
+			return bad("outside a tool turn or without payload")
+		}
+		i := m.callIndex(ev.Call)
+		if i < 0 || !m.st.Calls[i].Dispatch || m.st.Calls[i].Result != nil {
+			return bad("for call " + strconv.Quote(ev.Call) + " (unknown or already answered)")
+		}
+	case EventVerdict, EventCheckError:
+		if m.st.Phase != PhaseVerify || ev.Call != m.st.Awaiting {
+			return bad("for command " + strconv.Quote(ev.Call))
+		}
+		if (ev.Type == EventVerdict && ev.Verdict == nil) || (ev.Type == EventCheckError && ev.Error == nil) {
+			return bad("without payload")
+		}
+		if ev.Type == EventVerdict && !m.awaitingCheck(ev.Verdict.Check) {
+			return bad("for check " + strconv.Quote(ev.Verdict.Check))
+		}
+	case EventHumanReply, EventHumanUnavailable:
+		if m.st.Phase != PhaseHuman {
+			return bad("while not waiting for a person")
+		}
+	default:
+		return bad("(unknown type)")
+	}
+	return nil
+}
+
+func (m *Machine) callIndex(id string) int {
+	for i, c := range m.st.Calls {
+		if c.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// --- model turns ---
+
+func (m *Machine) nextTurn() {
+	if !m.st.Closing {
+		need := m.spec.Policy.Reserve
+		need.Steps++
+		need.ModelCalls++
+		need.InputTokens += 2 * m.estimateInput() // this turn and the closing turn
+		need.OutputTokens += int64(m.spec.Policy.MaxOutputTokens)
+		// Prices are unknown here, so project this turn and the closing one
+		// to cost as much as the costliest call so far.
+		need.Cost = m.st.MaxCallCost + max(need.Cost, m.st.MaxCallCost)
+		if len(m.spec.Tools) > 0 {
+			need.ToolCalls++
+		}
+		if d, over := budget.Exceeds(m.spec.Budget, m.st.Usage, need); over {
+			m.beginClosing(d)
+		}
+	}
+	if len(m.st.Outbox) > 0 {
+		m.appendHistory(model.Message{Role: model.User, Content: m.st.Outbox})
+		m.st.Outbox = nil
+	}
+	if m.st.Closing {
+		m.closingTurn()
+		return
+	}
+	m.callModel(model.PurposeStep, m.tools, m.spec.Policy.MaxOutputTokens, m.deadline(m.spec.Policy.Reserve.Time))
+}
+
+// beginClosing marks the reserved last turn, begun because d is spent.
+func (m *Machine) beginClosing(d budget.Dimension) {
+	m.st.Closing, m.st.ClosingDim = true, d
+	used := fmt.Sprintf("%s: %s of %s used", d, budget.Format(d, m.st.Usage.Get(d)), budget.Format(d, m.spec.Budget.Limit(d)))
+	text := fmt.Sprintf(strings.TrimSpace(closingPrompt), used)
+	m.note(Note{Type: NoteClosing, Step: m.st.Step, Text: text, Problem: string(d)})
+	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
+}
+
+func (m *Machine) closingTurn() {
+	est := m.estimateInput()
+	d, over := budget.Exceeds(m.spec.Budget, m.st.Usage, budget.Usage{Steps: 1, ModelCalls: 1, InputTokens: est, OutputTokens: 1})
+	if !over && m.spec.Budget.Time > 0 && m.st.Usage.Time >= m.spec.Budget.Time {
+		d, over = budget.Time, true
+	}
+	if over {
+		m.stop(Exhausted(m.st.ClosingDim), fmt.Sprintf("%s budget spent and no room left for a closing turn (%s also spent)", m.st.ClosingDim, d))
+		return
+	}
+	maxOut := int64(m.spec.Policy.ClosingOutputTokens)
+	for _, dim := range []budget.Dimension{budget.OutputTokens, budget.TotalTokens} {
+		if left, ok := budget.Remaining(m.spec.Budget, m.st.Usage, dim); ok {
+			if dim == budget.TotalTokens {
+				left -= est
+			}
+			maxOut = min(maxOut, left)
+		}
+	}
+	m.callModel(model.PurposeClosing, []model.ToolSpec{finishSpec}, int(max(maxOut, 1)), m.deadline(0))
+}
+
+// deadline is the run's start plus the time limit less keep.
+func (m *Machine) deadline(keep time.Duration) time.Time {
+	if m.spec.Budget.Time < 0 {
+		return time.Time{}
+	}
+	return m.st.Start.Add(m.spec.Budget.Time - keep)
+}
+
+func (m *Machine) callModel(p model.Purpose, tools []model.ToolSpec, maxOut int, deadline time.Time) {
+	m.st.CallSeq++
+	m.st.Step++
+	m.st.Usage.Steps++
+	m.st.Usage.ModelCalls++
+	id := "m" + strconv.Itoa(m.st.CallSeq)
+	m.st.Awaiting = id
+	m.st.Phase = PhaseModel
+	h := m.st.History
+	m.emit(Command{Type: CallModel, ID: id, Deadline: deadline, Request: &model.Request{
+		System:          m.system,
+		Messages:        h[:len(h):len(h)], // capped: the shell cannot see or clobber later appends
+		Tools:           tools,
+		MaxOutputTokens: maxOut,
+		Purpose:         p,
+	}})
+}
+
+// estimateInput approximates the next request's input tokens as bytes/4, a
+// tokenizer-free estimate that errs high for English and code.
+func (m *Machine) estimateInput() int64 {
+	n := m.st.HistoryBytes + int64(len(m.system))
+	for _, t := range m.tools {
+		n += int64(len(t.Name) + len(t.Description) + len(t.InputSchema))
+	}
+	return (n + 3) / 4
+}
+
+func (m *Machine) appendHistory(msg model.Message) {
+	m.st.History = append(m.st.History, msg)
+	for _, b := range msg.Content {
+		m.st.HistoryBytes += int64(len(b.Text) + len(b.Input) + len(b.Name) + len(b.ID))
+	}
+}
+
+func (m *Machine) onModelError(f Failure) {
+	m.st.Awaiting = ""
+	if f.Kind != FailDeadline {
+		m.stop(Failed, "model call failed: "+f.Message)
+		return
+	}
+	if m.st.Closing {
+		m.stop(Exhausted(budget.Time), "the closing turn was cut off by the time limit")
+		return
+	}
+	m.beginClosing(budget.Time)
+	m.nextTurn()
+}
+
+func (m *Machine) onReply(r model.Response) {
+	m.st.Awaiting = ""
+	m.st.Usage.InputTokens += r.Usage.InputTokens
+	m.st.Usage.OutputTokens += r.Usage.OutputTokens
+	m.st.Usage.Cost += r.Usage.Cost
+	m.st.MaxCallCost = max(m.st.MaxCallCost, r.Usage.Cost)
+	if !r.Usage.CostKnown {
+		m.st.Usage.CostUnknown = true
+	}
+
+	size := 0
+	var uses []int
+	hasText := false
+	for i, b := range r.Content {
+		size += len(b.Text) + len(b.Input)
+		switch b.Type {
+		case model.ToolUse:
+			uses = append(uses, i)
+		case model.Text:
+			hasText = hasText || strings.TrimSpace(b.Text) != ""
+		}
+	}
+	switch {
+	case size > m.spec.Policy.MaxReplyBytes:
+		m.appendHistory(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock(fmt.Sprintf("[reply of %d bytes discarded]", size))}})
+		m.malformed("oversized_reply", fmt.Sprintf("Your reply was %d bytes, over the limit of %d, and was discarded unread. Keep replies shorter: act in smaller steps.", size, m.spec.Policy.MaxReplyBytes))
+		return
+	case len(uses) == 0 && !hasText:
+		m.appendHistory(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock("[empty reply]")}})
+		m.malformed("empty_reply", "Your reply was empty. Call a tool, or call `finish` with your answer and confidence.")
+		return
+	case len(uses) == 0:
+		m.appendHistory(model.Message{Role: model.Assistant, Content: r.Content})
+		m.malformed("no_action", "Your reply called no tool. To act, call a tool; to answer, call `finish` with your answer and confidence. A plain-text answer is not submitted.")
+		return
+	}
+
+	// The history copy gives every tool_use a unique, non-empty ID so each
+	// gets its result, and an object input, which providers require when
+	// the history is sent back; the raw arguments stay in the calls, quoted
+	// in the error the model sees.
+	content, copied := r.Content, false
+	edit := func(i int) *model.Block {
+		if !copied {
+			content, copied = slices.Clone(r.Content), true
+		}
+		return &content[i]
+	}
+	m.st.Calls = m.st.Calls[:0]
+	finishes := 0
+	for n, i := range uses {
+		if id := content[i].ID; id == "" || slices.ContainsFunc(uses[:n], func(j int) bool { return content[j].ID == id }) {
+			edit(i).ID = fmt.Sprintf("s%d_%d", m.st.Step, n+1)
+		}
+		if !isObject(content[i].Input) {
+			edit(i).Input = json.RawMessage(`{}`)
+		}
+		m.st.Calls = append(m.st.Calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: r.Content[i].Input})
+		if content[i].Name == FinishTool {
+			finishes++
+		}
+	}
+	m.appendHistory(model.Message{Role: model.Assistant, Content: content})
+
+	if finishes > 0 && finishes < len(uses) {
+		m.dropFinishes()
+	} else if finishes == len(uses) {
+		m.onFinish()
+		return
+	}
+	m.dispatchTools()
+}
+
+func (m *Machine) dropFinishes() {
+	const text = "finish ignored: this reply also called other tools. A reply may call tools or finish, not both. Read the tool results, then call finish again in a later turn."
+	for i := range m.st.Calls {
+		if m.st.Calls[i].Name == FinishTool {
+			m.st.Calls[i].Result = &ToolOutcome{Output: text, IsError: true, Outcome: "protocol"}
+		}
+	}
+	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "tools_and_finish", Text: text})
+}
+
+func (m *Machine) dispatchTools() {
+	budgetLeft := int64(-1)
+	if left, ok := budget.Remaining(m.spec.Budget, m.st.Usage, budget.ToolCalls); ok {
+		budgetLeft = max(left, 0)
+	}
+	var run []ToolCall
+	for i := range m.st.Calls {
+		c := &m.st.Calls[i]
+		if c.Result != nil {
+			continue
+		}
+		var problem, text string
+		switch {
+		case m.st.Closing:
+			problem, text = "closing_turn", fmt.Sprintf("tool %q not run: this is the closing turn and tools are no longer available", c.Name)
+		case !m.known[c.Name]:
+			problem, text = "unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, m.toolList())
+		case !json.Valid(c.Args):
+			problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
+		case budgetLeft == 0:
+			problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
+		}
+		if problem != "" {
+			c.Result = &ToolOutcome{Output: text, IsError: true, Outcome: problem}
+			m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
+			continue
+		}
+		if budgetLeft > 0 {
+			budgetLeft--
+		}
+		c.Dispatch = true
+		run = append(run, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+	}
+	if len(run) == 0 {
+		m.completeTools()
+		return
+	}
+	m.st.Usage.ToolCalls += len(run)
+	m.st.Phase = PhaseTools
+	m.emit(Command{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: run})
+}
+
+func (m *Machine) toolList() string {
+	names := make([]string, len(m.tools))
+	for i, t := range m.tools {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+func (m *Machine) onToolResult(id string, out ToolOutcome) {
+	i := m.callIndex(id)
+	m.st.Calls[i].Result = &out
+	for _, c := range m.st.Calls {
+		if c.Result == nil {
+			return
+		}
+	}
+	m.completeTools()
+}
+
+// completeTools answers every call of the turn, in call order, watches for
+// lack of progress and moves on.
+func (m *Machine) completeTools() {
+	obs := progress.Observation{Kind: progress.Action, Calls: make([]progress.Call, len(m.st.Calls))}
+	for i, c := range m.st.Calls {
+		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: c.Result.IsError})
+		obs.Calls[i] = progress.Call{Tool: c.Name, Args: c.Args, Result: c.Result.Output}
+	}
+	m.st.Calls = m.st.Calls[:0]
+	if m.st.Closing {
+		m.stopExhausted("the closing turn called tools instead of finishing")
+		return
+	}
+	if m.observe(obs) {
+		m.nextTurn()
+	}
+}
+
+// malformed answers a reply that broke the protocol with an observation.
+func (m *Machine) malformed(problem, text string) {
+	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
+	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
+	if m.st.Closing {
+		m.stopExhausted("the closing reply did not finish (" + problem + ")")
+		return
+	}
+	if m.observe(progress.Observation{Kind: progress.Malformed, Problem: problem}) {
+		m.nextTurn()
+	}
+}
+
+// --- attempts and verification ---
+
+// isObject reports whether raw is a valid JSON object.
+func isObject(raw json.RawMessage) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return json.Valid(raw)
+		}
+		return false
+	}
+	return false
+}
+
+// parseFinish validates finish arguments strictly; the error is for the model.
+func parseFinish(raw json.RawMessage) (answer string, confidence float64, err error) {
+	const form = `arguments must be a JSON object {"answer": string, "confidence": number from 0 to 1}`
+	var fields map[string]json.RawMessage
+	if !isObject(raw) || json.Unmarshal(raw, &fields) != nil {
+		return "", 0, errors.New(form)
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if k != "answer" && k != "confidence" {
+			return "", 0, fmt.Errorf("unexpected argument %q; %s", k, form)
+		}
+	}
+	a, ok := fields["answer"]
+	if !ok {
+		return "", 0, errors.New(`"answer" is missing`)
+	}
+	if json.Unmarshal(a, &answer) != nil {
+		return "", 0, fmt.Errorf(`"answer" must be a string, got %s`, clip(string(a), 40))
+	}
+	c, ok := fields["confidence"]
+	if !ok {
+		return "", 0, errors.New(`"confidence" is missing: give a number from 0 to 1`)
+	}
+	if json.Unmarshal(c, &confidence) != nil {
+		return "", 0, fmt.Errorf(`"confidence" must be a number from 0 to 1, got %s`, clip(string(c), 40))
+	}
+	if !(confidence >= 0 && confidence <= 1) {
+		return "", 0, fmt.Errorf(`"confidence" is %v; it must be between 0 and 1`, confidence)
+	}
+	return answer, confidence, nil
+}
+
+func (m *Machine) onFinish() {
+	if len(m.st.Calls) > 1 {
+		const text = "call finish once per reply, with one answer"
+		for i := range m.st.Calls {
+			m.st.Calls[i].Result = &ToolOutcome{Output: text, IsError: true, Outcome: "protocol"}
+		}
+		m.finishProblem("multiple_finish", text)
+		return
+	}
+	c := m.st.Calls[0]
+	answer, conf, err := parseFinish(c.Args)
+	if err != nil {
+		text := "finish rejected: " + err.Error()
+		m.st.Calls[0].Result = &ToolOutcome{Output: text, IsError: true, Outcome: "invalid_args"}
+		m.finishProblem("bad_finish", text)
+		return
+	}
+	m.st.Calls = m.st.Calls[:0]
+	n := len(m.st.Attempts) + 1
+	m.st.Attempts = append(m.st.Attempts, Attempt{N: n, Step: m.st.Step, Answer: answer, Confidence: conf})
+	m.st.Verifying, m.st.FinishID = n, c.ID
+	m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d (confidence %.2f): %s", n, conf, clip(answer, 200))})
+	m.verifyTier(m.firstTier())
+}
+
+// finishProblem answers a malformed finish-only reply.
+func (m *Machine) finishProblem(problem, text string) {
+	for _, c := range m.st.Calls {
+		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: true})
+	}
+	m.st.Calls = m.st.Calls[:0]
+	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
+	if m.st.Closing {
+		m.stopExhausted("the closing reply's finish was malformed (" + problem + ")")
+		return
+	}
+	if m.observe(progress.Observation{Kind: progress.Malformed, Problem: problem}) {
+		m.nextTurn()
+	}
+}
+
+func (m *Machine) firstTier() verify.Tier {
+	for _, c := range m.spec.Checks {
+		if c.Tier == verify.Cheap {
+			return verify.Cheap
+		}
+	}
+	return verify.Expensive
+}
+
+func (m *Machine) checksIn(t verify.Tier) []string {
+	var names []string
+	for _, c := range m.spec.Checks {
+		if c.Tier == t {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+func (m *Machine) verifyTier(t verify.Tier) {
+	a := &m.st.Attempts[m.st.Verifying-1]
+	m.st.Tier = t
+	m.st.Phase = PhaseVerify
+	m.st.Awaiting = fmt.Sprintf("v%d.%s", a.N, t)
+	keep := m.spec.Policy.Reserve.Time
+	if m.st.Closing {
+		keep = 0
+	}
+	m.emit(Command{Type: Verify, ID: m.st.Awaiting, Deadline: m.deadline(keep),
+		Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: a.N},
+		Checks:    m.checksIn(t)})
+}
+
+func (m *Machine) awaitingCheck(name string) bool {
+	for _, c := range m.spec.Checks {
+		if c.Name == name && c.Tier == m.st.Tier {
+			for _, v := range m.st.Attempts[m.st.Verifying-1].Verdicts {
+				if v.Check == name {
+					return false // already answered
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Machine) onVerdict(v verify.Verdict) {
+	a := &m.st.Attempts[m.st.Verifying-1]
+	a.Verdicts = append(a.Verdicts, v)
+	m.st.Usage.Cost += v.Cost
+	tierChecks := m.checksIn(m.st.Tier)
+	got, failed := 0, false
+	for _, v := range a.Verdicts {
+		for _, name := range tierChecks {
+			if v.Check == name {
+				got++
+				failed = failed || !v.OK
+			}
+		}
+	}
+	if got < len(tierChecks) {
+		return
+	}
+	m.st.Awaiting = ""
+	if !failed && m.st.Tier == verify.Cheap && len(m.checksIn(verify.Expensive)) > 0 {
+		m.verifyTier(verify.Expensive)
+		return
+	}
+	a.Summary = summarize(*a, !failed)
+	if !failed {
+		a.Accepted = true
+		m.stop(Done, fmt.Sprintf("attempt %d passed every check", a.N))
+		return
+	}
+	feedback := m.feedback(*a)
+	m.note(Note{Type: NoteRejected, Step: m.st.Step, Attempt: a.N, Text: feedback})
+	m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: m.st.FinishID, Text: feedback, IsError: true})
+	if m.st.Closing {
+		m.stopExhausted(fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", ")))
+		return
+	}
+	if m.observe(progress.Observation{Kind: progress.Attempt, Failing: a.Failing(), Candidate: a.Answer}) {
+		m.nextTurn()
+	}
+}
+
+// maxEarlier is how many earlier attempts feedback lists, one line each.
+const maxEarlier = 5
+
+// feedback shapes a rejection: the latest attempt's failures in full, one
+// line per earlier attempt, capped.
+func (m *Machine) feedback(a Attempt) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Not accepted: attempt %d failed %d of %d checks run.\n", a.N, len(a.Failing()), len(a.Verdicts))
+	budgetFor := m.spec.Policy.MaxFeedbackBytes / 2
+	for _, v := range a.Verdicts {
+		if v.OK {
+			continue
+		}
+		fmt.Fprintf(&b, "- %s failed", v.Check)
+		if v.Where != "" {
+			fmt.Fprintf(&b, " at %s", v.Where)
+		}
+		fmt.Fprintf(&b, ": %s\n", clip(v.Detail, budgetFor))
+	}
+	if earlier := m.st.Attempts[:a.N-1]; len(earlier) > 0 {
+		b.WriteString("Earlier attempts:\n")
+		if skip := len(earlier) - maxEarlier; skip > 0 {
+			fmt.Fprintf(&b, "- (%d older attempts not shown)\n", skip)
+			earlier = earlier[skip:]
+		}
+		for _, e := range earlier {
+			fmt.Fprintf(&b, "- %s\n", clip(e.Summary, 200))
+		}
+	}
+	b.WriteString("Fix what failed and call finish again.")
+	return clip(b.String(), m.spec.Policy.MaxFeedbackBytes)
+}
+
+func summarize(a Attempt, ok bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "attempt %d (step %d, confidence %.2f) answered %q: ", a.N, a.Step, a.Confidence, clip(a.Answer, 60))
+	if ok {
+		b.WriteString("passed every check")
+		return b.String()
+	}
+	b.WriteString("failed ")
+	first := true
+	for _, v := range a.Verdicts {
+		if v.OK {
+			continue
+		}
+		if !first {
+			b.WriteString("; ")
+		}
+		first = false
+		fmt.Fprintf(&b, "%s (%s)", v.Check, clip(firstLine(v.Detail), 100))
+	}
+	return b.String()
+}
+
+// --- progress ---
+
+// observe feeds the monitor and climbs the ladder when it fires. It reports
+// whether the loop should go on to the next turn.
+func (m *Machine) observe(o progress.Observation) bool {
+	pat := m.st.Monitor.Observe(m.keyFn(o))
+	if pat == progress.None {
+		return true
+	}
+	m.st.Fires++
+	m.st.Monitor.Reset()
+	rung := progress.Ladder(m.st.Fires)
+	what := describe(pat, m.spec.Policy.Progress, o)
+	switch rung {
+	case progress.Reflect, progress.Widen:
+		tmpl := reflectPrompt
+		if rung == progress.Widen {
+			tmpl = widenPrompt
+		}
+		text := fmt.Sprintf(strings.TrimSpace(tmpl), what)
+		m.note(Note{Type: NoteIntervention, Step: m.st.Step, Pattern: pat, Rung: rung, Text: text})
+		m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
+		return true
+	}
+	m.st.StalledOn = pat
+	if !m.spec.Policy.Escalate {
+		m.note(Note{Type: NoteIntervention, Step: m.st.Step, Pattern: pat, Rung: rung, Text: "stopped: " + what})
+		m.stop(Stalled(pat), fmt.Sprintf("stopped making progress after two interventions: %s", what))
+		return false
+	}
+	q := m.question(what)
+	m.note(Note{Type: NoteIntervention, Step: m.st.Step, Pattern: pat, Rung: rung, Text: "escalated: " + q})
+	m.st.Question = q
+	m.st.Phase = PhaseHuman
+	m.emit(Command{Type: AskHuman, ID: "h" + strconv.Itoa(m.st.Step), Question: q})
+	return false
+}
+
+func describe(p progress.Pattern, cfg progress.Config, o progress.Observation) string {
+	var last string
+	switch o.Kind {
+	case progress.Action:
+		names := make([]string, len(o.Calls))
+		for i, c := range o.Calls {
+			names[i] = c.Tool + " " + string(progress.Canonical(c.Args))
+		}
+		last = "calling " + clip(strings.Join(names, ", "), 160)
+	case progress.Attempt:
+		last = "submitting answers that fail " + strings.Join(o.Failing, ", ")
+	default:
+		last = "sending replies that break the protocol (" + o.Problem + ")"
+	}
+	switch p {
+	case progress.Repeating:
+		return fmt.Sprintf("the last %d steps were identical: %s, with the same result", cfg.Window, last)
+	case progress.Oscillating:
+		return fmt.Sprintf("the run is alternating between two states; the latest step was %s", last)
+	default:
+		return fmt.Sprintf("the last %d steps produced nothing new; the latest was %s", cfg.Patience, last)
+	}
+}
+
+// question is the one specific question put to a person on escalation.
+func (m *Machine) question(what string) string {
+	if best := m.best(); best != nil && !best.Accepted && len(best.Verdicts) > 0 {
+		for _, v := range best.Verdicts {
+			if !v.OK {
+				return fmt.Sprintf("The agent is stuck: %s. Its best answer so far, %q, fails check %s: %s. What should it change, or is the check wrong?",
+					what, clip(best.Answer, 120), v.Check, clip(firstLine(v.Detail), 160))
+			}
+		}
+	}
+	return fmt.Sprintf("The agent is stuck: %s. Its goal: %q. What should it do instead?", what, clip(m.spec.Goal, 160))
+}
+
+// --- ending ---
+
+func (m *Machine) stopExhausted(why string) {
+	m.stop(Exhausted(m.st.ClosingDim), fmt.Sprintf("%s budget spent; %s", m.st.ClosingDim, why))
+}
+
+func (m *Machine) stop(s Status, reason string) {
+	res := &Result{
+		Status:   s,
+		Reason:   reason,
+		Attempts: append([]Attempt(nil), m.st.Attempts...),
+		Usage:    m.st.Usage,
+		Limits:   m.spec.Budget,
+		Question: m.st.Question,
+	}
+	for i := range res.Attempts {
+		if res.Attempts[i].Summary == "" {
+			res.Attempts[i].Summary = fmt.Sprintf("attempt %d (step %d, confidence %.2f) answered %q: not fully checked", res.Attempts[i].N, res.Attempts[i].Step, res.Attempts[i].Confidence, clip(res.Attempts[i].Answer, 60))
+		}
+	}
+	if b := m.best(); b != nil {
+		best := res.Attempts[b.N-1]
+		res.Best = &best
+	}
+	m.st.Result = res
+	m.st.Phase = PhaseStopped
+	m.st.Awaiting = ""
+	m.emit(Command{Type: Finish, ID: "end", Result: res})
+}
+
+// best is the accepted attempt, else the one that passed the most checks,
+// the later one winning ties.
+func (m *Machine) best() *Attempt {
+	var best *Attempt
+	for i := range m.st.Attempts {
+		a := &m.st.Attempts[i]
+		if best == nil || a.Accepted || (!best.Accepted && a.passed() >= best.passed()) {
+			best = a
+		}
+	}
+	return best
+}
+
+func (m *Machine) emit(c Command) { m.ready.Commands = append(m.ready.Commands, c) }
+func (m *Machine) note(n Note)    { m.ready.Notes = append(m.ready.Notes, n) }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}
+
+// --- snapshots ---
+
+// SnapshotVersion is the version of the Snapshot format.
+const SnapshotVersion = 1
+
+type snapshot struct {
+	Version int   `json:"version"`
+	Spec    Spec  `json:"spec"`
+	State   state `json:"state"`
+}
+
+// Snapshot serialises the machine. Take it after Advance: outputs not yet
+// acknowledged are not included.
+func (m *Machine) Snapshot() ([]byte, error) {
+	return json.Marshal(snapshot{Version: SnapshotVersion, Spec: m.spec, State: m.st})
+}
+
+// Restore rebuilds a machine from a Snapshot. key is the progress key
+// function the run used (nil for the default), since functions are not
+// serialised.
+func Restore(data []byte, key progress.KeyFunc) (*Machine, error) {
+	var s snapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("loop: restore: %w", err)
+	}
+	if s.Version != SnapshotVersion {
+		return nil, fmt.Errorf("loop: restore: snapshot version %d, this build reads version %d", s.Version, SnapshotVersion)
+	}
+	s.Spec.Policy.Key = key
+	m := &Machine{spec: s.Spec, st: s.State}
+	m.init()
+	if m.st.Monitor.Seen == nil {
+		m.st.Monitor.Seen = map[progress.Key]bool{}
+	}
+	return m, nil
+}

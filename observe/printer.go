@@ -1,0 +1,205 @@
+package observe
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+)
+
+// Printer shows a run as it goes: each step's thought and action, tool
+// results, verdicts and interventions as plain lines, and on a terminal one
+// live status line with budget use, rewritten in place.
+type Printer struct {
+	mu     sync.Mutex
+	w      io.Writer
+	live   bool
+	limits budget.Limits
+	used   budget.Usage
+	step   int
+	begin  time.Time
+	status string // what the run waits for, on the live line
+	shown  bool   // the live line is on screen
+}
+
+// PrinterConfig configures a Printer.
+type PrinterConfig struct {
+	// Live draws a status line rewritten in place; set it only on a terminal.
+	Live bool
+	// Limits are shown beside usage; zero fields show defaults.
+	Limits budget.Limits
+}
+
+// NewPrinter returns a printer writing to w.
+func NewPrinter(w io.Writer, cfg PrinterConfig) *Printer {
+	return &Printer{w: w, live: cfg.Live, limits: cfg.Limits.WithDefaults()}
+}
+
+// Observe prints e.
+func (p *Printer) Observe(e Entry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clearLive()
+	switch {
+	case e.Command != nil:
+		p.command(e.Command)
+	case e.Event != nil:
+		p.event(e.Event)
+	case e.Note != nil:
+		p.note(e.Note)
+	}
+	p.drawLive()
+}
+
+func (p *Printer) printf(format string, args ...any) { fmt.Fprintf(p.w, format+"\n", args...) }
+
+func (p *Printer) command(c *loop.Command) {
+	switch c.Type {
+	case loop.CallModel:
+		p.step++
+		p.used.Steps++
+		p.used.ModelCalls++
+		p.status = "waiting for the model"
+		if c.Request.Purpose == model.PurposeClosing {
+			p.status = "closing turn: waiting for the model"
+		}
+	case loop.RunTools:
+		p.used.ToolCalls += len(c.Calls)
+		for _, call := range c.Calls {
+			p.printf("        → %s %s", call.Name, oneLine(string(call.Args), 120))
+		}
+		p.status = fmt.Sprintf("running %d tool call(s)", len(c.Calls))
+	case loop.Verify:
+		p.status = "verifying: " + strings.Join(c.Checks, ", ")
+	case loop.AskHuman:
+		p.printf("        ? %s", c.Question)
+		p.status = "waiting for a person"
+	case loop.Finish:
+		p.status = ""
+		p.finish(c.Result)
+	}
+}
+
+func (p *Printer) event(ev *loop.Event) {
+	if !ev.At.IsZero() {
+		p.used.Time = max(p.used.Time, ev.At.Sub(p.startOr(ev.At)))
+	}
+	switch ev.Type {
+	case loop.EventModelReply:
+		u := ev.Reply.Usage
+		p.used.InputTokens += u.InputTokens
+		p.used.OutputTokens += u.OutputTokens
+		p.used.Cost += u.Cost
+		p.used.CostUnknown = p.used.CostUnknown || !u.CostKnown
+		first := true
+		for _, b := range ev.Reply.Content {
+			prefix := "        "
+			if first {
+				prefix = fmt.Sprintf("step %-3d", p.step)
+				first = false
+			}
+			switch b.Type {
+			case model.Text:
+				if t := strings.TrimSpace(b.Text); t != "" {
+					p.printf("%s%s", prefix, oneLine(t, 160))
+				}
+			case model.ToolUse:
+				if b.Name == loop.FinishTool {
+					p.printf("%sfinish %s", prefix, oneLine(string(b.Input), 160))
+				}
+			}
+		}
+		if first {
+			p.printf("step %-3d(empty reply)", p.step)
+		}
+	case loop.EventToolResult:
+		mark := "←"
+		if ev.Tool.IsError {
+			mark = "✗"
+		}
+		p.printf("        %s %s", mark, oneLine(ev.Tool.Output, 160))
+	case loop.EventVerdict:
+		v := ev.Verdict
+		p.used.Cost += v.Cost
+		if v.OK {
+			p.printf("        ✓ %s", v.Check)
+		} else {
+			where := ""
+			if v.Where != "" {
+				where = " at " + v.Where
+			}
+			p.printf("        ✗ %s%s: %s", v.Check, where, oneLine(v.Detail, 160))
+		}
+	case loop.EventModelError, loop.EventCheckError:
+		p.printf("        ! %s: %s", ev.Error.Kind, ev.Error.Message)
+	case loop.EventHumanReply:
+		p.printf("        person: %s", oneLine(ev.Text, 160))
+	case loop.EventCancel:
+		p.printf("cancelled %s", ev.Text)
+	}
+}
+
+// startOr remembers the first timestamp seen as the run's start.
+func (p *Printer) startOr(t time.Time) time.Time {
+	if p.begin.IsZero() {
+		p.begin = t
+	}
+	return p.begin
+}
+
+func (p *Printer) note(n *loop.Note) {
+	switch n.Type {
+	case loop.NoteObservation:
+		p.printf("        ! %s: %s", n.Problem, oneLine(n.Text, 160))
+	case loop.NoteIntervention:
+		p.printf("        ⟳ %s (%s): %s", n.Rung, n.Pattern, oneLine(n.Text, 200))
+	case loop.NoteClosing:
+		p.printf("        ⏹ %s budget spent: closing turn", n.Problem)
+	}
+}
+
+func (p *Printer) finish(r *loop.Result) {
+	p.printf("%s: %s", r.Status, r.Reason)
+	if r.Best != nil {
+		p.printf("best: %s", oneLine(r.Best.Answer, 200))
+	}
+	if r.Question != "" {
+		p.printf("question: %s", r.Question)
+	}
+	p.printf("usage: %s", budget.Report(r.Limits, r.Usage))
+}
+
+func (p *Printer) clearLive() {
+	if p.live && p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+func (p *Printer) drawLive() {
+	if !p.live || p.status == "" {
+		return
+	}
+	u, l := p.used, p.limits
+	fmt.Fprintf(p.w, "[step %d/%d · tools %d/%s · tokens %d · %s · %s] %s",
+		u.Steps, l.Steps, u.ToolCalls, budget.Format(budget.ToolCalls, int64(l.ToolCalls)),
+		u.TotalTokens(), u.Cost, u.Time.Round(time.Millisecond), p.status)
+	p.shown = true
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		cut := n
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}

@@ -1,0 +1,228 @@
+// Package progress notices a loop that has stopped making progress.
+//
+// A progress key fingerprints only what represents progress: for an action,
+// the tool, its canonical arguments and a hash of its result; for an attempt,
+// the set of failing checks and the candidate's hash. The Monitor watches the
+// stream of keys and reports a Pattern:
+//
+//   - repeating: the last Window keys are all equal;
+//   - oscillating: the last four keys alternate A B A B;
+//   - stagnating: Patience keys in a row brought nothing never seen before.
+//
+// When a pattern fires, the caller climbs the intervention Ladder: reflect,
+// then widen, then stop (stall or escalate). Everything here is pure.
+package progress
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+)
+
+// Key fingerprints one observation of progress.
+type Key string
+
+// Pattern is a kind of stuck loop; the empty Pattern means none.
+type Pattern string
+
+const (
+	None        Pattern = ""
+	Repeating   Pattern = "repeating"
+	Oscillating Pattern = "oscillating"
+	Stagnating  Pattern = "stagnating"
+)
+
+// Kind says what an Observation records.
+type Kind string
+
+const (
+	Action    Kind = "action"    // a tool call and its result
+	Attempt   Kind = "attempt"   // a verified candidate
+	Malformed Kind = "malformed" // a reply that broke the protocol
+)
+
+// Observation is what the loop saw in one step, the input to a KeyFunc.
+// For a turn with several tool calls, Calls holds them in call order.
+type Observation struct {
+	Kind  Kind   `json:"kind"`
+	Calls []Call `json:"calls,omitempty"`
+	// For attempts: the names of the failing checks and the candidate.
+	Failing   []string `json:"failing,omitempty"`
+	Candidate string   `json:"candidate,omitempty"`
+	// For malformed replies: what was wrong, e.g. "empty_reply".
+	Problem string `json:"problem,omitempty"`
+}
+
+// Call is one tool call as seen by progress detection.
+type Call struct {
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"args"`
+	Result string          `json:"result"`
+}
+
+// KeyFunc maps an observation to a progress key. It must be a pure function.
+type KeyFunc func(Observation) Key
+
+// DefaultKey is the KeyFunc described in the package doc. Arguments are
+// canonicalised (object keys sorted, whitespace dropped) so that the same
+// call written twice yields the same key; the calls of one turn are keyed as
+// a set, and failing checks as a set.
+func DefaultKey(o Observation) Key {
+	h := sha256.New()
+	h.Write([]byte(o.Kind))
+	h.Write([]byte{0})
+	switch o.Kind {
+	case Action:
+		parts := make([]string, len(o.Calls))
+		for i, c := range o.Calls {
+			parts[i] = c.Tool + "\x00" + string(Canonical(c.Args)) + "\x00" + hashString(c.Result)
+		}
+		slices.Sort(parts)
+		for _, p := range parts {
+			h.Write([]byte(p))
+			h.Write([]byte{1})
+		}
+	case Attempt:
+		failing := slices.Clone(o.Failing)
+		slices.Sort(failing)
+		for _, f := range failing {
+			h.Write([]byte(f))
+			h.Write([]byte{1})
+		}
+		h.Write([]byte{2})
+		h.Write([]byte(hashString(o.Candidate)))
+	default:
+		h.Write([]byte(o.Problem))
+	}
+	return Key(hex.EncodeToString(h.Sum(nil)[:12]))
+}
+
+func hashString(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Canonical returns raw JSON with object keys sorted and insignificant space
+// removed. Invalid JSON is returned compacted as far as possible, or as is.
+func Canonical(raw json.RawMessage) []byte {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	out, err := json.Marshal(v) // encoding/json sorts map keys
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// Config tunes the Monitor. Zero fields take defaults.
+type Config struct {
+	// Window is how many equal keys in a row count as repeating (default 3;
+	// at least 2).
+	Window int `json:"window,omitempty"`
+	// Patience is how many keys in a row without a new one count as
+	// stagnating (default 6).
+	Patience int `json:"patience,omitempty"`
+}
+
+// WithDefaults fills zero fields.
+func (c Config) WithDefaults() Config {
+	if c.Window == 0 {
+		c.Window = 3
+	}
+	if c.Patience == 0 {
+		c.Patience = 6
+	}
+	return c
+}
+
+// Monitor holds the recent keys. The zero value is not ready; use NewMonitor.
+// It is a plain value: copy it, serialise it as JSON, restore it.
+type Monitor struct {
+	Config Config `json:"config"`
+	// Recent holds the last keys, at most max(Window, 4).
+	Recent []Key `json:"recent"`
+	// Seen records every key observed in the run.
+	Seen map[Key]bool `json:"seen"`
+	// SinceNew counts keys observed since the last never-seen key.
+	SinceNew int `json:"since_new"`
+}
+
+// NewMonitor returns a monitor with cfg's defaults applied.
+func NewMonitor(cfg Config) Monitor {
+	return Monitor{Config: cfg.WithDefaults(), Seen: map[Key]bool{}}
+}
+
+// Observe records k and reports the pattern it completes, if any.
+func (m *Monitor) Observe(k Key) Pattern {
+	keep := max(m.Config.Window, 4)
+	m.Recent = append(m.Recent, k)
+	if len(m.Recent) > keep {
+		m.Recent = append(m.Recent[:0], m.Recent[len(m.Recent)-keep:]...)
+	}
+	if m.Seen[k] {
+		m.SinceNew++
+	} else {
+		m.Seen[k] = true
+		m.SinceNew = 0
+	}
+	if n := m.Config.Window; len(m.Recent) >= n {
+		last := m.Recent[len(m.Recent)-n:]
+		if allEqual(last) {
+			return Repeating
+		}
+	}
+	if n := len(m.Recent); n >= 4 {
+		a, b, c, d := m.Recent[n-4], m.Recent[n-3], m.Recent[n-2], m.Recent[n-1]
+		if a == c && b == d && a != b {
+			return Oscillating
+		}
+	}
+	if m.SinceNew >= m.Config.Patience {
+		return Stagnating
+	}
+	return None
+}
+
+// Reset forgets the recent window and the stagnation count after an
+// intervention, so that the next fire needs fresh evidence. Seen keys are kept:
+// returning to an old state is still not progress.
+func (m *Monitor) Reset() {
+	m.Recent = m.Recent[:0]
+	m.SinceNew = 0
+}
+
+func allEqual(ks []Key) bool {
+	for _, k := range ks[1:] {
+		if k != ks[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// Intervention is a rung of the ladder the loop climbs when a pattern fires.
+type Intervention string
+
+const (
+	Reflect Intervention = "reflect" // name what repeated and ask the model to step back
+	Widen   Intervention = "widen"   // ask for a fundamentally different approach
+	Stop    Intervention = "stop"    // exit stalled, or escalate where a person is reachable
+)
+
+// Ladder returns the intervention for the n-th fire of a run (n from 1).
+func Ladder(n int) Intervention {
+	switch {
+	case n <= 1:
+		return Reflect
+	case n == 2:
+		return Widen
+	default:
+		return Stop
+	}
+}

@@ -1,0 +1,145 @@
+// Package verify judges candidates. A Verifier returns a Verdict; the loop
+// core only accepts a candidate as done once every gate check has passed.
+//
+// Checks are grouped in tiers: cheap checks run on every candidate and fail
+// fast; expensive checks run only on candidates that passed every cheap one.
+package verify
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/ratchetloop/ratchet/budget"
+)
+
+// Provenance says where a verdict's evidence comes from, strongest first.
+type Provenance string
+
+const (
+	Execution  Provenance = "execution"  // the candidate was run (tests, compiler)
+	Validation Provenance = "validation" // schema, format, equality, bounds
+	Grounding  Provenance = "grounding"  // claims found in a source
+	Grader     Provenance = "grader"     // a separate model with a rubric
+	Self       Provenance = "self"       // the generator judging itself: low signal
+)
+
+// Tier is when a check runs.
+type Tier string
+
+const (
+	Cheap     Tier = "cheap"
+	Expensive Tier = "expensive"
+)
+
+// Candidate is what a verifier judges.
+type Candidate struct {
+	Answer     string  `json:"answer"`
+	Confidence float64 `json:"confidence"`
+	Attempt    int     `json:"attempt"`
+}
+
+// Verdict is one check's judgement of one candidate.
+type Verdict struct {
+	Check string `json:"check"`
+	OK    bool   `json:"ok"`
+	// Confidence is how sure the check is of its own verdict, 0..1.
+	Confidence float64 `json:"confidence"`
+	// Detail is plain feedback for the generator: what failed and why.
+	Detail string `json:"detail,omitempty"`
+	// Where locates the failure (a test name, a line) when known.
+	Where      string        `json:"where,omitempty"`
+	Provenance Provenance    `json:"provenance"`
+	Cost       budget.Micros `json:"cost_micros,omitempty"`
+}
+
+// Verifier checks a candidate. Check returns a Go error only when the check
+// could not run (infrastructure); a failing candidate is a Verdict with OK
+// false. Implementations must be safe for concurrent use.
+type Verifier interface {
+	Name() string
+	Provenance() Provenance
+	Check(ctx context.Context, c Candidate) (Verdict, error)
+}
+
+// Tiers groups verifiers by when they run.
+type Tiers struct {
+	Cheap     []Verifier
+	Expensive []Verifier
+}
+
+// All returns every verifier, cheap first.
+func (t Tiers) All() []Verifier { return append(append([]Verifier(nil), t.Cheap...), t.Expensive...) }
+
+// Func adapts a function to a Verifier.
+type Func struct {
+	CheckName string
+	Prov      Provenance
+	Fn        func(ctx context.Context, c Candidate) (Verdict, error)
+}
+
+var _ Verifier = Func{}
+
+func (f Func) Name() string           { return f.CheckName }
+func (f Func) Provenance() Provenance { return f.Prov }
+func (f Func) Check(ctx context.Context, c Candidate) (Verdict, error) {
+	v, err := f.Fn(ctx, c)
+	v.Check, v.Provenance = f.CheckName, f.Prov
+	return v, err
+}
+
+func validation(name string, fn func(answer string) (ok bool, detail string)) Verifier {
+	return Func{CheckName: name, Prov: Validation, Fn: func(_ context.Context, c Candidate) (Verdict, error) {
+		ok, detail := fn(c.Answer)
+		return Verdict{OK: ok, Confidence: 1, Detail: detail}, nil
+	}}
+}
+
+// Equals passes when the answer, trimmed of surrounding space, equals want.
+func Equals(want string) Verifier {
+	return validation("equals", func(answer string) (bool, string) {
+		got := strings.TrimSpace(answer)
+		if got == strings.TrimSpace(want) {
+			return true, "answer matches the expected value"
+		}
+		return false, fmt.Sprintf("expected %q, got %q", strings.TrimSpace(want), clip(got, 200))
+	})
+}
+
+// Regex passes when the answer matches the RE2 pattern.
+func Regex(pattern string) (Verifier, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("regex check: %w", err)
+	}
+	return validation("regex", func(answer string) (bool, string) {
+		if re.MatchString(answer) {
+			return true, fmt.Sprintf("answer matches /%s/", pattern)
+		}
+		return false, fmt.Sprintf("answer does not match /%s/", pattern)
+	}), nil
+}
+
+// Contains passes when the answer contains every one of the substrings.
+func Contains(subs ...string) Verifier {
+	return validation("contains", func(answer string) (bool, string) {
+		var missing []string
+		for _, s := range subs {
+			if !strings.Contains(answer, s) {
+				missing = append(missing, fmt.Sprintf("%q", s))
+			}
+		}
+		if len(missing) > 0 {
+			return false, "answer is missing " + strings.Join(missing, ", ")
+		}
+		return true, "answer contains every required string"
+	})
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
