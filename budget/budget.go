@@ -63,7 +63,7 @@ type Limits struct {
 	OutputTokens int64         `json:"output_tokens,omitempty"` // default unlimited: total_tokens caps it
 	TotalTokens  int64         `json:"total_tokens,omitempty"`  // input + output (default 2,000,000)
 	Cost         Micros        `json:"cost_micros,omitempty"`   // default $2.00
-	Time         time.Duration `json:"time,omitempty"`          // wall time from the run's start (default 10m)
+	Time         time.Duration `json:"time_ns,omitempty"`       // wall time from the run's start (default 10m)
 }
 
 // Defaults are the limits used for zero fields.
@@ -154,7 +154,7 @@ type Usage struct {
 	OutputTokens int64         `json:"output_tokens"`
 	Cost         Micros        `json:"cost_micros"`
 	CostUnknown  bool          `json:"cost_unknown,omitempty"` // some call had no known price
-	Time         time.Duration `json:"time"`
+	Time         time.Duration `json:"time_ns"`
 }
 
 // TotalTokens is input plus output tokens.
@@ -238,7 +238,7 @@ func Format(d Dimension, v int64) string {
 	case Cost:
 		return Micros(v).String()
 	case Time:
-		return time.Duration(v).String()
+		return time.Duration(v).Round(time.Millisecond).String()
 	}
 	return fmt.Sprint(v)
 }

@@ -16,9 +16,11 @@ package progress
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strings"
 )
 
 // Key fingerprints one observation of progress.
@@ -71,53 +73,45 @@ type KeyFunc func(Observation) Key
 // a set, and failing checks as a set.
 func DefaultKey(o Observation) Key {
 	h := sha256.New()
-	h.Write([]byte(o.Kind))
-	h.Write([]byte{0})
+	field := func(b []byte) { // length-prefixed, so fields cannot run together
+		var n [binary.MaxVarintLen64]byte
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
+		h.Write(b)
+	}
+	field([]byte(o.Kind))
 	switch o.Kind {
 	case Action:
-		parts := make([]string, len(o.Calls))
-		for i, c := range o.Calls {
-			parts[i] = c.Tool + "\x00" + string(Canonical(c.Args)) + "\x00" + hashString(c.Result)
+		calls := o.Calls
+		if len(calls) > 1 {
+			calls = slices.Clone(calls)
+			slices.SortFunc(calls, func(a, b Call) int {
+				if c := strings.Compare(a.Tool, b.Tool); c != 0 {
+					return c
+				}
+				if c := bytes.Compare(Canonical(a.Args), Canonical(b.Args)); c != 0 {
+					return c
+				}
+				return strings.Compare(a.Result, b.Result)
+			})
 		}
-		slices.Sort(parts)
-		for _, p := range parts {
-			h.Write([]byte(p))
-			h.Write([]byte{1})
+		for _, c := range calls {
+			field([]byte(c.Tool))
+			field(Canonical(c.Args))
+			field([]byte(c.Result))
 		}
 	case Attempt:
 		failing := slices.Clone(o.Failing)
 		slices.Sort(failing)
 		for _, f := range failing {
-			h.Write([]byte(f))
-			h.Write([]byte{1})
+			field([]byte(f))
 		}
-		h.Write([]byte{2})
-		h.Write([]byte(hashString(o.Candidate)))
+		field([]byte{2})
+		field([]byte(o.Candidate))
 	default:
-		h.Write([]byte(o.Problem))
+		field([]byte(o.Problem))
 	}
-	return Key(hex.EncodeToString(h.Sum(nil)[:12]))
-}
-
-func hashString(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:8])
-}
-
-// Canonical returns raw JSON with object keys sorted and insignificant space
-// removed. Invalid JSON is returned compacted as far as possible, or as is.
-func Canonical(raw json.RawMessage) []byte {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil {
-		return raw
-	}
-	out, err := json.Marshal(v) // encoding/json sorts map keys
-	if err != nil {
-		return raw
-	}
-	return out
+	var sum [sha256.Size]byte
+	return Key(hex.EncodeToString(h.Sum(sum[:0])[:12]))
 }
 
 // Config tunes the Monitor. Zero fields take defaults.

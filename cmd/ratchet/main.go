@@ -1,0 +1,64 @@
+// Command ratchet runs AI agent loops that are reliable by construction:
+// every run has a checked definition of done, budgets on every dimension and
+// exactly one named exit.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitDone    = 0 // the run ended done
+	exitNotDone = 1 // the run ended, not done
+	exitUsage   = 2 // bad usage or config
+	exitInfra   = 3 // infrastructure failed
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	os.Exit(m.Run(ctx, os.Args[1:]))
+}
+
+// Main is the CLI with its environment, so tests can run it in-process.
+type Main struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Getenv         func(string) string
+}
+
+const usage = `ratchet runs AI agent loops with a checked definition of done.
+
+Usage:
+  ratchet run TASK.yaml [flags]   run a task file; see 'ratchet run -h'
+  ratchet version                 print the version
+
+Exit codes: 0 done, 1 ended not done, 2 usage or config error, 3 infrastructure failure.
+`
+
+// Run dispatches to a subcommand and returns the exit code.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return m.runCmd(ctx, args[1:])
+	case "version", "--version":
+		fmt.Fprintln(m.Stdout, "ratchet", version())
+		return exitDone
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, usage)
+		return exitDone
+	}
+	fmt.Fprintf(m.Stderr, "ratchet: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
+}

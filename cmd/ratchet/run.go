@@ -1,0 +1,323 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/taskfile"
+	"github.com/ratchetloop/ratchet/tool/workspace"
+)
+
+type runFlags struct {
+	model      string
+	json       bool
+	quiet      bool
+	log        string
+	noLog      bool
+	steps      int
+	modelCalls int
+	toolCalls  int
+	tokens     int64
+	cost       float64
+	time       time.Duration
+}
+
+func (m *Main) runUsage(fs *flag.FlagSet) func() {
+	return func() {
+		d := budget.Defaults
+		fmt.Fprintf(fs.Output(), `Usage: ratchet run TASK.yaml [flags]
+
+Runs the task file until its checks pass or it stops for a named reason.
+The task file schema is in docs/taskfile.md.
+
+Flags:
+`)
+		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), `
+Budget flags override the task file's budget; unset limits take these
+defaults: steps %d, model calls %d, tool calls %d, total tokens %d,
+cost %s, time %s.
+
+The model comes from --model, else the task file's model:, else $RATCHET_MODEL.
+Model strings: scripted:FILE (a recorded, offline test double).
+`, d.Steps, d.ModelCalls, d.ToolCalls, d.TotalTokens, d.Cost, d.Time)
+	}
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments, returning the positionals.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func (m *Main) runCmd(ctx context.Context, args []string) int {
+	var f runFlags
+	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = m.runUsage(fs)
+	fs.StringVar(&f.model, "model", "", "model to use, e.g. scripted:turns.yaml (overrides the task file)")
+	fs.BoolVar(&f.json, "json", false, "print the Result as JSON on stdout; progress goes to stderr")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the final status line (or, with --json, nothing but the JSON)")
+	fs.StringVar(&f.log, "log", "", "write the event log (JSONL, docs/events.md) here (default $XDG_STATE_HOME/ratchet/runs/RUN.jsonl)")
+	fs.BoolVar(&f.noLog, "no-log", false, "do not write an event log")
+	fs.IntVar(&f.steps, "steps", 0, "limit on model turns")
+	fs.IntVar(&f.modelCalls, "model-calls", 0, "limit on model calls")
+	fs.IntVar(&f.toolCalls, "tool-calls", 0, "limit on tool calls")
+	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
+	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars")
+	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
+	pos, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitDone
+	}
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(m.Stderr, "ratchet run: want exactly one task file")
+		fs.Usage()
+		return exitUsage
+	}
+
+	task, mdl, cleanup, err := m.load(pos[0], f)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		return exitUsage
+	}
+	defer cleanup()
+
+	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
+	cfg := runner.Config{Model: mdl, RunID: runID}
+	progressOut := m.Stdout
+	if f.json {
+		progressOut = m.Stderr
+	}
+	if !f.quiet {
+		cfg.Observers = append(cfg.Observers, observe.NewPrinter(progressOut, observe.PrinterConfig{Live: isTerminal(progressOut), Limits: task.Budget}))
+	}
+	logPath := ""
+	if !f.noLog {
+		if logPath, err = m.logPath(f.log, runID); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet run: event log: %v\n", err)
+			return exitInfra
+		}
+		lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet run: event log: %v\n", err)
+			return exitInfra
+		}
+		jl := observe.NewJSONL(lf)
+		cfg.Observers = append(cfg.Observers, jl)
+		defer func() {
+			if err := errors.Join(jl.Flush(), lf.Close()); err != nil {
+				fmt.Fprintf(m.Stderr, "ratchet run: event log %s: %v\n", logPath, err)
+			}
+		}()
+	}
+	if in, ok := m.Stdin.(*os.File); ok && term.IsTerminal(int(in.Fd())) && task.Policy.Escalate {
+		cfg.Human = &terminalAsker{in: bufio.NewReader(in), out: m.Stderr}
+	}
+
+	res, runErr := runner.Run(ctx, task, cfg)
+	if res.Status == "" { // the run never started
+		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", runErr)
+		return exitUsage
+	}
+	switch {
+	case f.json:
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+			return exitInfra
+		}
+	case f.quiet:
+		fmt.Fprintf(m.Stdout, "%s: %s\n", res.Status, res.Reason)
+	}
+	if logPath != "" && !f.quiet {
+		fmt.Fprintf(m.Stderr, "events: %s\n", logPath)
+	}
+	switch {
+	case res.Status == loop.Done:
+		return exitDone
+	case res.Status == loop.Failed:
+		return exitInfra
+	}
+	return exitNotDone
+}
+
+// load reads the task file and builds the task and its model.
+func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), error) {
+	nop := func() {}
+	tf, err := taskfile.Load(path)
+	if err != nil {
+		return runner.Task{}, nil, nop, err
+	}
+	checks, err := tf.Verifiers()
+	if err != nil {
+		return runner.Task{}, nil, nop, err
+	}
+	task := runner.Task{
+		Goal:         tf.Goal,
+		Instructions: tf.Instructions,
+		Checks:       checks,
+		Budget:       tf.Budget,
+		Policy:       loop.Policy{Progress: tf.Progress, Escalate: tf.Escalate},
+	}
+	overrideBudget(&task.Budget, f)
+	cleanup := nop
+	if len(tf.Tools) > 0 {
+		ws, err := workspace.New(tf.Workspace)
+		if err != nil {
+			return runner.Task{}, nil, nop, fmt.Errorf("%s: workspace: %w", tf.Path, err)
+		}
+		cleanup = func() { ws.Close() }
+		if task.Tools, err = workspace.Lookup(ws, tf.Tools); err != nil {
+			cleanup()
+			return runner.Task{}, nil, nop, fmt.Errorf("%s: tools: %w", tf.Path, err)
+		}
+	}
+	if _, _, err := task.Spec(); err != nil {
+		cleanup()
+		return runner.Task{}, nil, nop, fmt.Errorf("%s: %w", tf.Path, err)
+	}
+
+	spec, base := f.model, ""
+	switch {
+	case spec != "":
+	case tf.Model != "":
+		spec, base = tf.Model, tf.Dir
+	default:
+		spec = m.Getenv("RATCHET_MODEL")
+	}
+	mdl, err := m.openModel(spec, base)
+	if err != nil {
+		cleanup()
+		return runner.Task{}, nil, nop, err
+	}
+	return task, mdl, cleanup, nil
+}
+
+func overrideBudget(b *budget.Limits, f runFlags) {
+	if f.steps != 0 {
+		b.Steps = f.steps
+	}
+	if f.modelCalls != 0 {
+		b.ModelCalls = f.modelCalls
+	}
+	if f.toolCalls != 0 {
+		b.ToolCalls = f.toolCalls
+	}
+	if f.tokens != 0 {
+		b.TotalTokens = f.tokens
+	}
+	if f.cost != 0 {
+		b.Cost = budget.USD(f.cost)
+	}
+	if f.time != 0 {
+		b.Time = f.time
+	}
+}
+
+// openModel resolves a model string; relative files resolve against base
+// (the task file's directory) when it is set.
+func (m *Main) openModel(spec, base string) (model.Model, error) {
+	const options = "scripted:FILE (a recorded, offline test double)"
+	if spec == "" {
+		return nil, fmt.Errorf("no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: %s", options)
+	}
+	kind, arg, _ := strings.Cut(spec, ":")
+	switch kind {
+	case "scripted":
+		if arg == "" {
+			return nil, fmt.Errorf("model %q: scripted needs a file, e.g. scripted:turns.yaml", spec)
+		}
+		if base != "" && !filepath.IsAbs(arg) {
+			arg = filepath.Join(base, arg)
+		}
+		return scripted.Load(arg, scripted.Config{Notice: m.Stderr})
+	}
+	return nil, fmt.Errorf("unknown model %q; options: %s", spec, options)
+}
+
+// logPath returns where the event log goes, creating its directory.
+func (m *Main) logPath(flagValue, runID string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	dir := m.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	dir = filepath.Join(dir, "ratchet", "runs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, runID+".jsonl"), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// terminalAsker asks a person at the terminal.
+type terminalAsker struct {
+	in  *bufio.Reader
+	out io.Writer
+}
+
+func (a *terminalAsker) Ask(ctx context.Context, question string) (string, error) {
+	fmt.Fprintf(a.out, "\nratchet needs a person: %s\n> ", question)
+	type line struct {
+		s   string
+		err error
+	}
+	got := make(chan line, 1)
+	go func() {
+		s, err := a.in.ReadString('\n')
+		got <- line{strings.TrimSpace(s), err}
+	}()
+	select {
+	case l := <-got:
+		if l.err != nil && l.s == "" {
+			return "", fmt.Errorf("%w: %v", runner.ErrNoHuman, l.err)
+		}
+		return l.s, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+var _ runner.Asker = (*terminalAsker)(nil)

@@ -1,0 +1,93 @@
+// Package purity checks that a package is deterministic by construction: it
+// imports nothing that does I/O or draws randomness, never reads the clock,
+// starts no goroutines, uses no channels and never ranges over a map (whose
+// order Go randomises). The loop core, budget and progress must pass.
+package purity
+
+import (
+	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// forbiddenImports do I/O, concurrency or randomness.
+var forbiddenImports = []string{
+	"crypto/rand", "io/ioutil", "math/rand", "math/rand/v2", "net", "os", "os/exec",
+	"os/signal", "runtime", "sync", "sync/atomic", "syscall", "unsafe",
+}
+
+// forbiddenTime reads or waits on the clock; time's types and arithmetic
+// are fine.
+var forbiddenTime = []string{"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"}
+
+// Check type-checks the non-test Go files in dir and returns every violation
+// as "file:line: problem".
+func Check(dir string) ([]string, error) {
+	fset := token.NewFileSet()
+	matches, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return nil, err
+	}
+	var files []*ast.File
+	for _, m := range matches {
+		if strings.HasSuffix(m, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, m, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, f)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("purity: no Go files in %s", dir)
+	}
+	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	if _, err := conf.Check(files[0].Name.Name, fset, files, info); err != nil {
+		return nil, fmt.Errorf("purity: type-checking %s: %w", dir, err)
+	}
+	var problems []string
+	report := func(n ast.Node, format string, args ...any) {
+		pos := fset.Position(n.Pos())
+		problems = append(problems, fmt.Sprintf("%s:%d: %s", filepath.Base(pos.Filename), pos.Line, fmt.Sprintf(format, args...)))
+	}
+	for _, f := range files {
+		for _, imp := range f.Imports {
+			path := strings.Trim(imp.Path.Value, `"`)
+			if slices.Contains(forbiddenImports, path) || strings.HasPrefix(path, "net/") {
+				report(imp, "imports %s", path)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GoStmt:
+				report(n, "starts a goroutine")
+			case *ast.SelectStmt:
+				report(n, "selects on channels")
+			case *ast.ChanType:
+				report(n, "uses a channel type")
+			case *ast.RangeStmt:
+				if t, ok := info.Types[n.X]; ok {
+					if _, isMap := t.Type.Underlying().(*types.Map); isMap {
+						report(n, "ranges over a map (random order); sort the keys first")
+					}
+				}
+			case *ast.SelectorExpr:
+				if obj, ok := info.Uses[n.Sel]; ok && obj.Pkg() != nil && obj.Pkg().Path() == "time" {
+					if _, isFunc := obj.(*types.Func); isFunc && slices.Contains(forbiddenTime, obj.Name()) {
+						report(n, "reads the clock (time.%s); time must arrive on events", obj.Name())
+					}
+				}
+			}
+			return true
+		})
+	}
+	return problems, nil
+}

@@ -1,0 +1,23 @@
+// Package impure breaks every rule purity checks, so that its test can fail.
+package impure
+
+import (
+	"math/rand"
+	"os"
+	"time"
+)
+
+func Bad(m map[string]int) (int, time.Duration) {
+	n := rand.Intn(3) + len(os.Args)
+	for k := range m {
+		n += len(k)
+	}
+	ch := make(chan int)
+	go func() { ch <- 1 }()
+	select {
+	case v := <-ch:
+		n += v
+	}
+	start := time.Now()
+	return n, time.Since(start) + 2*time.Second
+}

@@ -1,0 +1,222 @@
+package progress
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+)
+
+// Canonical returns raw JSON with insignificant space removed and object keys
+// sorted (byte order of their escaped form), so that the same arguments
+// written twice compare equal. Strings and numbers are kept as written.
+// Invalid JSON is returned unchanged.
+//
+// It is a small recursive-descent pass rather than a decode into any and a
+// re-encode, which would cost more than the rest of a loop step.
+func Canonical(raw json.RawMessage) []byte {
+	c := canon{in: raw}
+	out, ok := c.value(make([]byte, 0, len(raw)), 0)
+	if !ok {
+		return raw
+	}
+	c.space()
+	if c.pos != len(c.in) {
+		return raw
+	}
+	return out
+}
+
+// maxDepth bounds nesting so that hostile input cannot exhaust the stack.
+const maxDepth = 200
+
+type canon struct {
+	in  []byte
+	pos int
+}
+
+func (c *canon) space() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (c *canon) value(out []byte, depth int) ([]byte, bool) {
+	c.space()
+	if c.pos >= len(c.in) || depth > maxDepth {
+		return out, false
+	}
+	switch ch := c.in[c.pos]; {
+	case ch == '{':
+		return c.object(out, depth)
+	case ch == '[':
+		return c.array(out, depth)
+	case ch == '"':
+		return c.str(out)
+	case ch == 't':
+		return c.literal(out, "true")
+	case ch == 'f':
+		return c.literal(out, "false")
+	case ch == 'n':
+		return c.literal(out, "null")
+	case ch == '-' || (ch >= '0' && ch <= '9'):
+		return c.number(out)
+	}
+	return out, false
+}
+
+func (c *canon) literal(out []byte, lit string) ([]byte, bool) {
+	if !bytes.HasPrefix(c.in[c.pos:], []byte(lit)) {
+		return out, false
+	}
+	c.pos += len(lit)
+	return append(out, lit...), true
+}
+
+func (c *canon) number(out []byte) ([]byte, bool) {
+	start := c.pos
+	if c.in[c.pos] == '-' {
+		c.pos++
+	}
+	digits := func() int {
+		n := 0
+		for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
+			c.pos++
+			n++
+		}
+		return n
+	}
+	intStart := c.pos
+	if n := digits(); n == 0 || (n > 1 && c.in[intStart] == '0') {
+		return out, false
+	}
+	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+		c.pos++
+		if digits() == 0 {
+			return out, false
+		}
+	}
+	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+		c.pos++
+		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
+			c.pos++
+		}
+		if digits() == 0 {
+			return out, false
+		}
+	}
+	return append(out, c.in[start:c.pos]...), true
+}
+
+// str copies a string literal verbatim after checking it is well formed.
+func (c *canon) str(out []byte) ([]byte, bool) {
+	start := c.pos
+	c.pos++ // opening quote
+	for c.pos < len(c.in) {
+		switch ch := c.in[c.pos]; {
+		case ch == '"':
+			c.pos++
+			lit := c.in[start:c.pos]
+			if !json.Valid(lit) { // control characters, bad escapes, bad UTF-8
+				return out, false
+			}
+			return append(out, lit...), true
+		case ch == '\\':
+			c.pos += 2
+		case ch < 0x20:
+			return out, false
+		default:
+			c.pos++
+		}
+	}
+	return out, false
+}
+
+func (c *canon) array(out []byte, depth int) ([]byte, bool) {
+	c.pos++
+	out = append(out, '[')
+	c.space()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		return append(out, ']'), true
+	}
+	for {
+		var ok bool
+		if out, ok = c.value(out, depth+1); !ok {
+			return out, false
+		}
+		c.space()
+		if c.pos >= len(c.in) {
+			return out, false
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			out = append(out, ',')
+		case ']':
+			c.pos++
+			return append(out, ']'), true
+		default:
+			return out, false
+		}
+	}
+}
+
+type member struct{ key, val []byte }
+
+func (c *canon) object(out []byte, depth int) ([]byte, bool) {
+	c.pos++
+	c.space()
+	if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		return append(out, '{', '}'), true
+	}
+	var members []member
+	for {
+		c.space()
+		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+			return out, false
+		}
+		key, ok := c.str(nil)
+		if !ok {
+			return out, false
+		}
+		c.space()
+		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
+			return out, false
+		}
+		c.pos++
+		val, ok := c.value(nil, depth+1)
+		if !ok {
+			return out, false
+		}
+		members = append(members, member{key, val})
+		c.space()
+		if c.pos >= len(c.in) {
+			return out, false
+		}
+		if c.in[c.pos] == '}' {
+			c.pos++
+			break
+		}
+		if c.in[c.pos] != ',' {
+			return out, false
+		}
+		c.pos++
+	}
+	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	out = append(out, '{')
+	for i, m := range members {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m.key...)
+		out = append(out, ':')
+		out = append(out, m.val...)
+	}
+	return append(out, '}'), true
+}

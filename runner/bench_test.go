@@ -1,0 +1,124 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/tool"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// stepsScript is n add steps with distinct arguments (so that progress
+// detection sees progress), then a correct finish. Usage is fixed so the
+// model does no per-call work proportional to the history.
+func stepsScript(tb testing.TB, n int, delay time.Duration) scripted.Script {
+	tb.Helper()
+	usage := &scripted.Usage{InputTokens: 10, OutputTokens: 5}
+	turns := make([]scripted.Turn, n+1)
+	for i := range n {
+		turns[i] = scripted.Turn{Delay: delay, Usage: usage, Tools: []scripted.ToolCall{{Name: "add", Args: map[string]int{"a": i, "b": 1}}}}
+	}
+	turns[n] = scripted.Turn{Delay: delay, Usage: usage, Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}}
+	s, err := scripted.Prepare(scripted.Script{Turns: turns})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func stepsTask(n int) runner.Task {
+	return runner.Task{
+		Goal:   "Add numbers, then answer 5.",
+		Tools:  []tool.Tool{add},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Budget: budget.Limits{Steps: n + 2, ModelCalls: n + 2, ToolCalls: n + 1, Time: time.Hour},
+	}
+}
+
+func runSteps(tb testing.TB, s scripted.Script, task runner.Task, obs observe.Observer) loop.Result {
+	m, err := scripted.New(s, scripted.Config{Quiet: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := runner.Run(context.Background(), task, runner.Config{Model: m, RunID: "bench", Observers: []observe.Observer{obs}})
+	if err != nil || res.Status != loop.Done {
+		tb.Fatalf("status %s err %v (%s)", res.Status, err, res.Reason)
+	}
+	return res
+}
+
+// BenchmarkStep measures the per-step overhead of the whole engine (core,
+// runner, tool execution, in-memory event log) with a zero-latency model and
+// a trivial tool. ns/step must stay flat as N grows: nothing copies the
+// whole history per step.
+//
+//	go test ./runner -run '^$' -bench BenchmarkStep -count 10 | tee /tmp/step.txt; benchstat /tmp/step.txt
+func BenchmarkStep(b *testing.B) {
+	for _, n := range []int{50, 800} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			s, task := stepsScript(b, n, 0), stepsTask(n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				runSteps(b, s, task, &observe.Memory{})
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/step")
+		})
+	}
+}
+
+// BenchmarkConcurrent200x50 runs 200 loops of 50 steps at once; the target
+// is ≤ 50 ms per batch.
+//
+//	go test ./runner -run '^$' -bench BenchmarkConcurrent200x50 -count 5
+func BenchmarkConcurrent200x50(b *testing.B) {
+	const loops, n = 200, 50
+	s, task := stepsScript(b, n, 0), stepsTask(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for range loops {
+			wg.Go(func() { runSteps(b, s, task, &observe.Memory{}) })
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/batch")
+}
+
+// BenchmarkWaiting10000 runs 10,000 loops of 20 steps against a model with
+// 50 ms latency: ideally 1 s of wall time. It reports the wall time as a
+// ratio of the ideal and the live heap per loop, sampled mid-run.
+//
+//	go test ./runner -run '^$' -bench BenchmarkWaiting10000 -benchtime 1x -count 3
+func BenchmarkWaiting10000(b *testing.B) {
+	const loops, n, latency = 10_000, 19, 50 * time.Millisecond // 19 tool steps + the finish = 20 model turns
+	s, task := stepsScript(b, n, latency), stepsTask(n)
+	ideal := time.Duration(n+1) * latency
+	for b.Loop() {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range loops {
+			wg.Go(func() { runSteps(b, s, task, &observe.Memory{}) })
+		}
+		time.Sleep(ideal / 2)
+		var mid runtime.MemStats
+		runtime.ReadMemStats(&mid)
+		wg.Wait()
+		wall := time.Since(start)
+		b.ReportMetric(wall.Seconds()/ideal.Seconds(), "x-ideal")
+		b.ReportMetric(float64(mid.HeapAlloc-before.HeapAlloc)/loops/1024, "heapKB/loop")
+		b.ReportMetric(float64(mid.StackInuse-before.StackInuse)/loops/1024, "stackKB/loop")
+	}
+}

@@ -1,0 +1,295 @@
+// Package runner is the imperative shell around the loop core: it carries
+// out the machine's commands with goroutines and contexts, derives every
+// call's deadline from the remaining time budget, and feeds the results back
+// as events.
+//
+// One goroutine owns the machine and carries out each command, fanning out
+// to goroutines only within a command (parallel tool calls, parallel checks).
+// A run waiting on a model costs a goroutine and its state, not a thread.
+// Models, tools and verifiers must honour their context: that is how
+// deadlines from the time budget and cancellation reach them (the tool
+// executor also abandons a tool that does not).
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/tool"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// Task is a run's goal with the live objects that serve it: the tools the
+// model may call and the verifiers that gate done. Spec derives the pure
+// description the loop core sees.
+type Task struct {
+	Goal         string
+	Instructions string
+	Tools        []tool.Tool
+	Checks       verify.Tiers
+	Budget       budget.Limits
+	Policy       loop.Policy
+}
+
+// Asker puts a question to a person and returns the answer. It returns an
+// error wrapping ErrNoHuman when nobody can answer now.
+type Asker interface {
+	Ask(ctx context.Context, question string) (string, error)
+}
+
+// ErrNoHuman says that no person can answer; the run ends escalated.
+var ErrNoHuman = errors.New("no person available")
+
+// Config says how to carry out a Task. Model is required; the zero value of
+// every other field means its default.
+type Config struct {
+	Model model.Model
+	// RunID names the run in its log; default "run-<start unix nanos>".
+	RunID string
+	// Observers receive every event, command and note, in order.
+	Observers []observe.Observer
+	// Human answers escalations; nil means nobody is reachable.
+	Human Asker
+	// Exec configures tool execution (parallelism, timeouts, output caps).
+	Exec tool.ExecConfig
+	// Now is the clock that stamps events; default time.Now.
+	Now func() time.Time
+}
+
+// Run carries out task until the loop core finishes it. The Result is
+// always returned once the run has started; err is non-nil when the run
+// could not start (an invalid task or config) or ended failed because
+// infrastructure broke (the Result then says what).
+func Run(ctx context.Context, task Task, cfg Config) (loop.Result, error) {
+	r, err := newRun(task, cfg)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	return r.run(ctx)
+}
+
+// Spec returns the loop core's description of t and the verifiers by check
+// name. Checks with the same name are told apart by a "#n" suffix.
+func (t Task) Spec() (loop.Spec, map[string]verify.Verifier, error) {
+	spec, _, checks, err := t.compile()
+	return spec, checks, err
+}
+
+func (t Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, error) {
+	reg, err := tool.NewRegistry(t.Tools...)
+	if err != nil {
+		return loop.Spec{}, nil, nil, err
+	}
+	spec := loop.Spec{Goal: t.Goal, Instructions: t.Instructions, Tools: reg.Specs(), Budget: t.Budget, Policy: t.Policy}
+	byName := map[string]verify.Verifier{}
+	add := func(v verify.Verifier, tier verify.Tier) {
+		name := v.Name()
+		for n := 2; byName[name] != nil; n++ {
+			name = v.Name() + "#" + strconv.Itoa(n)
+		}
+		byName[name] = v
+		spec.Checks = append(spec.Checks, loop.Check{Name: name, Tier: tier})
+	}
+	for _, v := range t.Checks.Cheap {
+		add(v, verify.Cheap)
+	}
+	for _, v := range t.Checks.Expensive {
+		add(v, verify.Expensive)
+	}
+	if err := spec.Validate(); err != nil {
+		return loop.Spec{}, nil, nil, err
+	}
+	return spec, reg, byName, nil
+}
+
+type run struct {
+	// deadlineCtx is bound to deadline; commands mostly share a deadline,
+	// so one context (and one timer) serves many of them.
+	deadlineCtx context.Context
+	deadline    time.Time
+	cancelCtx   context.CancelFunc
+	cfg         Config
+	m           *loop.Machine
+	reg         *tool.Registry
+	exec        *tool.Executor
+	checks      map[string]verify.Verifier
+	seq         int64
+}
+
+func newRun(task Task, cfg Config) (*run, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("runner: no model configured")
+	}
+	spec, reg, checks, err := task.compile()
+	if err != nil {
+		return nil, err
+	}
+	m, err := loop.New(spec)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &run{cfg: cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks}, nil
+}
+
+func (r *run) record(e observe.Entry) {
+	r.seq++
+	e.Seq, e.Run = r.seq, r.cfg.RunID
+	for _, o := range r.cfg.Observers {
+		o.Observe(e)
+	}
+}
+
+// run drives the machine. Each command is carried out before the next event
+// is fed back: the core issues one command at a time, and work inside a
+// command (the calls of a tool turn, the checks of a tier) runs in parallel.
+// Carrying it out on this goroutine rather than handing it to another saves
+// a cross-thread wake-up per step, most of the cost of a fast step.
+func (r *run) run(ctx context.Context) (loop.Result, error) {
+	start := r.cfg.Now()
+	if r.cfg.RunID == "" {
+		r.cfg.RunID = "run-" + strconv.FormatInt(start.UnixNano(), 10)
+	}
+	defer func() {
+		if r.cancelCtx != nil {
+			r.cancelCtx()
+		}
+	}()
+	queue := []loop.Event{{Type: loop.EventStart, At: start}}
+	for len(queue) > 0 {
+		ev := queue[0]
+		queue = queue[1:]
+		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
+		if err := r.m.Step(ev); err != nil {
+			return loop.Result{}, fmt.Errorf("runner: %w", err)
+		}
+		rd := r.m.Ready()
+		r.m.Advance()
+		now := r.cfg.Now()
+		for i := range rd.Notes {
+			r.record(observe.Entry{At: now, Kind: observe.KindNote, Note: &rd.Notes[i]})
+		}
+		for i := range rd.Commands {
+			c := &rd.Commands[i]
+			r.record(observe.Entry{At: now, Kind: observe.KindCommand, Command: c})
+			if c.Type == loop.Finish {
+				res := *c.Result
+				if res.Status == loop.Failed {
+					return res, errors.New(res.Reason)
+				}
+				return res, nil
+			}
+			queue = append(queue, r.carryOut(ctx, *c)...)
+		}
+		// A cancelled run ends cancelled, whatever the interrupted work says.
+		if ctx.Err() != nil {
+			queue = []loop.Event{{Type: loop.EventCancel, Text: context.Cause(ctx).Error()}}
+		}
+		at := r.cfg.Now()
+		for i := range queue {
+			queue[i].At = at
+		}
+	}
+	return loop.Result{}, errors.New("runner: the loop core stopped issuing commands before finishing")
+}
+
+// within returns ctx bounded by the deadline d from the time budget.
+func (r *run) within(ctx context.Context, d time.Time) context.Context {
+	if d.IsZero() {
+		return ctx
+	}
+	if r.deadlineCtx == nil || !d.Equal(r.deadline) {
+		if r.cancelCtx != nil {
+			r.cancelCtx()
+		}
+		r.deadlineCtx, r.cancelCtx = context.WithDeadline(ctx, d)
+		r.deadline = d
+	}
+	return r.deadlineCtx
+}
+
+// carryOut does c's work and returns the events that answer it.
+func (r *run) carryOut(ctx context.Context, c loop.Command) []loop.Event {
+	cctx := r.within(ctx, c.Deadline)
+	switch c.Type {
+	case loop.CallModel:
+		return []loop.Event{r.callModel(cctx, c)}
+	case loop.RunTools:
+		return r.runTools(cctx, c)
+	case loop.Verify:
+		events := make([]loop.Event, len(c.Checks))
+		var wg sync.WaitGroup
+		for i, name := range c.Checks {
+			wg.Go(func() { events[i] = r.check(cctx, c, name) })
+		}
+		wg.Wait()
+		return events
+	case loop.AskHuman:
+		return []loop.Event{r.ask(ctx, c)}
+	}
+	return nil
+}
+
+func (r *run) callModel(ctx context.Context, c loop.Command) loop.Event {
+	resp, err := r.cfg.Model.Generate(ctx, *c.Request)
+	if err != nil {
+		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
+	}
+	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
+}
+
+// failure classifies err, naming the time budget when the command's
+// deadline (not the caller) cut the work off.
+func failure(ctx context.Context, err error) *loop.Failure {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &loop.Failure{Kind: loop.FailDeadline, Message: err.Error()}
+	}
+	return &loop.Failure{Kind: "error", Message: err.Error()}
+}
+
+func (r *run) runTools(ctx context.Context, c loop.Command) []loop.Event {
+	calls := make([]tool.Call, len(c.Calls))
+	for i, call := range c.Calls {
+		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}
+	}
+	results := r.exec.Run(ctx, r.reg, calls)
+	events := make([]loop.Event, len(results))
+	for i, res := range results {
+		events[i] = loop.Event{Type: loop.EventToolResult, Call: res.ID, Tool: &loop.ToolOutcome{
+			Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome),
+		}}
+	}
+	return events
+}
+
+func (r *run) check(ctx context.Context, c loop.Command, name string) loop.Event {
+	v, err := r.checks[name].Check(ctx, *c.Candidate)
+	if err != nil {
+		f := failure(ctx, err)
+		f.Message = fmt.Sprintf("check %s: %s", name, f.Message)
+		return loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: f}
+	}
+	v.Check = name
+	return loop.Event{Type: loop.EventVerdict, Call: c.ID, Verdict: &v}
+}
+
+func (r *run) ask(ctx context.Context, c loop.Command) loop.Event {
+	if r.cfg.Human == nil {
+		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID}
+	}
+	answer, err := r.cfg.Human.Ask(ctx, c.Question)
+	if err != nil {
+		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID, Text: err.Error()}
+	}
+	return loop.Event{Type: loop.EventHumanReply, Call: c.ID, Text: answer}
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs the whole test suite, installing what the tests need first.
+# Usage: ./test.sh [go test flags...]   (e.g. ./test.sh -run TestScripts ./loop)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+# apt_install installs Debian packages, as root or through sudo.
+apt_install() {
+	local sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	if [ -z "${apt_updated:-}" ]; then
+		$sudo apt-get update -qq
+		apt_updated=1
+	fi
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
+}
+
+# The race detector needs cgo, so a C compiler.
+command -v gcc >/dev/null || apt_install gcc libc6-dev
+
+go version
+
+echo "== go vet"
+go vet ./...
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:" $unformatted
+	exit 1
+fi
+
+echo "== go test -race"
+if [ $# -gt 0 ]; then
+	go test -race "$@"
+else
+	go test -race -count=1 ./...
+fi
