@@ -1,0 +1,130 @@
+package loop
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// FuzzParseFinish: finish arguments are model output. The parser never
+// panics, accepts only an object with a string answer and a confidence in
+// [0, 1], and round-trips what it accepts.
+func FuzzParseFinish(f *testing.F) {
+	for _, s := range []string{
+		`{"answer":"5","confidence":0.9}`, `{"answer":"5"}`, `{"answer":5,"confidence":1}`,
+		`{"answer":"x","confidence":2}`, `["5"]`, `{"answer":"a","confidence":0.5,"extra":1}`,
+		`{"answer":"\u00e9","confidence":1e-3}`, ``, `null`, `{"answer":"a","confidence":NaN}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		answer, conf, err := parseFinish(raw)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		if !(conf >= 0 && conf <= 1) {
+			t.Fatalf("accepted confidence %v", conf)
+		}
+		var back struct {
+			Answer     string  `json:"answer"`
+			Confidence float64 `json:"confidence"`
+		}
+		if json.Unmarshal(raw, &back) != nil || back.Answer != answer || back.Confidence != conf {
+			t.Fatalf("accepted %q as (%q, %v) but it decodes as %+v", raw, answer, conf, back)
+		}
+	})
+}
+
+// FuzzReply: whatever a model replies, the machine answers with a command or
+// a result, never a panic or a Go error, and every tool_use it keeps in the
+// history gets exactly one tool_result with an object input.
+func FuzzReply(f *testing.F) {
+	f.Add("add", `{"a":1}`, "finish", `{"answer":"5","confidence":0.5}`, "thinking", uint8(3))
+	f.Add("", `{`, "", ``, "", uint8(0))
+	f.Add("finish", `{"answer":"5","confidence":0.9}`, "", "", "", uint8(1))
+	f.Add("nope", `[1]`, "add", `{"a":"x"}`, strings.Repeat("x", 70000), uint8(7))
+	f.Fuzz(func(t *testing.T, name1, args1, name2, args2, text string, shape uint8) {
+		spec := Spec{
+			Goal:   "fuzz",
+			Tools:  []model.ToolSpec{{Name: "add", Description: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Checks: []Check{{Name: "equals", Tier: verify.Cheap}},
+		}
+		m, err := New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Unix(0, 0)
+		if err := m.Step(Event{Type: EventStart, At: at}); err != nil {
+			t.Fatal(err)
+		}
+		call := m.Ready().Commands[0]
+		m.Advance()
+		var content []model.Block
+		if shape&1 != 0 {
+			content = append(content, model.TextBlock(text))
+		}
+		if shape&2 != 0 {
+			content = append(content, model.Block{Type: model.ToolUse, ID: "a", Name: name1, Input: json.RawMessage(args1)})
+		}
+		if shape&4 != 0 {
+			content = append(content, model.Block{Type: model.ToolUse, ID: "a", Name: name2, Input: json.RawMessage(args2)})
+		}
+		if err := m.Step(Event{Type: EventModelReply, At: at, Call: call.ID, Reply: &model.Response{Content: content}}); err != nil {
+			t.Fatalf("Step: %v", err)
+		}
+		rd := m.Ready()
+		if len(rd.Commands) != 1 {
+			t.Fatalf("want one command, got %d", len(rd.Commands))
+		}
+		// Answer whatever is outstanding so the turn completes.
+		switch c := rd.Commands[0]; c.Type {
+		case RunTools:
+			m.Advance()
+			for _, tc := range c.Calls {
+				if err := m.Step(Event{Type: EventToolResult, At: at, Call: tc.ID, Tool: &ToolOutcome{Output: "ok"}}); err != nil {
+					t.Fatalf("tool result: %v", err)
+				}
+			}
+		case Verify:
+			m.Advance()
+			if err := m.Step(Event{Type: EventVerdict, At: at, Call: c.ID, Verdict: &verify.Verdict{Check: "equals", OK: false}}); err != nil {
+				t.Fatalf("verdict: %v", err)
+			}
+		case CallModel:
+		default:
+			t.Fatalf("unexpected command %s", c.Type)
+		}
+		if m.Phase() != PhaseModel && m.Phase() != PhaseStopped {
+			t.Fatalf("phase %s after a full turn", m.Phase())
+		}
+		// Every tool_use in the history has an object input and one result.
+		uses, results := map[string]int{}, map[string]int{}
+		for _, msg := range m.st.History {
+			for _, b := range msg.Content {
+				switch b.Type {
+				case model.ToolUse:
+					uses[b.ID]++
+					if !isObject(b.Input) {
+						t.Fatalf("tool_use %s kept non-object input %q", b.ID, b.Input)
+					}
+				case model.ToolResult:
+					results[b.ID]++
+				}
+			}
+		}
+		if m.Phase() == PhaseModel {
+			for id, n := range uses {
+				if n != 1 || results[id] != 1 {
+					t.Fatalf("tool_use %s appears %d times with %d results", id, n, results[id])
+				}
+			}
+		}
+	})
+}
