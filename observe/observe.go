@@ -43,10 +43,36 @@ type Func func(Entry)
 
 func (f Func) Observe(e Entry) { f(e) }
 
-// Memory keeps every entry in a slice. It is for tests and benchmarks and is
-// not safe for concurrent use.
+// Memory keeps every entry in memory, for tests and benchmarks. Entries are
+// stored in chunks that are never copied as the log grows. It is not safe
+// for concurrent use.
 type Memory struct {
-	Entries []Entry
+	chunks [][]Entry
+	n      int
 }
 
-func (m *Memory) Observe(e Entry) { m.Entries = append(m.Entries, e) }
+func (m *Memory) Observe(e Entry) {
+	last := len(m.chunks) - 1
+	if last < 0 || len(m.chunks[last]) == cap(m.chunks[last]) {
+		size := 16
+		if last >= 0 {
+			size = min(2*cap(m.chunks[last]), 1024)
+		}
+		m.chunks = append(m.chunks, make([]Entry, 0, size))
+		last++
+	}
+	m.chunks[last] = append(m.chunks[last], e)
+	m.n++
+}
+
+// Len returns how many entries have been observed.
+func (m *Memory) Len() int { return m.n }
+
+// Entries returns every entry in order, as a new slice.
+func (m *Memory) Entries() []Entry {
+	out := make([]Entry, 0, m.n)
+	for _, c := range m.chunks {
+		out = append(out, c...)
+	}
+	return out
+}

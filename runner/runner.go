@@ -167,10 +167,12 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 	}()
 	queue := []loop.Event{{Type: loop.EventStart, At: start}}
 	for len(queue) > 0 {
-		ev := queue[0]
+		// Appends only write past the queue's end, so the entry may point
+		// into it without a copy.
+		ev := &queue[0]
 		queue = queue[1:]
-		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
-		if err := r.m.Step(ev); err != nil {
+		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
+		if err := r.m.Step(*ev); err != nil {
 			return loop.Result{}, fmt.Errorf("runner: %w", err)
 		}
 		rd := r.m.Ready()

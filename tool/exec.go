@@ -171,12 +171,18 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 	if len(args) == 0 {
 		args = emptyObject
 	}
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments are not valid JSON: %v", name, err)
-	}
-	if err := ent.schema.Validate(v); err != nil {
-		return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments do not match the schema: %v", name, err)
+	if ent.flat != nil && json.Valid(args) {
+		if msg := ent.flat.validate(args); msg != "" {
+			return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments do not match the schema: %s", name, msg)
+		}
+	} else {
+		var v any
+		if err := json.Unmarshal(args, &v); err != nil {
+			return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments are not valid JSON: %v", name, err)
+		}
+		if err := ent.schema.Validate(v); err != nil {
+			return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments do not match the schema: %v", name, err)
+		}
 	}
 	run, r := prepare(ent.tool, args)
 	if run == nil {

@@ -122,7 +122,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "missing property",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: validating root: required: missing properties: ["b"]`,
+				Output:  `tool "add": arguments do not match the schema: missing required property "b"`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},
@@ -130,7 +130,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "wrong type",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1,"b":"2"}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: validating root: validating /properties/b: type: 2 has type "string", want "integer"`,
+				Output:  `tool "add": arguments do not match the schema: property "b": want integer, got string`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},
@@ -138,7 +138,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "unknown property",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1,"b":2,"c":3}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: validating root: unexpected additional properties ["c"]`,
+				Output:  `tool "add": arguments do not match the schema: unexpected property "c"`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},
@@ -146,7 +146,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "null args",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`null`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: validating root: type: <invalid reflect.Value> has type "null", want "object"`,
+				Output:  `tool "add": arguments do not match the schema: arguments must be a JSON object`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},

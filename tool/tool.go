@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -86,6 +87,7 @@ type entry struct {
 	tool   Tool
 	info   Info
 	schema *jsonschema.Resolved
+	flat   *flatSchema // a faster validator with the same verdicts, when the schema's shape allows
 }
 
 // NewRegistry validates tools and returns a registry holding them in the
@@ -120,11 +122,11 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		if strings.TrimSpace(info.Description) == "" {
 			problem("description is empty")
 		}
-		schema, err := resolveSchema(info.Schema)
+		cs, err := resolveSchema(info.Schema)
 		if err != nil {
 			problem("%v", err)
 		}
-		entries[i] = entry{tool: t, info: info, schema: schema}
+		entries[i] = entry{tool: t, info: info, schema: cs.resolved, flat: cs.flat}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -147,9 +149,33 @@ func validName(name string) bool {
 	return true
 }
 
+// resolved caches resolved schemas by their JSON text. A run builds its
+// registry afresh, and thousands of concurrent runs of the same tools should
+// share one resolved schema each rather than resolve and hold their own. A
+// *jsonschema.Resolved is read-only once built, so sharing it is safe.
+var resolved sync.Map // string → compiledSchema
+
+type compiledSchema struct {
+	resolved *jsonschema.Resolved
+	flat     *flatSchema
+}
+
 // resolveSchema parses and resolves an argument schema. Providers require
 // the top-level type to be "object".
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+func resolveSchema(raw json.RawMessage) (compiledSchema, error) {
+	if cs, ok := resolved.Load(string(raw)); ok {
+		return cs.(compiledSchema), nil
+	}
+	rs, err := resolveSchemaUncached(raw)
+	if err != nil {
+		return compiledSchema{}, err
+	}
+	cs := compiledSchema{resolved: rs, flat: newFlatSchema(raw)}
+	resolved.Store(string(raw), cs)
+	return cs, nil
+}
+
+func resolveSchemaUncached(raw json.RawMessage) (*jsonschema.Resolved, error) {
 	if len(raw) == 0 {
 		return nil, errors.New("schema is missing")
 	}
