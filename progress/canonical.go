@@ -166,35 +166,50 @@ func (c *canon) array(out []byte, depth int) ([]byte, bool) {
 	}
 }
 
-type member struct{ key, val []byte }
+// member locates one "key":value pair written to the output.
+type member struct {
+	key        []byte // the key literal, quotes included, in the input
+	start, end int    // the pair's span in the output
+}
 
+// object writes the members as they come, then reorders them in place only
+// if their keys were not already sorted, which model output often is.
 func (c *canon) object(out []byte, depth int) ([]byte, bool) {
 	c.pos++
 	c.space()
+	out = append(out, '{')
 	if c.pos < len(c.in) && c.in[c.pos] == '}' {
 		c.pos++
-		return append(out, '{', '}'), true
+		return append(out, '}'), true
 	}
-	var members []member
+	var buf [8]member
+	members := buf[:0]
+	sorted := true
 	for {
 		c.space()
 		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
 			return out, false
 		}
-		key, ok := c.str(nil)
-		if !ok {
+		start := len(out)
+		keyStart := c.pos
+		var ok bool
+		if out, ok = c.str(out); !ok {
 			return out, false
 		}
+		key := c.in[keyStart:c.pos]
 		c.space()
 		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
 			return out, false
 		}
 		c.pos++
-		val, ok := c.value(nil, depth+1)
-		if !ok {
+		out = append(out, ':')
+		if out, ok = c.value(out, depth+1); !ok {
 			return out, false
 		}
-		members = append(members, member{key, val})
+		if n := len(members); n > 0 && bytes.Compare(members[n-1].key, key) > 0 {
+			sorted = false
+		}
+		members = append(members, member{key: key, start: start, end: len(out)})
 		c.space()
 		if c.pos >= len(c.in) {
 			return out, false
@@ -207,16 +222,19 @@ func (c *canon) object(out []byte, depth int) ([]byte, bool) {
 			return out, false
 		}
 		c.pos++
+		out = append(out, ',')
 	}
-	slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
-	out = append(out, '{')
-	for i, m := range members {
-		if i > 0 {
-			out = append(out, ',')
+	if !sorted {
+		first := members[0].start
+		region := slices.Clone(out[first:])
+		slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+		out = out[:first]
+		for i, m := range members {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, region[m.start-first:m.end-first]...)
 		}
-		out = append(out, m.key...)
-		out = append(out, ':')
-		out = append(out, m.val...)
 	}
 	return append(out, '}'), true
 }
