@@ -42,11 +42,11 @@ func USD(dollars float64) Micros { return Micros(math.Round(dollars * 1e6)) }
 func (m Micros) Dollars() float64 { return float64(m) / 1e6 }
 
 func (m Micros) String() string {
-	sign := ""
+	sign, u := "", uint64(m)
 	if m < 0 {
-		sign, m = "-", -m
+		sign, u = "-", -u // in uint64 so that the most negative value works too
 	}
-	return fmt.Sprintf("%s$%d.%06d", sign, m/1e6, m%1e6)
+	return fmt.Sprintf("%s$%d.%06d", sign, u/1e6, u%1e6)
 }
 
 // Unlimited disables one dimension of Limits. A run always keeps at least one

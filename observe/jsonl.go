@@ -46,6 +46,60 @@ type loggedEntry struct {
 	Command *loggedCommand `json:"command,omitempty"` // shadows Entry.Command
 }
 
+// A model reply may carry tool arguments that are not valid JSON (the loop
+// answers them with an invalid_json observation). encoding/json refuses to
+// embed an invalid json.RawMessage, which would fail the entry and end the
+// log, so such a reply is logged with the arguments as a string under
+// invalid_input instead of input. Nothing is lost: the exact bytes remain.
+type invalidInputEntry struct {
+	loggedEntry
+	Event *loggedEvent `json:"event,omitempty"` // shadows Entry.Event
+}
+
+type loggedEvent struct {
+	*loop.Event
+	Reply *loggedResponse `json:"reply,omitempty"` // shadows Event.Reply
+}
+
+type loggedResponse struct {
+	*model.Response
+	Content []loggedBlock `json:"content"` // shadows Response.Content
+}
+
+type loggedBlock struct {
+	*model.Block
+	Input        json.RawMessage `json:"input,omitempty"` // shadows Block.Input
+	InvalidInput string          `json:"invalid_input,omitempty"`
+}
+
+// hasInvalidInput reports whether r holds a block whose Input cannot be
+// embedded in JSON as it is.
+func hasInvalidInput(r *model.Response) bool {
+	if r == nil {
+		return false
+	}
+	for _, b := range r.Content {
+		if len(b.Input) > 0 && !json.Valid(b.Input) {
+			return true
+		}
+	}
+	return false
+}
+
+// withInvalidInput returns the log form of an event whose reply has invalid
+// tool arguments. ev is not modified: the machine shares its reply.
+func withInvalidInput(ev *loop.Event) *loggedEvent {
+	r := &loggedResponse{Response: ev.Reply, Content: make([]loggedBlock, len(ev.Reply.Content))}
+	for i := range ev.Reply.Content {
+		b := &ev.Reply.Content[i]
+		r.Content[i] = loggedBlock{Block: b, Input: b.Input}
+		if len(b.Input) > 0 && !json.Valid(b.Input) {
+			r.Content[i] = loggedBlock{Block: b, InvalidInput: string(b.Input)}
+		}
+	}
+	return &loggedEvent{Event: ev, Reply: r}
+}
+
 // Summarize returns the log form of a request.
 func Summarize(r *model.Request) *RequestSummary {
 	if r == nil {
@@ -68,6 +122,10 @@ func (j *JSONL) Observe(e Entry) {
 	le := loggedEntry{Entry: e}
 	if e.Command != nil {
 		le.Command = &loggedCommand{Command: e.Command, Request: Summarize(e.Command.Request)}
+	}
+	if e.Event != nil && hasInvalidInput(e.Event.Reply) {
+		j.err = j.enc.Encode(invalidInputEntry{loggedEntry: le, Event: withInvalidInput(e.Event)})
+		return
 	}
 	j.err = j.enc.Encode(le)
 }

@@ -96,25 +96,33 @@ func (p *Printer) event(ev *loop.Event) {
 		p.used.OutputTokens += u.OutputTokens
 		p.used.Cost += u.Cost
 		p.used.CostUnknown = p.used.CostUnknown || !u.CostKnown
-		first := true
-		for _, b := range ev.Reply.Content {
+		// The step label goes on the first line printed; blocks that print
+		// nothing (blank text, tool calls shown by run_tools) must not use it up.
+		first, acts := true, false
+		line := func(text string) {
 			prefix := "        "
 			if first {
-				prefix = fmt.Sprintf("step %-3d", p.step)
-				first = false
+				prefix, first = fmt.Sprintf("step %-3d", p.step), false
 			}
+			p.printf("%s%s", prefix, text)
+		}
+		for _, b := range ev.Reply.Content {
 			switch b.Type {
 			case model.Text:
 				if t := strings.TrimSpace(b.Text); t != "" {
-					p.printf("%s%s", prefix, oneLine(t, 160))
+					line(oneLine(t, 160))
 				}
 			case model.ToolUse:
+				acts = true
 				if b.Name == loop.FinishTool {
-					p.printf("%sfinish %s", prefix, oneLine(string(b.Input), 160))
+					line("finish " + oneLine(string(b.Input), 160))
 				}
 			}
 		}
-		if first {
+		switch {
+		case first && acts: // only tool calls, listed when they run
+			p.printf("step %d", p.step)
+		case first:
 			p.printf("step %-3d(empty reply)", p.step)
 		}
 	case loop.EventToolResult:
@@ -186,8 +194,8 @@ func (p *Printer) drawLive() {
 		return
 	}
 	u, l := p.used, p.limits
-	fmt.Fprintf(p.w, "[step %d/%d · tools %d/%s · tokens %d · %s · %s] %s",
-		u.Steps, l.Steps, u.ToolCalls, budget.Format(budget.ToolCalls, int64(l.ToolCalls)),
+	fmt.Fprintf(p.w, "[step %d/%s · tools %d/%s · tokens %d · %s · %s] %s",
+		u.Steps, budget.Format(budget.Steps, int64(l.Steps)), u.ToolCalls, budget.Format(budget.ToolCalls, int64(l.ToolCalls)),
 		u.TotalTokens(), u.Cost, u.Time.Round(time.Millisecond), p.status)
 	p.shown = true
 }

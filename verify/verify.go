@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ratchetloop/ratchet/budget"
 )
@@ -137,9 +138,14 @@ func Contains(subs ...string) Verifier {
 	})
 }
 
+// clip shortens s to at most n bytes plus an ellipsis, never splitting a
+// UTF-8 sequence.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

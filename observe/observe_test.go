@@ -1,0 +1,816 @@
+package observe_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+var t0 = time.Date(2026, 11, 29, 23, 11, 9, 0, time.UTC)
+
+func raw(s string) json.RawMessage { return json.RawMessage(s) }
+
+var (
+	readSpec   = model.ToolSpec{Name: "read_file", Description: "Read a file.", InputSchema: raw(`{"type":"object"}`)}
+	finishSpec = model.ToolSpec{Name: "finish", Description: "Submit your answer.", InputSchema: raw(`{"type":"object"}`)}
+)
+
+// goal is a marker: it must never reach the log through a call_model command.
+const goal = "invoice.txt lists line items. Report the total."
+
+// run returns a realistic run: two turns, an unknown tool, a tool error, an
+// intervention, a rejected attempt and a final Result.
+func run() []observe.Entry {
+	history := []model.Message{
+		{Role: model.User, Content: []model.Block{model.TextBlock(goal)}},
+		{Role: model.Assistant, Content: []model.Block{model.TextBlock("Let me look."), {Type: model.ToolUse, ID: "c0", Name: "read_file", Input: raw(`{"path":"."}`)}}},
+		{Role: model.User, Content: []model.Block{{Type: model.ToolResult, ID: "c0", Text: "invoice.txt", IsError: false}}},
+	}
+	req1 := &model.Request{System: "You are an agent.", Messages: history, Tools: []model.ToolSpec{readSpec, finishSpec}, MaxOutputTokens: 4096, Purpose: model.PurposeStep}
+	req2 := &model.Request{System: "You are an agent.", Messages: append(slices.Clip(history), history[1], history[2]), Tools: []model.ToolSpec{readSpec, finishSpec}, MaxOutputTokens: 4096, Purpose: model.PurposeStep}
+	deadline := t0.Add(10 * time.Minute)
+	verdicts := []verify.Verdict{
+		{Check: "regex", OK: true, Confidence: 1, Detail: "answer matches /^TOTAL: \\d+\\.\\d{2}$/", Provenance: verify.Validation},
+		{Check: "equals", OK: false, Confidence: 1, Detail: `expected "TOTAL: 142.55", got "TOTAL: 142.50"`, Where: "line 1", Provenance: verify.Validation, Cost: 250},
+	}
+	attempt := loop.Attempt{N: 1, Step: 2, Answer: "TOTAL: 142.50", Confidence: 0.9, Verdicts: verdicts, Summary: "attempt 1: TOTAL: 142.50 — failed equals"}
+	result := &loop.Result{
+		Status:   loop.Exhausted(budget.Steps),
+		Reason:   "the step budget (2) is spent without an accepted answer",
+		Best:     &attempt,
+		Attempts: []loop.Attempt{attempt},
+		Usage:    budget.Usage{Steps: 2, ModelCalls: 2, ToolCalls: 2, InputTokens: 2700, OutputTokens: 75, Cost: 5400, Time: 2600 * time.Millisecond},
+		Limits:   budget.Limits{Steps: 2}.WithDefaults(),
+	}
+	es := []observe.Entry{
+		{At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventStart, At: t0}},
+		{At: t0, Kind: observe.KindCommand, Command: &loop.Command{Type: loop.CallModel, ID: "m1", Deadline: deadline, Request: req1}},
+		{At: t0.Add(1200 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelReply, At: t0.Add(1200 * time.Millisecond), Call: "m1", Reply: &model.Response{
+			Content: []model.Block{
+				model.TextBlock("I'll read the invoice."),
+				{Type: model.ToolUse, ID: "c1", Name: "read_file", Input: raw(`{"path":"invoice.txt"}`)},
+				{Type: model.ToolUse, ID: "c2", Name: "grep", Input: raw(`{"q":"total"}`)},
+				{Type: model.ToolUse, ID: "c3", Name: "read_file", Input: raw(`{"path":"missing.txt"}`)},
+			},
+			StopReason: "tool_use",
+			Usage:      model.Usage{InputTokens: 1200, OutputTokens: 45, Cost: 3150, CostKnown: true},
+			Model:      "test-model-1",
+		}}},
+		{At: t0.Add(1200 * time.Millisecond), Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteObservation, Step: 1, Problem: "unknown_tool", Text: `unknown tool "grep"; available tools: read_file, finish`}},
+		{At: t0.Add(1200 * time.Millisecond), Kind: observe.KindCommand, Command: &loop.Command{Type: loop.RunTools, ID: "t1", Deadline: deadline, Calls: []loop.ToolCall{
+			{ID: "c1", Name: "read_file", Args: raw(`{"path":"invoice.txt"}`)},
+			{ID: "c3", Name: "read_file", Args: raw(`{"path":"missing.txt"}`)},
+		}}},
+		{At: t0.Add(1300 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventToolResult, At: t0.Add(1300 * time.Millisecond), Call: "c1", Tool: &loop.ToolOutcome{Output: "Cake    19.50\nTotal   142.50\n", Outcome: "ok"}}},
+		{At: t0.Add(1300 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventToolResult, At: t0.Add(1300 * time.Millisecond), Call: "c3", Tool: &loop.ToolOutcome{Output: "open missing.txt: no such file", IsError: true, Outcome: "tool_error"}}},
+		{At: t0.Add(1300 * time.Millisecond), Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteIntervention, Step: 1, Pattern: progress.Repeating, Rung: progress.Reflect, Text: "You read the same file twice.\nStep back: what else could you try?"}},
+		{At: t0.Add(1300 * time.Millisecond), Kind: observe.KindCommand, Command: &loop.Command{Type: loop.CallModel, ID: "m2", Deadline: deadline, Request: req2}},
+		{At: t0.Add(2500 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelReply, At: t0.Add(2500 * time.Millisecond), Call: "m2", Reply: &model.Response{
+			Content: []model.Block{
+				model.TextBlock("The total is 142.50."),
+				{Type: model.ToolUse, ID: "c4", Name: "finish", Input: raw(`{"answer":"TOTAL: 142.50","confidence":0.9}`)},
+			},
+			StopReason: "tool_use",
+			Usage:      model.Usage{InputTokens: 1500, OutputTokens: 30, Cost: 2000, CostKnown: true},
+			Model:      "test-model-1",
+		}}},
+		{At: t0.Add(2500 * time.Millisecond), Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteAttempt, Step: 2, Attempt: 1, Text: "TOTAL: 142.50"}},
+		{At: t0.Add(2500 * time.Millisecond), Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Verify, ID: "v1", Deadline: deadline, Candidate: &verify.Candidate{Answer: "TOTAL: 142.50", Confidence: 0.9, Attempt: 1}, Checks: []string{"regex", "equals"}}},
+		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0.Add(2600 * time.Millisecond), Call: "v1", Verdict: &verdicts[0]}},
+		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0.Add(2600 * time.Millisecond), Call: "v1", Verdict: &verdicts[1]}},
+		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteRejected, Step: 2, Attempt: 1, Text: "check equals failed at line 1"}},
+		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Finish, ID: "f1", Result: result}},
+	}
+	for i := range es {
+		es[i].Seq, es[i].Run = int64(i+1), "run-20261129-231109.000000"
+	}
+	return es
+}
+
+// wantLog is the JSONL form of run(), one object per line.
+var wantLog = []string{
+	`{"seq":1,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:09Z","kind":"event","event":{"type":"start","at":"2026-11-29T23:11:09Z"}}`,
+	`{"seq":2,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:09Z","kind":"command","command":{"type":"call_model","id":"m1","deadline":"2026-11-29T23:21:09Z",
+	  "request":{"purpose":"step","messages":3,"tools":["read_file","finish"],"max_output_tokens":4096}}}`,
+	`{"seq":3,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:10.2Z","kind":"event","event":{"type":"model_reply","at":"2026-11-29T23:11:10.2Z","call":"m1","reply":{
+	  "content":[{"type":"text","text":"I'll read the invoice."},
+	             {"type":"tool_use","id":"c1","name":"read_file","input":{"path":"invoice.txt"}},
+	             {"type":"tool_use","id":"c2","name":"grep","input":{"q":"total"}},
+	             {"type":"tool_use","id":"c3","name":"read_file","input":{"path":"missing.txt"}}],
+	  "stop_reason":"tool_use","usage":{"input_tokens":1200,"output_tokens":45,"cost_micros":3150,"cost_known":true},"model":"test-model-1"}}}`,
+	`{"seq":4,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:10.2Z","kind":"note","note":{"type":"observation","step":1,"problem":"unknown_tool","text":"unknown tool \"grep\"; available tools: read_file, finish"}}`,
+	`{"seq":5,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:10.2Z","kind":"command","command":{"type":"run_tools","id":"t1","deadline":"2026-11-29T23:21:09Z",
+	  "calls":[{"id":"c1","name":"read_file","args":{"path":"invoice.txt"}},{"id":"c3","name":"read_file","args":{"path":"missing.txt"}}]}}`,
+	`{"seq":6,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:10.3Z","kind":"event","event":{"type":"tool_result","at":"2026-11-29T23:11:10.3Z","call":"c1","tool":{"output":"Cake    19.50\nTotal   142.50\n","outcome":"ok"}}}`,
+	`{"seq":7,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:10.3Z","kind":"event","event":{"type":"tool_result","at":"2026-11-29T23:11:10.3Z","call":"c3","tool":{"output":"open missing.txt: no such file","is_error":true,"outcome":"tool_error"}}}`,
+	`{"seq":8,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:10.3Z","kind":"note","note":{"type":"intervention","step":1,"pattern":"repeating","rung":"reflect","text":"You read the same file twice.\nStep back: what else could you try?"}}`,
+	`{"seq":9,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:10.3Z","kind":"command","command":{"type":"call_model","id":"m2","deadline":"2026-11-29T23:21:09Z",
+	  "request":{"purpose":"step","messages":5,"tools":["read_file","finish"],"max_output_tokens":4096}}}`,
+	`{"seq":10,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:11.5Z","kind":"event","event":{"type":"model_reply","at":"2026-11-29T23:11:11.5Z","call":"m2","reply":{
+	  "content":[{"type":"text","text":"The total is 142.50."},{"type":"tool_use","id":"c4","name":"finish","input":{"answer":"TOTAL: 142.50","confidence":0.9}}],
+	  "stop_reason":"tool_use","usage":{"input_tokens":1500,"output_tokens":30,"cost_micros":2000,"cost_known":true},"model":"test-model-1"}}}`,
+	`{"seq":11,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:11.5Z","kind":"note","note":{"type":"attempt","step":2,"attempt":1,"text":"TOTAL: 142.50"}}`,
+	`{"seq":12,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:11.5Z","kind":"command","command":{"type":"verify","id":"v1","deadline":"2026-11-29T23:21:09Z",
+	  "candidate":{"answer":"TOTAL: 142.50","confidence":0.9,"attempt":1},"checks":["regex","equals"]}}`,
+	`{"seq":13,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:11.6Z","kind":"event","event":{"type":"verdict","at":"2026-11-29T23:11:11.6Z","call":"v1",
+	  "verdict":{"check":"regex","ok":true,"confidence":1,"detail":"answer matches /^TOTAL: \\d+\\.\\d{2}$/","provenance":"validation"}}}`,
+	`{"seq":14,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:11.6Z","kind":"event","event":{"type":"verdict","at":"2026-11-29T23:11:11.6Z","call":"v1",
+	  "verdict":{"check":"equals","ok":false,"confidence":1,"detail":"expected \"TOTAL: 142.55\", got \"TOTAL: 142.50\"","where":"line 1","provenance":"validation","cost_micros":250}}}`,
+	`{"seq":15,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:11.6Z","kind":"note","note":{"type":"rejected","step":2,"attempt":1,"text":"check equals failed at line 1"}}`,
+	`{"seq":16,"run":"run-20261129-231109.000000","at":"2026-11-29T23:11:11.6Z","kind":"command","command":{"type":"finish","id":"f1","result":{
+	  "status":"exhausted:steps","reason":"the step budget (2) is spent without an accepted answer",
+	  "best":{"n":1,"step":2,"answer":"TOTAL: 142.50","confidence":0.9,"accepted":false,"summary":"attempt 1: TOTAL: 142.50 — failed equals","verdicts":[
+	    {"check":"regex","ok":true,"confidence":1,"detail":"answer matches /^TOTAL: \\d+\\.\\d{2}$/","provenance":"validation"},
+	    {"check":"equals","ok":false,"confidence":1,"detail":"expected \"TOTAL: 142.55\", got \"TOTAL: 142.50\"","where":"line 1","provenance":"validation","cost_micros":250}]},
+	  "attempts":[{"n":1,"step":2,"answer":"TOTAL: 142.50","confidence":0.9,"accepted":false,"summary":"attempt 1: TOTAL: 142.50 — failed equals","verdicts":[
+	    {"check":"regex","ok":true,"confidence":1,"detail":"answer matches /^TOTAL: \\d+\\.\\d{2}$/","provenance":"validation"},
+	    {"check":"equals","ok":false,"confidence":1,"detail":"expected \"TOTAL: 142.55\", got \"TOTAL: 142.50\"","where":"line 1","provenance":"validation","cost_micros":250}]}],
+	  "usage":{"steps":2,"model_calls":2,"tool_calls":2,"input_tokens":2700,"output_tokens":75,"cost_micros":5400,"time_ns":2600000000},
+	  "limits":{"steps":2,"model_calls":60,"tool_calls":200,"input_tokens":-1,"output_tokens":-1,"total_tokens":2000000,"cost_micros":2000000,"time_ns":600000000000}}}}`,
+}
+
+// decodeLines checks that b is JSON Lines and returns each line decoded.
+func decodeLines(t *testing.T, b []byte) []any {
+	t.Helper()
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		t.Fatalf("log does not end with a newline: %q", b)
+	}
+	var out []any
+	for i, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		var v any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("line %d is not JSON (%v): %s", i+1, err, line)
+		}
+		if _, ok := v.(map[string]any); !ok {
+			t.Fatalf("line %d is not a JSON object: %s", i+1, line)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestJSONL(t *testing.T) {
+	entries := run()
+	var buf bytes.Buffer
+	j := observe.NewJSONL(&buf)
+	for _, e := range entries {
+		j.Observe(e)
+	}
+	if err := j.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	got := decodeLines(t, buf.Bytes())
+	var want []any
+	for i, s := range wantLog {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatalf("wantLog[%d] is not JSON: %v", i, err)
+		}
+		want = append(want, v)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("log mismatch (-want +got):\n%s", diff)
+	}
+
+	// The envelope of docs/events.md on every line: seq 1, 2, 3… without
+	// gaps, the run, an RFC 3339 time, and exactly the field kind names.
+	for i, v := range got {
+		line := v.(map[string]any)
+		if seq, _ := line["seq"].(float64); seq != float64(i+1) {
+			t.Errorf("line %d: seq = %v, want %d", i+1, line["seq"], i+1)
+		}
+		if run, _ := line["run"].(string); run == "" {
+			t.Errorf("line %d: no run", i+1)
+		}
+		if at, _ := line["at"].(string); at == "" {
+			t.Errorf("line %d: no at", i+1)
+		} else if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
+			t.Errorf("line %d: at %q is not RFC 3339: %v", i+1, at, err)
+		}
+		kind, _ := line["kind"].(string)
+		set := 0
+		for _, k := range []string{"event", "command", "note"} {
+			if obj, ok := line[k].(map[string]any); ok {
+				set++
+				if k != kind {
+					t.Errorf("line %d: kind %q but %q is set", i+1, kind, k)
+				}
+				if typ, _ := obj["type"].(string); typ == "" {
+					t.Errorf("line %d: %s has no type", i+1, k)
+				}
+			}
+		}
+		if set != 1 {
+			t.Errorf("line %d: %d of event/command/note set, want 1", i+1, set)
+		}
+	}
+
+	// call_model is logged as a summary, never the conversation.
+	if bytes.Contains(buf.Bytes(), []byte("invoice.txt lists line items")) || bytes.Contains(buf.Bytes(), []byte("You are an agent")) {
+		t.Error("the log holds the request's messages or system prompt; want only the summary")
+	}
+	// Logging must not touch the entries: the machine shares them.
+	if diff := cmp.Diff(run(), entries); diff != "" {
+		t.Errorf("JSONL modified the entries it logged (-before +after):\n%s", diff)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	if got := observe.Summarize(nil); got != nil {
+		t.Errorf("Summarize(nil) = %+v, want nil", got)
+	}
+	tests := []struct {
+		name string
+		req  model.Request
+		want observe.RequestSummary
+	}{
+		{
+			"step",
+			model.Request{System: "s", Messages: make([]model.Message, 7), Tools: []model.ToolSpec{readSpec, finishSpec}, MaxOutputTokens: 100, Purpose: model.PurposeStep},
+			observe.RequestSummary{Purpose: model.PurposeStep, Messages: 7, Tools: []string{"read_file", "finish"}, MaxOutputTokens: 100},
+		},
+		{
+			"closing with finish only",
+			model.Request{Messages: make([]model.Message, 2), Tools: []model.ToolSpec{finishSpec}, MaxOutputTokens: 1, Purpose: model.PurposeClosing},
+			observe.RequestSummary{Purpose: model.PurposeClosing, Messages: 2, Tools: []string{"finish"}, MaxOutputTokens: 1},
+		},
+		{
+			"no tools is an empty list",
+			model.Request{},
+			observe.RequestSummary{Tools: []string{}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(&tt.want, observe.Summarize(&tt.req)); diff != "" {
+				t.Errorf("Summarize mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// "tools" is always a list in the log, never null.
+	var buf bytes.Buffer
+	j := observe.NewJSONL(&buf)
+	j.Observe(observe.Entry{Seq: 1, Kind: observe.KindCommand, Command: &loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{Purpose: model.PurposeClosing}}})
+	if err := j.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if want := `"request":{"purpose":"closing","messages":0,"tools":[]}`; !strings.Contains(buf.String(), want) {
+		t.Errorf("log = %s, want it to contain %s", buf.String(), want)
+	}
+}
+
+// A model may send tool arguments that are not JSON; the loop answers them
+// with an observation. The log must keep going, and keep the bytes.
+func TestJSONLInvalidToolInput(t *testing.T) {
+	reply := &model.Response{Content: []model.Block{
+		model.TextBlock("reading"),
+		{Type: model.ToolUse, ID: "c1", Name: "read_file", Input: raw(`{"path": "a.txt",`)},
+		{Type: model.ToolUse, ID: "c2", Name: "read_file", Input: raw(`{"path":"b.txt"}`)},
+		{Type: model.ToolUse, ID: "c3", Name: "list_files", Input: raw(" ")},
+	}, StopReason: "tool_use", Usage: model.Usage{InputTokens: 10, OutputTokens: 5}}
+	entries := []observe.Entry{
+		{Seq: 1, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelReply, At: t0, Call: "m1", Reply: reply}},
+		{Seq: 2, Run: "r", At: t0, Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteObservation, Step: 1, Problem: "invalid_json", Text: "not valid JSON"}},
+	}
+	var buf bytes.Buffer
+	j := observe.NewJSONL(&buf)
+	for _, e := range entries {
+		j.Observe(e)
+	}
+	if err := j.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	got := decodeLines(t, buf.Bytes())
+	if len(got) != 2 {
+		t.Fatalf("log has %d lines, want 2:\n%s", len(got), buf.String())
+	}
+	var want any
+	if err := json.Unmarshal([]byte(`{"seq":1,"run":"r","at":"2026-11-29T23:11:09Z","kind":"event","event":{"type":"model_reply","at":"2026-11-29T23:11:09Z","call":"m1","reply":{
+		"content":[{"type":"text","text":"reading"},
+		           {"type":"tool_use","id":"c1","name":"read_file","invalid_input":"{\"path\": \"a.txt\","},
+		           {"type":"tool_use","id":"c2","name":"read_file","input":{"path":"b.txt"}},
+		           {"type":"tool_use","id":"c3","name":"list_files","invalid_input":" "}],
+		"stop_reason":"tool_use","usage":{"input_tokens":10,"output_tokens":5,"cost_micros":0,"cost_known":false}}}}`), &want); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got[0]); diff != "" {
+		t.Errorf("line 1 mismatch (-want +got):\n%s", diff)
+	}
+	if got := string(reply.Content[1].Input); got != `{"path": "a.txt",` {
+		t.Errorf("logging changed the shared reply's input to %q", got)
+	}
+}
+
+// failingWriter accepts limit bytes, then fails every write.
+type failingWriter struct {
+	limit, n int
+	writes   int
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	if w.n+len(p) > w.limit {
+		k := max(w.limit-w.n, 0)
+		w.n += k
+		return k, errDiskFull
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+func TestJSONLFlushReportsWriteErrors(t *testing.T) {
+	big := observe.Entry{Seq: 1, Run: "r", At: t0, Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteObservation, Text: strings.Repeat("x", 10_000)}}
+	small := observe.Entry{Seq: 2, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventStart, At: t0}}
+	tests := []struct {
+		name    string
+		limit   int
+		entries []observe.Entry
+		wantErr error
+	}{
+		{"all fits", 1 << 20, run(), nil},
+		{"buffered: the error shows at Flush", 0, run()[:3], errDiskFull},
+		{"the error shows while observing", 100, []observe.Entry{big, small, small}, errDiskFull},
+		{"the writer fails part way", 2000, run(), errDiskFull},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &failingWriter{limit: tt.limit}
+			j := observe.NewJSONL(w)
+			for _, e := range tt.entries {
+				j.Observe(e)
+			}
+			err := j.Flush()
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("Flush() = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantErr == nil {
+				return
+			}
+			// The first error sticks: later entries are dropped, later
+			// flushes report it again.
+			writes := w.writes
+			j.Observe(small)
+			if err := j.Flush(); !errors.Is(err, errDiskFull) {
+				t.Errorf("second Flush() = %v, want %v", err, errDiskFull)
+			}
+			if w.writes > writes+1 {
+				t.Errorf("JSONL kept writing after an error: %d more writes", w.writes-writes)
+			}
+		})
+	}
+}
+
+// An entry that cannot be encoded stops the log, and Flush says so rather
+// than reporting a log with a silent hole.
+func TestJSONLEncodeErrorIsKept(t *testing.T) {
+	var buf bytes.Buffer
+	j := observe.NewJSONL(&buf)
+	bad := verify.Verdict{Check: "grader", Confidence: math.NaN(), Provenance: verify.Grader}
+	j.Observe(observe.Entry{Seq: 1, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventStart, At: t0}})
+	j.Observe(observe.Entry{Seq: 2, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0, Call: "v1", Verdict: &bad}})
+	j.Observe(observe.Entry{Seq: 3, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, At: t0, Text: "bye"}})
+	err := j.Flush()
+	var uv *json.UnsupportedValueError
+	if !errors.As(err, &uv) {
+		t.Fatalf("Flush() = %v, want the *json.UnsupportedValueError of entry 2", err)
+	}
+	if got := decodeLines(t, buf.Bytes()); len(got) != 1 {
+		t.Errorf("log has %d lines, want only the one before the bad entry:\n%s", len(got), buf.String())
+	}
+}
+
+func TestJSONLConcurrent(t *testing.T) {
+	var buf bytes.Buffer
+	j := observe.NewJSONL(&buf)
+	entries := run()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				e := entries[i%len(entries)]
+				e.Seq = int64(g*100 + i)
+				j.Observe(e)
+			}
+		})
+	}
+	wg.Wait()
+	if err := j.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lines := decodeLines(t, buf.Bytes())
+	seen := map[float64]bool{}
+	for _, l := range lines {
+		seen[l.(map[string]any)["seq"].(float64)] = true
+	}
+	if len(lines) != 200 || len(seen) != 200 {
+		t.Errorf("got %d lines with %d distinct seqs, want 200 of each", len(lines), len(seen))
+	}
+}
+
+// wantPrinted is the plain printer output for run().
+var wantPrinted = []string{
+	`step 1  I'll read the invoice.`,
+	`        ! unknown_tool: unknown tool "grep"; available tools: read_file, finish`,
+	`        → read_file {"path":"invoice.txt"}`,
+	`        → read_file {"path":"missing.txt"}`,
+	`        ← Cake 19.50 Total 142.50`,
+	`        ✗ open missing.txt: no such file`,
+	`        ⟳ reflect (repeating): You read the same file twice. Step back: what else could you try?`,
+	`step 2  The total is 142.50.`,
+	`        finish {"answer":"TOTAL: 142.50","confidence":0.9}`,
+	`        ✓ regex`,
+	`        ✗ equals at line 1: expected "TOTAL: 142.55", got "TOTAL: 142.50"`,
+	`exhausted:steps: the step budget (2) is spent without an accepted answer`,
+	`best: TOTAL: 142.50`,
+	`usage: steps=2/2 model_calls=2/60 tool_calls=2/200 input_tokens=2700 output_tokens=75 total_tokens=2775/2000000 cost=$0.005400/$2.000000 time=2.6s/10m0s`,
+}
+
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	if !strings.HasSuffix(s, "\n") {
+		return append(strings.Split(s, "\n"), "<no final newline>")
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+func TestPrinterPlain(t *testing.T) {
+	var buf bytes.Buffer
+	p := observe.NewPrinter(&buf, observe.PrinterConfig{Limits: budget.Limits{Steps: 2}})
+	for _, e := range run() {
+		p.Observe(e)
+	}
+	if diff := cmp.Diff(wantPrinted, lines(buf.String())); diff != "" {
+		t.Errorf("printed output mismatch (-want +got):\n%s", diff)
+	}
+	if strings.ContainsAny(buf.String(), "\r\033") {
+		t.Errorf("plain output has terminal controls: %q", buf.String())
+	}
+}
+
+func reply(blocks ...model.Block) observe.Entry {
+	return observe.Entry{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelReply, At: t0, Call: "m1", Reply: &model.Response{Content: blocks}}}
+}
+
+func callModel(p model.Purpose) observe.Entry {
+	return observe.Entry{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{Purpose: p}}}
+}
+
+func TestPrinterEntries(t *testing.T) {
+	toolUse := func(id, name, input string) model.Block {
+		return model.Block{Type: model.ToolUse, ID: id, Name: name, Input: raw(input)}
+	}
+	long := strings.Repeat("é", 100) // 200 bytes
+	tests := []struct {
+		name    string
+		entries []observe.Entry
+		want    []string
+	}{
+		{
+			"tool calls without text still label the step",
+			[]observe.Entry{callModel(model.PurposeStep), reply(toolUse("c1", "read_file", `{"path":"a"}`)),
+				{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.RunTools, ID: "t1", Calls: []loop.ToolCall{{ID: "c1", Name: "read_file", Args: raw(`{"path":"a"}`)}}}}},
+			[]string{`step 1`, `        → read_file {"path":"a"}`},
+		},
+		{
+			"blank text does not use up the step label",
+			[]observe.Entry{callModel(model.PurposeStep), reply(model.TextBlock("  \n "), model.TextBlock("thinking"))},
+			[]string{`step 1  thinking`},
+		},
+		{
+			"finish without text",
+			[]observe.Entry{callModel(model.PurposeStep), callModel(model.PurposeStep), reply(toolUse("c1", "finish", `{"answer":"5"}`))},
+			[]string{`step 2  finish {"answer":"5"}`},
+		},
+		{
+			"empty reply",
+			[]observe.Entry{callModel(model.PurposeStep), reply()},
+			[]string{`step 1  (empty reply)`},
+		},
+		{
+			"blank-only reply is empty",
+			[]observe.Entry{callModel(model.PurposeStep), reply(model.TextBlock("   "))},
+			[]string{`step 1  (empty reply)`},
+		},
+		{
+			"step numbers from 10 keep the column",
+			append(slices.Repeat([]observe.Entry{callModel(model.PurposeStep)}, 10), reply(model.TextBlock("ten"))),
+			[]string{`step 10 ten`},
+		},
+		{
+			"long text is clipped on a rune boundary",
+			[]observe.Entry{callModel(model.PurposeStep), reply(model.TextBlock("a" + long))}, // byte 160 is inside an é
+			[]string{`step 1  a` + strings.Repeat("é", 79) + `…`},
+		},
+		{
+			"errors, people, questions, closing, cancel",
+			[]observe.Entry{
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelError, Call: "m1", Error: &loop.Failure{Kind: "deadline", Message: "time budget spent"}}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCheckError, Call: "v1", Error: &loop.Failure{Kind: "check", Message: "grader down"}}},
+				{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.AskHuman, ID: "h1", Question: "Which invoice?"}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanReply, Text: "the  March\none"}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanUnavailable, Text: "nobody"}},
+				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteClosing, Step: 3, Problem: "steps", Text: "finish now"}},
+				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteAttempt, Step: 3, Attempt: 2, Text: "x"}},
+				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteRejected, Step: 3, Attempt: 2, Text: "x"}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, Text: "interrupt"}},
+				{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Finish, ID: "f1", Result: &loop.Result{
+					Status: loop.Escalated, Reason: "a person is needed", Question: "Which invoice?",
+					Limits: budget.Defaults, Usage: budget.Usage{Steps: 3, ModelCalls: 4, CostUnknown: true},
+				}}},
+			},
+			[]string{
+				`        ! deadline: time budget spent`,
+				`        ! check: grader down`,
+				`        ? Which invoice?`,
+				`        person: the March one`,
+				`        ⏹ steps budget spent: closing turn`,
+				`cancelled interrupt`,
+				`escalated: a person is needed`,
+				`question: Which invoice?`,
+				`usage: steps=3/30 model_calls=4/60 tool_calls=0/200 input_tokens=0 output_tokens=0 total_tokens=0/2000000 cost=$0.000000/$2.000000 time=0s/10m0s (cost incomplete: some prices unknown)`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			p := observe.NewPrinter(&buf, observe.PrinterConfig{})
+			for _, e := range tt.entries {
+				p.Observe(e)
+			}
+			if diff := cmp.Diff(tt.want, lines(buf.String())); diff != "" {
+				t.Errorf("printed output mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+const clearLine = "\r\033[K"
+
+// screen replays terminal output: lines scrolled off, and the line the
+// cursor is on. It understands only "\n" and clearLine.
+type screen struct {
+	done []string
+	cur  string
+}
+
+func (s *screen) write(t *testing.T, out string) {
+	t.Helper()
+	for out != "" {
+		switch {
+		case strings.HasPrefix(out, clearLine):
+			if s.cur == "" {
+				t.Errorf("cleared an empty line: the status was not on screen")
+			}
+			s.cur, out = "", out[len(clearLine):]
+		case out[0] == '\n':
+			s.done, s.cur, out = append(s.done, s.cur), "", out[1:]
+		case out[0] == '\r' || out[0] == '\033':
+			t.Fatalf("unexpected control sequence in %q", out)
+		default:
+			i := strings.IndexAny(out, "\r\n\033")
+			if i < 0 {
+				i = len(out)
+			}
+			if strings.HasPrefix(out[:i], "[step ") && s.cur != "" {
+				t.Errorf("status line drawn after %q on the same line", s.cur)
+			}
+			s.cur += out[:i]
+			out = out[i:]
+		}
+	}
+}
+
+func TestPrinterLive(t *testing.T) {
+	var buf bytes.Buffer
+	p := observe.NewPrinter(&buf, observe.PrinterConfig{Live: true, Limits: budget.Limits{Steps: 2}})
+	var sc screen
+	// The status line after each entry of run(); "" means none.
+	wantStatus := []string{
+		"",
+		"[step 1/2 · tools 0/200 · tokens 0 · $0.000000 · 0s] waiting for the model",
+		"[step 1/2 · tools 0/200 · tokens 1245 · $0.003150 · 1.2s] waiting for the model",
+		"[step 1/2 · tools 0/200 · tokens 1245 · $0.003150 · 1.2s] waiting for the model",
+		"[step 1/2 · tools 2/200 · tokens 1245 · $0.003150 · 1.2s] running 2 tool call(s)",
+		"[step 1/2 · tools 2/200 · tokens 1245 · $0.003150 · 1.3s] running 2 tool call(s)",
+		"[step 1/2 · tools 2/200 · tokens 1245 · $0.003150 · 1.3s] running 2 tool call(s)",
+		"[step 1/2 · tools 2/200 · tokens 1245 · $0.003150 · 1.3s] running 2 tool call(s)",
+		"[step 2/2 · tools 2/200 · tokens 1245 · $0.003150 · 1.3s] waiting for the model",
+		"[step 2/2 · tools 2/200 · tokens 2775 · $0.005150 · 2.5s] waiting for the model",
+		"[step 2/2 · tools 2/200 · tokens 2775 · $0.005150 · 2.5s] waiting for the model",
+		"[step 2/2 · tools 2/200 · tokens 2775 · $0.005150 · 2.5s] verifying: regex, equals",
+		"[step 2/2 · tools 2/200 · tokens 2775 · $0.005150 · 2.6s] verifying: regex, equals",
+		"[step 2/2 · tools 2/200 · tokens 2775 · $0.005400 · 2.6s] verifying: regex, equals",
+		"[step 2/2 · tools 2/200 · tokens 2775 · $0.005400 · 2.6s] verifying: regex, equals",
+		"",
+	}
+	entries := run()
+	if len(wantStatus) != len(entries) {
+		t.Fatalf("wantStatus has %d lines for %d entries", len(wantStatus), len(entries))
+	}
+	for i, e := range entries {
+		buf.Reset()
+		p.Observe(e)
+		out := buf.String()
+		sc.write(t, out)
+		if sc.cur != wantStatus[i] {
+			t.Errorf("after entry %d (%s): status line\n  %q\nwant\n  %q", i+1, e.Kind, sc.cur, wantStatus[i])
+		}
+		if n := strings.Count(out, "[step "); n > 1 {
+			t.Errorf("entry %d drew %d status lines: %q", i+1, n, out)
+		}
+		if strings.Contains(out, "[step ") && !strings.HasSuffix(out, wantStatus[i]) {
+			t.Errorf("entry %d: the status line is not last: %q", i+1, out)
+		}
+	}
+	for _, l := range sc.done {
+		if strings.Contains(l, "[step ") {
+			t.Errorf("a status line was left in the scrollback: %q", l)
+		}
+	}
+	// What stays on screen is exactly the plain output.
+	if diff := cmp.Diff(wantPrinted, sc.done); diff != "" {
+		t.Errorf("screen mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPrinterLiveUnlimited(t *testing.T) {
+	var buf bytes.Buffer
+	p := observe.NewPrinter(&buf, observe.PrinterConfig{Live: true, Limits: budget.Limits{Steps: budget.Unlimited, ToolCalls: budget.Unlimited}})
+	p.Observe(callModel(model.PurposeClosing))
+	if want := "[step 1/unlimited · tools 0/unlimited · tokens 0 · $0.000000 · 0s] closing turn: waiting for the model"; buf.String() != want {
+		t.Errorf("status line\n  %q\nwant\n  %q", buf.String(), want)
+	}
+	buf.Reset()
+	p.Observe(observe.Entry{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.AskHuman, ID: "h1", Question: "Which?"}})
+	want := clearLine + "        ? Which?\n[step 1/unlimited · tools 0/unlimited · tokens 0 · $0.000000 · 0s] waiting for a person"
+	if buf.String() != want {
+		t.Errorf("output\n  %q\nwant\n  %q", buf.String(), want)
+	}
+}
+
+func TestMemoryAndFunc(t *testing.T) {
+	entries := run()
+	var m observe.Memory
+	var seqs []int64
+	var obs []observe.Observer = []observe.Observer{&m, observe.Func(func(e observe.Entry) { seqs = append(seqs, e.Seq) })}
+	for _, e := range entries {
+		for _, o := range obs {
+			o.Observe(e)
+		}
+	}
+	if diff := cmp.Diff(entries, m.Entries()); diff != "" {
+		t.Errorf("Memory entries mismatch (-want +got):\n%s", diff)
+	}
+	if m.Len() != len(entries) {
+		t.Errorf("Len() = %d, want %d", m.Len(), len(entries))
+	}
+	var want []int64
+	for i := range entries {
+		want = append(want, int64(i+1))
+	}
+	if diff := cmp.Diff(want, seqs); diff != "" {
+		t.Errorf("Func saw seqs (-want +got):\n%s", diff)
+	}
+}
+
+func TestMemoryOrder(t *testing.T) {
+	for _, n := range []int{0, 1, 16, 17, 48, 49, 1500, 5000} {
+		var m observe.Memory
+		for i := range n {
+			m.Observe(observe.Entry{Seq: int64(i + 1)})
+		}
+		got := m.Entries()
+		if m.Len() != n || len(got) != n {
+			t.Fatalf("after %d entries: Len() = %d, len(Entries()) = %d", n, m.Len(), len(got))
+		}
+		for i, e := range got {
+			if e.Seq != int64(i+1) {
+				t.Fatalf("after %d entries: Entries()[%d].Seq = %d, want %d", n, i, e.Seq, i+1)
+			}
+		}
+		if n > 0 {
+			got[0].Seq = -1 // a new slice: the Memory is unchanged
+			if again := m.Entries(); again[0].Seq != 1 {
+				t.Errorf("writing to Entries()'s result changed the Memory")
+			}
+		}
+	}
+}
+
+// TestDocsListEveryType keeps docs/events.md in step with loop/event.go:
+// every EventType, CommandType and NoteType constant has a row in its table,
+// and every row names a constant.
+func TestDocsListEveryType(t *testing.T) {
+	code := constsByType(t, "../loop/event.go")
+	doc, err := os.ReadFile("../docs/events.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := tableKeys(t, string(doc))
+	for _, c := range []struct{ typ, section string }{
+		{"EventType", "Events (`kind: event`)"},
+		{"CommandType", "Commands (`kind: command`)"},
+		{"NoteType", "Notes (`kind: note`)"},
+	} {
+		if len(code[c.typ]) == 0 {
+			t.Errorf("no %s constants found in loop/event.go", c.typ)
+		}
+		if len(docs[c.section]) == 0 {
+			t.Errorf("no table rows found under %q in docs/events.md", c.section)
+		}
+		got, want := slices.Sorted(slices.Values(docs[c.section])), slices.Sorted(slices.Values(code[c.typ]))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("docs/events.md %q vs loop/event.go %s constants (-code +docs):\n%s", c.section, c.typ, diff)
+		}
+	}
+}
+
+// constsByType returns the string values of the typed constants in a file.
+func constsByType(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, s := range gd.Specs {
+			vs := s.(*ast.ValueSpec)
+			id, ok := vs.Type.(*ast.Ident)
+			if !ok {
+				continue
+			}
+			for _, v := range vs.Values {
+				lit, ok := v.(*ast.BasicLit)
+				if !ok || lit.Kind != token.STRING {
+					t.Fatalf("%s: a %s constant is not a string literal", path, id.Name)
+				}
+				s, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[id.Name] = append(out[id.Name], s)
+			}
+		}
+	}
+	return out
+}
+
+// tableKeys returns, for each "## " section of a Markdown document, the
+// backquoted first cells of its table rows (after the header separator).
+func tableKeys(t *testing.T, doc string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	section, inTable := "", false
+	sc := bufio.NewScanner(strings.NewReader(doc))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "## "):
+			section, inTable = strings.TrimPrefix(line, "## "), false
+		case strings.HasPrefix(line, "| ---"):
+			inTable = true
+		case !strings.HasPrefix(line, "|"):
+			inTable = false
+		case inTable:
+			cell, _, _ := strings.Cut(strings.TrimPrefix(line, "|"), "|")
+			cell = strings.TrimSpace(cell)
+			if len(cell) < 2 || cell[0] != '`' || cell[len(cell)-1] != '`' {
+				t.Errorf("docs/events.md, %s: first cell %q is not `code`", section, cell)
+				continue
+			}
+			out[section] = append(out[section], cell[1:len(cell)-1])
+		}
+	}
+	return out
+}
