@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -813,4 +814,16 @@ func tableKeys(t *testing.T, doc string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// TestLiveLineFitsTheTerminal: a status line wider than the terminal would
+// wrap and could not be cleared in place, so it is cut to the width.
+func TestLiveLineFitsTheTerminal(t *testing.T) {
+	var b strings.Builder
+	p := observe.NewPrinter(&b, observe.PrinterConfig{Live: true, Width: 30})
+	p.Observe(observe.Entry{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{Purpose: model.PurposeStep}}})
+	line := b.String()
+	if n := utf8.RuneCountInString(line); n >= 30 || !strings.HasSuffix(line, "…") {
+		t.Errorf("live line %q has %d runes; want fewer than 30, ending in …", line, n)
+	}
 }

@@ -20,6 +20,7 @@ type Printer struct {
 	w      io.Writer
 	live   bool
 	limits budget.Limits
+	width  int
 	used   budget.Usage
 	step   int
 	begin  time.Time
@@ -33,11 +34,15 @@ type PrinterConfig struct {
 	Live bool
 	// Limits are shown beside usage; zero fields show defaults.
 	Limits budget.Limits
+	// Width is the terminal's width in columns; the live line is cut to fit
+	// so that it never wraps (a wrapped line cannot be cleared in place).
+	// Zero means no limit.
+	Width int
 }
 
 // NewPrinter returns a printer writing to w.
 func NewPrinter(w io.Writer, cfg PrinterConfig) *Printer {
-	return &Printer{w: w, live: cfg.Live, limits: cfg.Limits.WithDefaults()}
+	return &Printer{w: w, live: cfg.Live, limits: cfg.Limits.WithDefaults(), width: cfg.Width}
 }
 
 // Observe prints e.
@@ -194,9 +199,15 @@ func (p *Printer) drawLive() {
 		return
 	}
 	u, l := p.used, p.limits
-	fmt.Fprintf(p.w, "[step %d/%s · tools %d/%s · tokens %d · %s · %s] %s",
+	line := fmt.Sprintf("[step %d/%s · tools %d/%s · tokens %d · %s · %s] %s",
 		u.Steps, budget.Format(budget.Steps, int64(l.Steps)), u.ToolCalls, budget.Format(budget.ToolCalls, int64(l.ToolCalls)),
 		u.TotalTokens(), u.Cost, u.Time.Round(time.Millisecond), p.status)
+	if p.width > 1 {
+		if r := []rune(line); len(r) >= p.width {
+			line = string(r[:p.width-2]) + "…"
+		}
+	}
+	fmt.Fprint(p.w, line)
 	p.shown = true
 }
 

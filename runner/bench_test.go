@@ -96,28 +96,37 @@ func BenchmarkConcurrent200x50(b *testing.B) {
 
 // BenchmarkWaiting10000 runs 10,000 loops of 20 steps against a model with
 // 50 ms latency: ideally 1 s of wall time. It reports the wall time as a
-// ratio of the ideal and the live heap per loop, sampled mid-run.
+// ratio of the ideal, then runs the loops again to measure the live heap and
+// stack per loop mid-run (after a forced GC, which the timed run does not
+// pay).
 //
 //	go test ./runner -run '^$' -bench BenchmarkWaiting10000 -benchtime 1x -count 3
 func BenchmarkWaiting10000(b *testing.B) {
 	const loops, n, latency = 10_000, 19, 50 * time.Millisecond // 19 tool steps + the finish = 20 model turns
 	s, task := stepsScript(b, n, latency), stepsTask(n)
 	ideal := time.Duration(n+1) * latency
-	for b.Loop() {
-		runtime.GC()
-		var before runtime.MemStats
-		runtime.ReadMemStats(&before)
+	all := func(during func()) time.Duration {
 		start := time.Now()
 		var wg sync.WaitGroup
 		for range loops {
 			wg.Go(func() { runSteps(b, s, task, &observe.Memory{}) })
 		}
-		time.Sleep(ideal / 2)
-		var mid runtime.MemStats
-		runtime.ReadMemStats(&mid)
+		if during != nil {
+			during()
+		}
 		wg.Wait()
-		wall := time.Since(start)
-		b.ReportMetric(wall.Seconds()/ideal.Seconds(), "x-ideal")
+		return time.Since(start)
+	}
+	for b.Loop() {
+		b.ReportMetric(all(nil).Seconds()/ideal.Seconds(), "x-ideal")
+		runtime.GC()
+		var before, mid runtime.MemStats
+		runtime.ReadMemStats(&before)
+		all(func() {
+			time.Sleep(ideal / 2)
+			runtime.GC()
+			runtime.ReadMemStats(&mid)
+		})
 		b.ReportMetric(float64(mid.HeapAlloc-before.HeapAlloc)/loops/1024, "heapKB/loop")
 		b.ReportMetric(float64(mid.StackInuse-before.StackInuse)/loops/1024, "stackKB/loop")
 	}

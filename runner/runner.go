@@ -282,6 +282,12 @@ func (r *run) check(ctx context.Context, c loop.Command, name string) loop.Event
 		return loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: f}
 	}
 	v.Check = name
+	// A verifier's own confidence must be a number in [0, 1]: it is logged as
+	// JSON (which has no NaN) and used in calibration.
+	if !(v.Confidence >= 0) {
+		v.Confidence = 0
+	}
+	v.Confidence = min(v.Confidence, 1)
 	return loop.Event{Type: loop.EventVerdict, Call: c.ID, Verdict: &v}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -272,5 +273,30 @@ func TestCheckErrorFailsTheRun(t *testing.T) {
 	res, err := runner.Run(context.Background(), task, runner.Config{Model: m})
 	if err == nil || res.Status != loop.Failed || !strings.Contains(res.Reason, "bwrap not found") {
 		t.Fatalf("status %s reason %q err %v", res.Status, res.Reason, err)
+	}
+}
+
+// TestVerdictConfidenceIsClamped: a verifier reporting NaN or out-of-range
+// confidence cannot poison the log or calibration.
+func TestVerdictConfidenceIsClamped(t *testing.T) {
+	for _, c := range []float64{math.NaN(), math.Inf(1), -3, 7} {
+		odd := verify.Func{CheckName: "odd", Prov: verify.Validation, Fn: func(context.Context, verify.Candidate) (verify.Verdict, error) {
+			return verify.Verdict{OK: true, Confidence: c}, nil
+		}}
+		task := addTask()
+		task.Checks = verify.Tiers{Cheap: []verify.Verifier{odd}}
+		var log bytes.Buffer
+		jl := observe.NewJSONL(&log)
+		m := newModel(t, scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(1)}})
+		res, err := runner.Run(context.Background(), task, runner.Config{Model: m, Observers: []observe.Observer{jl}})
+		if err != nil || res.Status != loop.Done {
+			t.Fatalf("confidence %v: status %s err %v", c, res.Status, err)
+		}
+		if err := jl.Flush(); err != nil {
+			t.Fatalf("confidence %v: log: %v", c, err)
+		}
+		if got := res.Best.Verdicts[0].Confidence; !(got >= 0 && got <= 1) {
+			t.Errorf("confidence %v recorded as %v", c, got)
+		}
 	}
 }
