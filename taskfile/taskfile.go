@@ -6,9 +6,7 @@
 package taskfile
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -79,6 +77,9 @@ func (ps Problems) Error() string {
 // CheckKinds are the checks a task file can name.
 var CheckKinds = []string{"equals", "regex", "contains"}
 
+// ToolNames are the tools a task file can name: the workspace file tools.
+var ToolNames = []string{"list_files", "read_file", "write_file", "edit_file"}
+
 // Load reads and parses the task file at path.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
@@ -98,13 +99,15 @@ func Parse(data []byte, path string) (*File, error) {
 	p := &parser{file: path, f: &File{Path: path, Dir: filepath.Dir(abs)}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, Problems{{File: path, Line: yamlErrLine(err), Msg: yamlErrMsg(err)}}
+		line, msg := yamlErr(err, data)
+		return nil, Problems{{File: path, Line: line, Msg: msg}}
 	}
-	if len(doc.Content) == 0 {
+	if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
 		return nil, Problems{{File: path, Line: 1, Msg: "file is empty; a task needs at least a goal and a check"}}
 	}
 	p.top(doc.Content[0])
 	if len(p.problems) > 0 {
+		slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, p.problems
 	}
 	return p.f, nil
@@ -125,11 +128,11 @@ func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
 }
 
 // fields walks a mapping node, calling set for each known key and reporting
-// unknown and duplicate keys.
-func (p *parser) fields(n *yaml.Node, where string, known []string, set func(key string, v *yaml.Node)) {
+// unknown and duplicate keys. It returns how many keys were unknown.
+func (p *parser) fields(n *yaml.Node, where string, known []string, set func(key string, v *yaml.Node)) (unknown int) {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, "%s must be a mapping", where)
-		return
+		return 0
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -137,6 +140,7 @@ func (p *parser) fields(n *yaml.Node, where string, known []string, set func(key
 		switch {
 		case !slices.Contains(known, k.Value):
 			p.errorf(k, "unknown field %q in %s (known: %s)", k.Value, where, strings.Join(known, ", "))
+			unknown++
 		case seen[k.Value]:
 			p.errorf(k, "%s.%s is given twice", where, k.Value)
 		default:
@@ -144,9 +148,14 @@ func (p *parser) fields(n *yaml.Node, where string, known []string, set func(key
 			set(k.Value, v)
 		}
 	}
+	return unknown
 }
 
 func (p *parser) top(n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(n, "a task file must be a mapping of fields such as goal: and checks:")
+		return
+	}
 	var goal *yaml.Node
 	var checks *yaml.Node
 	p.fields(n, "task", []string{"goal", "instructions", "model", "workspace", "tools", "checks", "budget", "progress", "escalate"}, func(key string, v *yaml.Node) {
@@ -168,7 +177,7 @@ func (p *parser) top(n *yaml.Node) {
 			}
 			p.f.Workspace = ws
 		case "tools":
-			p.f.Tools = p.strList(v, key)
+			p.tools(v)
 		case "checks":
 			checks = v
 			p.checks(v)
@@ -176,11 +185,10 @@ func (p *parser) top(n *yaml.Node) {
 			p.budget(v)
 		case "progress":
 			p.fields(v, "progress", []string{"window", "patience"}, func(key string, v *yaml.Node) {
-				n := p.int(v, "progress."+key, 1)
 				if key == "window" {
-					p.f.Progress.Window = n
+					p.f.Progress.Window = p.int(v, "progress.window", 2)
 				} else {
-					p.f.Progress.Patience = n
+					p.f.Progress.Patience = p.int(v, "progress.patience", 1)
 				}
 			})
 		case "escalate":
@@ -190,7 +198,7 @@ func (p *parser) top(n *yaml.Node) {
 	if p.f.Workspace == "" {
 		p.f.Workspace = p.f.Dir
 	}
-	if goal == nil || p.f.Goal == "" {
+	if goal == nil || (goal.Kind == yaml.ScalarNode && p.f.Goal == "") {
 		p.errorf(orNode(goal, n), "goal is missing or empty: say what the run must achieve")
 	}
 	if checks == nil {
@@ -226,6 +234,28 @@ func (p *parser) strList(n *yaml.Node, field string) []string {
 		out = append(out, p.str(c, field+" item"))
 	}
 	return out
+}
+
+// tools reads the tool list, reporting unknown and repeated names.
+func (p *parser) tools(n *yaml.Node) {
+	if n.Tag == "!!null" { // tools: with nothing after it
+		return
+	}
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for i, name := range p.strList(n, "tools") {
+		switch {
+		case items[i].Kind != yaml.ScalarNode: // reported by strList
+		case !slices.Contains(ToolNames, name):
+			p.errorf(items[i], "unknown tool %q (known: %s)", name, strings.Join(ToolNames, ", "))
+		case slices.Contains(p.f.Tools, name):
+			p.errorf(items[i], "tool %s is listed twice", name)
+		default:
+			p.f.Tools = append(p.f.Tools, name)
+		}
+	}
 }
 
 func (p *parser) bool(n *yaml.Node, field string) bool {
@@ -293,8 +323,10 @@ func (p *parser) cost(n *yaml.Node, field string) budget.Micros {
 		return budget.Unlimited
 	}
 	f, err := strconv.ParseFloat(strings.TrimPrefix(n.Value, "$"), 64)
-	if n.Kind != yaml.ScalarNode || err != nil || f <= 0 || math.IsInf(f, 0) || f > 1e6 {
-		p.errorf(n, "%s must be a positive amount in US dollars such as 0.25, got %q", field, n.Value)
+	// NaN fails every comparison, so test for the valid range. An amount
+	// that rounds to 0 micro-USD would silently mean the default.
+	if n.Kind != yaml.ScalarNode || err != nil || !(f > 0 && f <= 1e6) || budget.USD(f) == 0 {
+		p.errorf(n, "%s must be an amount in US dollars such as 0.25 (at least 0.000001), or -1 / unlimited, got %q", field, n.Value)
 		return 0
 	}
 	return budget.USD(f)
@@ -306,7 +338,7 @@ func (p *parser) duration(n *yaml.Node, field string) time.Duration {
 	}
 	d, err := time.ParseDuration(n.Value)
 	if n.Kind != yaml.ScalarNode || err != nil || d <= 0 {
-		p.errorf(n, "%s must be a positive duration such as 90s or 5m, got %q", field, n.Value)
+		p.errorf(n, "%s must be a positive duration such as 90s or 5m, or -1 / unlimited, got %q", field, n.Value)
 		return 0
 	}
 	return d
@@ -319,10 +351,10 @@ func (p *parser) checks(n *yaml.Node) {
 	}
 	for _, c := range n.Content {
 		check := Check{Tier: verify.Cheap, Line: c.Line}
-		p.fields(c, "check", append(slices.Clone(CheckKinds), "tier"), func(key string, v *yaml.Node) {
+		unknown := p.fields(c, "check", append(slices.Clone(CheckKinds), "tier"), func(key string, v *yaml.Node) {
 			if key == "tier" {
 				check.Tier = verify.Tier(p.str(v, "tier"))
-				if check.Tier != verify.Cheap && check.Tier != verify.Expensive {
+				if v.Kind == yaml.ScalarNode && check.Tier != verify.Cheap && check.Tier != verify.Expensive {
 					p.errorf(v, "tier must be cheap or expensive, got %q", check.Tier)
 				}
 				return
@@ -334,6 +366,9 @@ func (p *parser) checks(n *yaml.Node) {
 			check.Kind = key
 			if key == "contains" {
 				check.Args = p.strList(v, key)
+				if (v.Kind == yaml.ScalarNode || v.Kind == yaml.SequenceNode) && (len(check.Args) == 0 || slices.Contains(check.Args, "")) {
+					p.errorf(v, "contains needs at least one string, and no empty ones: an empty string is in every answer")
+				}
 			} else {
 				check.Args = []string{p.str(v, key)}
 			}
@@ -343,7 +378,8 @@ func (p *parser) checks(n *yaml.Node) {
 				}
 			}
 		})
-		if c.Kind == yaml.MappingNode && check.Kind == "" {
+		// A check whose only kind is misspelt has one problem, reported above.
+		if c.Kind == yaml.MappingNode && check.Kind == "" && unknown == 0 {
 			p.errorf(c, "check has no kind; use one of %s", strings.Join(CheckKinds, ", "))
 		}
 		p.f.Checks = append(p.f.Checks, check)
@@ -377,26 +413,54 @@ func (f *File) Verifiers() (verify.Tiers, error) {
 	return t, nil
 }
 
-// yamlErrLine extracts the line from a yaml syntax error ("yaml: line N: …").
-func yamlErrLine(err error) int {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return 0
-	}
-	msg := err.Error()
-	if _, rest, ok := strings.Cut(msg, "line "); ok {
-		num, _, _ := strings.Cut(rest, ":")
-		if n, err := strconv.Atoi(num); err == nil {
-			return n
+// yamlErr returns the 1-based line and the message of a YAML syntax error.
+// yaml.v3 writes "yaml: line N: msg", but N is 1-based only for scanner
+// errors: for parser errors ("did not find expected …" and the directive
+// errors) it is 0-based, and an error on the first line has no "line N" at
+// all. An error at the end of the stream is put on the file's last line
+// rather than the one after it. An error with no place in the file (an
+// unknown anchor) gets line 0.
+func yamlErr(err error, data []byte) (int, string) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		num, text, ok := strings.Cut(rest, ": ")
+		if n, err := strconv.Atoi(num); ok && err == nil {
+			if isParserError(text) {
+				n++
+			}
+			return min(n, lineCount(data)), text
 		}
 	}
-	return 0
+	if strings.HasPrefix(msg, "unknown anchor") {
+		return 0, msg
+	}
+	return 1, msg
 }
 
-func yamlErrMsg(err error) string {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if _, rest, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "line ") {
-		return rest
+// lineCount returns how many lines data has, at least 1, counting line
+// breaks as yaml.v3 does: \r\n, \r, \n, NEL, LS and PS.
+func lineCount(data []byte) int {
+	isBreak := func(r rune) bool { return strings.ContainsRune("\n\r\u0085\u2028\u2029", r) }
+	n, last := 0, rune(0)
+	for _, r := range strings.ReplaceAll(string(data), "\r\n", "\n") {
+		if isBreak(r) {
+			n++
+		}
+		last = r
 	}
-	return msg
+	if !isBreak(last) {
+		n++ // a last line with no break after it
+	}
+	return n
+}
+
+// isParserError reports whether msg is one of yaml.v3's parser (as opposed
+// to scanner) problems, whose line yaml.v3 reports 0-based.
+func isParserError(msg string) bool {
+	for _, prefix := range []string{"did not find expected", "found undefined tag handle", "found duplicate %", "found incompatible YAML document"} {
+		if strings.HasPrefix(msg, prefix) {
+			return true
+		}
+	}
+	return false
 }

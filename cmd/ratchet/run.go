@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,9 +52,9 @@ Flags:
 `)
 		fs.PrintDefaults()
 		fmt.Fprintf(fs.Output(), `
-Budget flags override the task file's budget; unset limits take these
-defaults: steps %d, model calls %d, tool calls %d, total tokens %d,
-cost %s, time %s.
+Budget flags override the task file's budget; -1 lifts a limit (not
+--time). Unset limits take these defaults: steps %d, model calls %d,
+tool calls %d, total tokens %d, cost %s, time %s.
 
 The model comes from --model, else the task file's model:, else $RATCHET_MODEL.
 Model strings: scripted:FILE (a recorded, offline test double).
@@ -85,19 +86,25 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&f.model, "model", "", "model to use, e.g. scripted:turns.yaml (overrides the task file)")
 	fs.BoolVar(&f.json, "json", false, "print the Result as JSON on stdout; progress goes to stderr")
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the final status line (or, with --json, nothing but the JSON)")
-	fs.StringVar(&f.log, "log", "", "write the event log (JSONL, docs/events.md) here (default $XDG_STATE_HOME/ratchet/runs/RUN.jsonl)")
+	fs.StringVar(&f.log, "log", "", "write the event log (JSONL, docs/events.md) here (default $XDG_STATE_HOME/ratchet/runs/RUN.jsonl;\nXDG_STATE_HOME defaults to ~/.local/state)")
 	fs.BoolVar(&f.noLog, "no-log", false, "do not write an event log")
 	fs.IntVar(&f.steps, "steps", 0, "limit on model turns")
 	fs.IntVar(&f.modelCalls, "model-calls", 0, "limit on model calls")
 	fs.IntVar(&f.toolCalls, "tool-calls", 0, "limit on tool calls")
 	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
-	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars")
+	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars, e.g. 0.25")
 	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitDone
 	}
 	if err != nil {
+		return exitUsage
+	}
+	if errs := checkBudgetFlags(fs, f); len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		}
 		return exitUsage
 	}
 	if len(pos) != 1 {
@@ -107,7 +114,14 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	}
 
 	task, mdl, cleanup, err := m.load(pos[0], f)
-	if err != nil {
+	var problems taskfile.Problems
+	switch {
+	case errors.As(err, &problems):
+		// One "file:line: problem" per line, unprefixed, as compilers
+		// print them, so that editors can jump to each.
+		fmt.Fprintln(m.Stderr, problems)
+		return exitUsage
+	case err != nil:
 		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
 		return exitUsage
 	}
@@ -238,12 +252,39 @@ func overrideBudget(b *budget.Limits, f runFlags) {
 	if f.tokens != 0 {
 		b.TotalTokens = f.tokens
 	}
-	if f.cost != 0 {
+	switch {
+	case f.cost == budget.Unlimited:
+		b.Cost = budget.Unlimited
+	case f.cost != 0:
 		b.Cost = budget.USD(f.cost)
 	}
 	if f.time != 0 {
 		b.Time = f.time
 	}
+}
+
+// checkBudgetFlags refuses budget flags that were given values the task
+// file would refuse, rather than letting 0 mean "unset" or a negative cost
+// turn into a confusing limit.
+func checkBudgetFlags(fs *flag.FlagSet, f runFlags) []error {
+	var errs []error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "steps", "model-calls", "tool-calls", "tokens":
+			if n, _ := strconv.ParseInt(fl.Value.String(), 10, 64); n < 1 && n != budget.Unlimited {
+				errs = append(errs, fmt.Errorf("--%s must be a positive whole number, or -1 for unlimited, got %s", fl.Name, fl.Value))
+			}
+		case "cost":
+			if f.cost != budget.Unlimited && !(f.cost > 0 && f.cost <= 1e6 && budget.USD(f.cost) != 0) {
+				errs = append(errs, fmt.Errorf("--cost must be an amount in US dollars such as 0.25 (at least 0.000001), or -1 for unlimited, got %s", fl.Value))
+			}
+		case "time":
+			if f.time <= 0 {
+				errs = append(errs, fmt.Errorf("--time must be a positive duration such as 90s, got %s", fl.Value))
+			}
+		}
+	})
+	return errs
 }
 
 // openModel resolves a model string; relative files resolve against base

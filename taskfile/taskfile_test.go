@@ -1,0 +1,560 @@
+package taskfile_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/taskfile"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// writeTask writes data as dir/name and returns its path.
+func writeTask(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// problems returns err as Problems, failing the test if it is anything else.
+func problems(t *testing.T, err error) taskfile.Problems {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Parse succeeded, want problems")
+	}
+	var ps taskfile.Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("error is %T (%v), want taskfile.Problems", err, err)
+	}
+	if len(ps) == 0 {
+		t.Fatal("empty Problems returned as an error")
+	}
+	return ps
+}
+
+func TestLoadFullFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := writeTask(t, dir, "task.yaml", `# A file that sets every field.
+goal: |
+  invoice.txt lists line items.
+  Report the total.
+
+instructions: "  Be brief.  "
+model: scripted:turns.yaml
+workspace: ws
+tools: [list_files, read_file, write_file, edit_file]
+checks:
+  - regex: '^TOTAL: \d+\.\d{2}$'
+  - contains: [TOTAL, "."]
+  - contains: TOTAL
+  - equals: "TOTAL: 142.50"
+    tier: expensive
+  - tier: cheap
+    regex: x
+budget:
+  steps: 8
+  model_calls: unlimited
+  tool_calls: -1
+  total_tokens: 200_000
+  input_tokens: 1000
+  output_tokens: unlimited
+  cost: $0.25
+  time: 2m
+progress: {window: 4, patience: 7}
+escalate: true
+`)
+	got, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &taskfile.File{
+		Path:         path,
+		Dir:          dir,
+		Goal:         "invoice.txt lists line items.\nReport the total.",
+		Instructions: "Be brief.",
+		Model:        "scripted:turns.yaml",
+		Workspace:    filepath.Join(dir, "ws"),
+		Tools:        []string{"list_files", "read_file", "write_file", "edit_file"},
+		Checks: []taskfile.Check{
+			{Kind: "regex", Args: []string{`^TOTAL: \d+\.\d{2}$`}, Tier: verify.Cheap, Line: 11},
+			{Kind: "contains", Args: []string{"TOTAL", "."}, Tier: verify.Cheap, Line: 12},
+			{Kind: "contains", Args: []string{"TOTAL"}, Tier: verify.Cheap, Line: 13},
+			{Kind: "equals", Args: []string{"TOTAL: 142.50"}, Tier: verify.Expensive, Line: 14},
+			{Kind: "regex", Args: []string{"x"}, Tier: verify.Cheap, Line: 16},
+		},
+		Budget: budget.Limits{
+			Steps:        8,
+			ModelCalls:   budget.Unlimited,
+			ToolCalls:    budget.Unlimited,
+			TotalTokens:  200_000,
+			InputTokens:  1000,
+			OutputTokens: budget.Unlimited,
+			Cost:         budget.USD(0.25),
+			Time:         2 * time.Minute,
+		},
+		Progress: progress.Config{Window: 4, Patience: 7},
+		Escalate: true,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseMinimalDefaults(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "task.yaml")
+	got, err := taskfile.Parse([]byte("goal: g\nchecks: [{equals: '42'}]\n"), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &taskfile.File{
+		Path:      path,
+		Dir:       dir,
+		Goal:      "g",
+		Workspace: dir, // the default workspace is the task file's directory
+		Checks:    []taskfile.Check{{Kind: "equals", Args: []string{"42"}, Tier: verify.Cheap, Line: 2}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Parse mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path, workspace string
+		wantDir, wantWS       string
+	}{
+		{"relative to the file", filepath.Join(dir, "task.yaml"), "a/b", dir, sub},
+		{"dot", filepath.Join(dir, "task.yaml"), ".", dir, dir},
+		{"up from a nested file", filepath.Join(sub, "task.yaml"), "../..", sub, dir},
+		{"absolute", filepath.Join(dir, "task.yaml"), other, dir, other},
+		{"empty means the file's dir", filepath.Join(sub, "task.yaml"), "''", sub, sub},
+		// A relative task path is resolved against the working directory.
+		{"relative task path", "task.yaml", ".", cwd, cwd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := "goal: g\nchecks: [{equals: a}]\nworkspace: " + tc.workspace + "\n"
+			f, err := taskfile.Parse([]byte(data), tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Path != tc.path {
+				t.Errorf("Path = %q, want %q as given", f.Path, tc.path)
+			}
+			if f.Dir != tc.wantDir {
+				t.Errorf("Dir = %q, want %q", f.Dir, tc.wantDir)
+			}
+			if f.Workspace != tc.wantWS {
+				t.Errorf("Workspace = %q, want %q", f.Workspace, tc.wantWS)
+			}
+		})
+	}
+}
+
+func TestParseTools(t *testing.T) {
+	for _, tc := range []struct {
+		tools string
+		want  []string
+	}{
+		{"", nil}, // tools: with nothing after it
+		{"[]", nil},
+		{"read_file", []string{"read_file"}},
+		{"[edit_file, list_files]", []string{"edit_file", "list_files"}},
+	} {
+		t.Run(tc.tools, func(t *testing.T) {
+			f, err := taskfile.Parse([]byte("goal: g\nchecks: [{equals: a}]\ntools: "+tc.tools+"\n"), "t.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, f.Tools); diff != "" {
+				t.Errorf("Tools mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseBudget(t *testing.T) {
+	for _, tc := range []struct {
+		budget string
+		want   budget.Limits
+	}{
+		{"{}", budget.Limits{}},
+		{"{steps: 8}", budget.Limits{Steps: 8}},
+		{"{steps: -1}", budget.Limits{Steps: budget.Unlimited}},
+		{"{steps: unlimited}", budget.Limits{Steps: budget.Unlimited}},
+		{"{model_calls: 20, tool_calls: 50}", budget.Limits{ModelCalls: 20, ToolCalls: 50}},
+		{"{total_tokens: 2_000_000}", budget.Limits{TotalTokens: 2_000_000}},
+		{"{input_tokens: unlimited, output_tokens: -1}", budget.Limits{InputTokens: budget.Unlimited, OutputTokens: budget.Unlimited}},
+		{"{cost: 0.25}", budget.Limits{Cost: budget.USD(0.25)}},
+		{`{cost: "$0.25"}`, budget.Limits{Cost: budget.USD(0.25)}},
+		{"{cost: $0.25}", budget.Limits{Cost: budget.USD(0.25)}},
+		{"{cost: 2}", budget.Limits{Cost: 2_000_000}},
+		{"{cost: 0.000001}", budget.Limits{Cost: 1}},
+		{"{cost: unlimited}", budget.Limits{Cost: budget.Unlimited}},
+		{"{cost: -1}", budget.Limits{Cost: budget.Unlimited}},
+		{"{time: 2m}", budget.Limits{Time: 2 * time.Minute}},
+		{"{time: 1h30m}", budget.Limits{Time: 90 * time.Minute}},
+		{"{time: 90s}", budget.Limits{Time: 90 * time.Second}},
+		{"{time: unlimited}", budget.Limits{Time: budget.Unlimited}},
+		{"{time: -1}", budget.Limits{Time: budget.Unlimited}},
+	} {
+		t.Run(tc.budget, func(t *testing.T) {
+			f, err := taskfile.Parse([]byte("goal: g\nchecks: [{equals: a}]\nbudget: "+tc.budget+"\n"), "t.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, f.Budget); diff != "" {
+				t.Errorf("Budget mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseChecks(t *testing.T) {
+	for _, tc := range []struct {
+		name, checks string
+		want         []taskfile.Check
+	}{
+		{"equals", "[{equals: 42}]", []taskfile.Check{{Kind: "equals", Args: []string{"42"}, Tier: verify.Cheap, Line: 2}}},
+		{"equals empty string", `[{equals: ""}]`, []taskfile.Check{{Kind: "equals", Args: []string{""}, Tier: verify.Cheap, Line: 2}}},
+		{"regex", `[{regex: '^a+$'}]`, []taskfile.Check{{Kind: "regex", Args: []string{"^a+$"}, Tier: verify.Cheap, Line: 2}}},
+		{"contains string", "[{contains: TOTAL}]", []taskfile.Check{{Kind: "contains", Args: []string{"TOTAL"}, Tier: verify.Cheap, Line: 2}}},
+		{"contains list", "[{contains: [a, b, c]}]", []taskfile.Check{{Kind: "contains", Args: []string{"a", "b", "c"}, Tier: verify.Cheap, Line: 2}}},
+		{"tiers", "\n  - {equals: a, tier: expensive}\n  - {regex: b, tier: cheap}\n  - contains: c\n", []taskfile.Check{
+			{Kind: "equals", Args: []string{"a"}, Tier: verify.Expensive, Line: 3},
+			{Kind: "regex", Args: []string{"b"}, Tier: verify.Cheap, Line: 4},
+			{Kind: "contains", Args: []string{"c"}, Tier: verify.Cheap, Line: 5},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := taskfile.Parse([]byte("goal: g\nchecks: "+tc.checks+"\n"), "t.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, f.Checks); diff != "" {
+				t.Errorf("Checks mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestParseProblems checks that each mistake is reported on its own line,
+// and only once.
+func TestParseProblems(t *testing.T) {
+	type want struct {
+		line int
+		msg  string // a substring of the problem's message
+	}
+	ok := "goal: g\nchecks: [{equals: a}]\n"
+	for _, tc := range []struct {
+		name, data string
+		want       []want
+	}{
+		{"unknown top-level field", ok + "colour: blue\n", []want{{3, `unknown field "colour" in task (known: goal, instructions,`}}},
+		{"unknown budget field", ok + "budget:\n  steps: 3\n  widgets: 3\n", []want{{5, `unknown field "widgets" in budget`}}},
+		{"negative steps", ok + "budget: {steps: -5}\n", []want{{3, "budget.steps must be positive, or -1 / unlimited, got -5"}}},
+		{"zero steps", ok + "budget: {steps: 0}\n", []want{{3, "budget.steps must be positive, or -1 / unlimited, got 0"}}},
+		{"fractional steps", ok + "budget: {steps: 2.5}\n", []want{{3, `budget.steps must be a whole number, got "2.5"`}}},
+		{"bad duration", ok + "budget: {time: 2 minutes}\n", []want{{3, `budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"`}}},
+		{"negative duration", ok + "budget: {time: -5s}\n", []want{{3, "budget.time must be a positive duration"}}},
+		{"zero cost", ok + "budget: {cost: 0}\n", []want{{3, "budget.cost must be an amount in US dollars"}}},
+		{"negative cost", ok + "budget: {cost: -0.5}\n", []want{{3, "budget.cost must be an amount in US dollars"}}},
+		{"NaN cost", ok + "budget: {cost: .nan}\n", []want{{3, "budget.cost must be an amount"}}},
+		{"NaN cost spelled NaN", ok + "budget: {cost: NaN}\n", []want{{3, "budget.cost must be an amount"}}},
+		{"infinite cost", ok + "budget: {cost: +Inf}\n", []want{{3, "budget.cost must be an amount"}}},
+		{"cost below a micro-dollar", ok + "budget: {cost: 0.0000001}\n", []want{{3, "(at least 0.000001)"}}},
+		{"cost words", ok + "budget: {cost: ten dollars}\n", []want{{3, `got "ten dollars"`}}},
+		{"budget not a mapping", ok + "budget: 5\n", []want{{3, "budget must be a mapping"}}},
+		{"progress window too small", ok + "progress: {window: 1}\n", []want{{3, "progress.window must be at least 2, got 1"}}},
+		{"progress patience zero", ok + "progress: {patience: 0}\n", []want{{3, "progress.patience must be at least 1, got 0"}}},
+		{"bad regex", "goal: g\nchecks:\n  - regex: '('\n", []want{{3, "regex check: error parsing regexp: missing closing ): `(`"}}},
+		{"check with two kinds", "goal: g\nchecks:\n  - equals: a\n    regex: b\n", []want{{4, "a check has one kind; this one has equals and regex (write two checks)"}}},
+		{"check with no kind", "goal: g\nchecks:\n  - equals: a\n  - tier: expensive\n", []want{{4, "check has no kind; use one of equals, regex, contains"}}},
+		{"misspelt kind with a tier", "goal: g\nchecks: [{equal: a, tier: expensive}]\n", []want{{2, `unknown field "equal" in check`}}},
+		{"no kind and a bad tier", "goal: g\nchecks:\n  - tier: medium\n", []want{{3, `tier must be cheap or expensive, got "medium"`}, {3, "check has no kind"}}},
+		{"empty check", "goal: g\nchecks: [{}]\n", []want{{2, "check has no kind"}}},
+		{"check not a mapping", "goal: g\nchecks: [equals]\n", []want{{2, "check must be a mapping"}}},
+		{"unknown check field", "goal: g\nchecks: [{equal: a}]\n", []want{{2, `unknown field "equal" in check (known: equals, regex, contains, tier)`}}},
+		{"tier not cheap or expensive", "goal: g\nchecks:\n  - equals: a\n    tier: medium\n", []want{{4, `tier must be cheap or expensive, got "medium"`}}},
+		{"tier not a string", "goal: g\nchecks: [{equals: a, tier: [cheap]}]\n", []want{{2, "tier must be a string"}}},
+		{"empty contains list", "goal: g\nchecks: [{contains: []}]\n", []want{{2, "contains needs at least one string"}}},
+		{"empty contains string", "goal: g\nchecks: [{contains: [a, '']}]\n", []want{{2, "contains needs at least one string"}}},
+		{"missing goal", "checks: [{equals: a}]\n", []want{{1, "goal is missing or empty: say what the run must achieve"}}},
+		{"blank goal", "goal: '   '\nchecks: [{equals: a}]\n", []want{{1, "goal is missing or empty"}}},
+		{"null goal", "checks: [{equals: a}]\ngoal:\n", []want{{2, "goal is missing or empty"}}},
+		{"goal not a string", "goal: [a]\nchecks: [{equals: a}]\n", []want{{1, "goal must be a string"}}},
+		{"missing checks", "goal: g\n", []want{{1, "checks are missing: ratchet never accepts an unchecked answer"}}},
+		{"empty checks", "goal: g\nchecks: []\n", []want{{2, "checks must be a non-empty list"}}},
+		{"null checks", "goal: g\nchecks:\n", []want{{2, "checks must be a non-empty list"}}},
+		{"duplicate top-level key", "goal: g\nchecks: [{equals: a}]\ngoal: h\n", []want{{3, "task.goal is given twice"}}},
+		{"duplicate budget key", ok + "budget:\n  steps: 3\n  steps: 4\n", []want{{5, "budget.steps is given twice"}}},
+		{"duplicate check key", "goal: g\nchecks:\n  - equals: a\n    equals: b\n", []want{{4, "check.equals is given twice"}}},
+		{"unknown tool", ok + "tools: [read_file, shell]\n", []want{{3, `unknown tool "shell" (known: list_files, read_file, write_file, edit_file)`}}},
+		{"tool listed twice", ok + "tools:\n  - read_file\n  - read_file\n", []want{{5, "tool read_file is listed twice"}}},
+		{"tool not a string", ok + "tools: [[read_file]]\n", []want{{3, "tools item must be a string"}}},
+		{"escalate not a bool", ok + "escalate: sometimes\n", []want{{3, "escalate must be true or false"}}},
+		{"model not a string", ok + "model: {scripted: x}\n", []want{{3, "model must be a string"}}},
+		{"task not a mapping", "- goal: g\n", []want{{1, "a task file must be a mapping"}}},
+		{"task a scalar", "hello\n", []want{{1, "a task file must be a mapping"}}},
+		{"empty file", "", []want{{1, "file is empty; a task needs at least a goal and a check"}}},
+		{"only comments", "# nothing yet\n", []want{{1, "file is empty"}}},
+		{"only a document marker", "---\n", []want{{1, "file is empty"}}},
+		{"null document", "~\n", []want{{1, "file is empty"}}},
+		{"workspace missing", ok + "workspace: nope\n", []want{{3, "nope\" is not a directory"}}},
+		{"workspace is a file", ok + "workspace: task.yaml\n", []want{{3, "task.yaml\" is not a directory"}}},
+		// YAML syntax errors: yaml.v3 numbers parser errors from 0 and leaves
+		// out the line of an error on the first line; Parse corrects both.
+		{"yaml unclosed flow sequence", "goal: g\nchecks: [{equals: a}\n", []want{{2, "did not find expected ',' or ']'"}}},
+		{"yaml unclosed flow sequence later", "goal: g\ninstructions: i\nmodel: m\nchecks: [{equals: a}\nbudget: {}\n", []want{{4, "did not find expected ',' or ']'"}}},
+		{"yaml bad indentation", "goal: g\ninstructions: i\nmodel: m\nchecks:\n  - equals: a\n bad: [\n", []want{{6, "did not find expected key"}}},
+		{"yaml mapping value", "goal: g\ninstructions: i\nfoo: : bar\n", []want{{3, "mapping values are not allowed in this context"}}},
+		{"yaml error on the first line", "goal: : g\n", []want{{1, "mapping values are not allowed in this context"}}},
+		{"yaml tab", "goal: g\n\tchecks: []\n", []want{{2, "found a tab character that violates indentation"}}},
+		{"yaml unterminated string", "goal: g\nchecks:\n  - equals: \"a\n", []want{{3, "found unexpected end of stream"}}},
+		{"yaml error at the end of the file", "goal: g\nchecks: [{equals: a}\n", []want{{2, "did not find expected ',' or ']'"}}},
+		{"yaml error at the end of a file with no newline", "goal: g\nchecks: {", []want{{2, "did not find expected node content"}}},
+		{"yaml undefined tag handle", "goal: g\nchecks: !x!y g\n", []want{{2, "found undefined tag handle"}}},
+		{"yaml duplicate directive", "%YAML 1.1\n%YAML 1.1\n---\ngoal: g\n", []want{{2, "found duplicate %YAML directive"}}},
+		{"yaml incompatible version", "%YAML 2.0\n---\ngoal: g\n", []want{{1, "found incompatible YAML document"}}},
+		{"yaml incompatible version on line 2", "# a comment\n%YAML 2.0\n---\ngoal: g\n", []want{{2, "found incompatible YAML document"}}},
+		{"yaml error at the end of a file with \\r line breaks", "goal: g\rchecks: {", []want{{2, "did not find expected node content"}}},
+		{"yaml unknown anchor", "goal: *g\nchecks: [{equals: a}]\n", []want{{0, "unknown anchor 'g' referenced"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := writeTask(t, dir, "task.yaml", tc.data)
+			_, err := taskfile.Load(path)
+			ps := problems(t, err)
+			if len(ps) != len(tc.want) {
+				t.Fatalf("got %d problems, want %d:\n%v", len(ps), len(tc.want), err)
+			}
+			for i, w := range tc.want {
+				p := ps[i]
+				if p.File != path || p.Line != w.line || !strings.Contains(p.Msg, w.msg) {
+					t.Errorf("problem %d = %q, want %s:%d: …%s…", i, p.Error(), path, w.line, w.msg)
+				}
+			}
+		})
+	}
+}
+
+// TestParseProblemsAllAtOnce checks that a file with many mistakes reports
+// every one of them, once each, in line order, with exact messages.
+func TestParseProblemsAllAtOnce(t *testing.T) {
+	data := `goal: ""
+colour: blue
+budget:
+  steps: -5
+  time: 2 minutes
+  widgets: 3
+  cost: 0.25
+  cost: 0.5
+checks:
+  - regex: '('
+  - equals: a
+    regex: b
+  - tier: cheap
+  - equals: x
+    tier: medium
+tools: [read_file, shell]
+progress: {window: 1}
+`
+	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
+	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
+dir/bad.yaml:2: unknown field "colour" in task (known: goal, instructions, model, workspace, tools, checks, budget, progress, escalate)
+dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
+dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
+dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
+dir/bad.yaml:8: budget.cost is given twice
+dir/bad.yaml:10: regex check: error parsing regexp: missing closing ): ` + "`(`" + `
+dir/bad.yaml:12: a check has one kind; this one has equals and regex (write two checks)
+dir/bad.yaml:13: check has no kind; use one of equals, regex, contains
+dir/bad.yaml:15: tier must be cheap or expensive, got "medium"
+dir/bad.yaml:16: unknown tool "shell" (known: list_files, read_file, write_file, edit_file)
+dir/bad.yaml:17: progress.window must be at least 2, got 1`
+	const mistakes = 12
+	ps := problems(t, err)
+	if len(ps) != mistakes {
+		t.Errorf("got %d problems for %d mistakes", len(ps), mistakes)
+	}
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("problems mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestProblemError(t *testing.T) {
+	for _, tc := range []struct {
+		p    taskfile.Problem
+		want string
+	}{
+		{taskfile.Problem{File: "t.yaml", Line: 3, Msg: "bad"}, "t.yaml:3: bad"},
+		{taskfile.Problem{File: "t.yaml", Msg: "bad"}, "t.yaml: bad"},
+	} {
+		if got := tc.p.Error(); got != tc.want {
+			t.Errorf("%#v.Error() = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := taskfile.Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file: err = %v, want os.ErrNotExist", err)
+	}
+}
+
+func TestVerifiers(t *testing.T) {
+	f, err := taskfile.Parse([]byte(`goal: g
+checks:
+  - regex: '^TOTAL: \d+\.\d{2}$'
+  - equals: "TOTAL: 142.50"
+    tier: expensive
+  - contains: [TOTAL, "."]
+  - contains: "142"
+    tier: expensive
+`), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiers, err := f.Verifiers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(vs []verify.Verifier) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.Name())
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"regex", "contains"}, names(tiers.Cheap)); diff != "" {
+		t.Errorf("cheap tier (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"equals", "contains"}, names(tiers.Expensive)); diff != "" {
+		t.Errorf("expensive tier (-want +got):\n%s", diff)
+	}
+
+	// Each verifier checks what its line says: judge a few answers by all of
+	// them, in order cheap then expensive.
+	verdicts := func(answer string) []bool {
+		var out []bool
+		for _, v := range tiers.All() {
+			vd, err := v.Check(context.Background(), verify.Candidate{Answer: answer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, vd.OK)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		answer string
+		want   []bool // regex, contains [TOTAL .], equals, contains 142
+	}{
+		{"TOTAL: 142.50", []bool{true, true, true, true}},
+		{"TOTAL: 142.5", []bool{false, true, false, true}},
+		{"TOTAL: 100.00", []bool{true, true, false, false}},
+		{"total 142", []bool{false, false, false, true}},
+		{"TOTAL: 142", []bool{false, false, false, true}}, // no "."
+	} {
+		if diff := cmp.Diff(tc.want, verdicts(tc.answer)); diff != "" {
+			t.Errorf("verdicts for %q (-want +got):\n%s", tc.answer, diff)
+		}
+	}
+}
+
+func TestVerifiersErrors(t *testing.T) {
+	for _, tc := range []struct {
+		check taskfile.Check
+		want  string
+	}{
+		{taskfile.Check{Kind: "regex", Args: []string{"("}, Line: 7}, "t.yaml:7: regex check: error parsing regexp: missing closing ): `(`"},
+		{taskfile.Check{Kind: "shell", Args: []string{"true"}, Line: 9}, `t.yaml:9: unknown check kind "shell"`},
+	} {
+		f := &taskfile.File{Path: "t.yaml", Checks: []taskfile.Check{{Kind: "equals", Args: []string{"a"}, Line: 3}, tc.check}}
+		_, err := f.Verifiers()
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Verifiers() error = %v, want %q", err, tc.want)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"goal: g\nchecks: [{equals: a}]\n",
+		"goal: |\n  multi\n  line\nchecks:\n  - regex: '^a$'\n  - contains: [a, b]\n    tier: expensive\n",
+		"goal: g\nchecks: [{contains: x}]\nbudget: {steps: unlimited, model_calls: 5, cost: $0.25, time: 2m}\n",
+		"goal: g\nchecks: [{equals: a}]\nbudget: {cost: .nan, time: -1}\nprogress: {window: 2, patience: 1}\n",
+		"goal: g\nchecks: [{equals: a}]\ntools: [list_files, read_file]\nworkspace: .\nescalate: true\n",
+		"goal: g\nchecks: [{equals: a, regex: b}, {tier: cheap}]\n",
+		"goal: &a g\ninstructions: *a\nchecks: [{equals: *a}]\n",
+		"goal: g\nchecks: [{equals: a}\n",
+		"- a\n- b\n",
+		"goal: g\ngoal: h\nchecks: [{regex: '('}]\n",
+		"---\n---\n",
+		"checks: [{equals: a}]\n",
+		"goal: g\n",
+		"goal: g\nchecks: [{regex: '('}]\n",
+		"goal: g\nchecks: {",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tf, err := taskfile.Parse(data, "fuzz.yaml")
+		if err != nil {
+			var ps taskfile.Problems
+			if !errors.As(err, &ps) || len(ps) == 0 {
+				t.Fatalf("error is %T %v, want non-empty Problems", err, err)
+			}
+			lines := 1
+			for _, r := range string(data) { // every kind of YAML line break, \r\n counted twice
+				if strings.ContainsRune("\n\r\u0085\u2028\u2029", r) {
+					lines++
+				}
+			}
+			for _, p := range ps {
+				if p.File != "fuzz.yaml" || p.Line < 0 || p.Line > lines || p.Msg == "" {
+					t.Errorf("problem %q: want file fuzz.yaml, a line in 0..%d and a message", p.Error(), lines)
+				}
+			}
+			return
+		}
+		if tf.Goal == "" {
+			t.Error("parsed with an empty goal")
+		}
+		if len(tf.Checks) == 0 {
+			t.Error("parsed with no checks")
+		}
+		if tf.Workspace == "" {
+			t.Error("parsed with no workspace")
+		}
+		if _, err := tf.Verifiers(); err != nil {
+			t.Errorf("parsed, but Verifiers fails: %v", err)
+		}
+	})
+}
