@@ -875,7 +875,7 @@ func (m *Machine) stop(s Status, reason string) {
 	res := &Result{
 		Status:   s,
 		Reason:   reason,
-		Attempts: append([]Attempt(nil), m.st.Attempts...),
+		Attempts: append([]Attempt{}, m.st.Attempts...), // [] rather than null in JSON
 		Usage:    m.st.Usage,
 		Limits:   m.spec.Budget,
 		Question: m.st.Question,

@@ -544,3 +544,29 @@ func TestEveryToolLoads(t *testing.T) {
 	c := run(t, nil, "run", "--no-log", "--quiet", filepath.Join(dir, "task.yaml"))
 	c.wantCode(t, exitDone)
 }
+
+// TestDoubleDash: after --, arguments are not flags, so a second positional
+// argument is refused rather than parsed as --json.
+func TestDoubleDash(t *testing.T) {
+	c := run(t, nil, "run", "--quiet", "--", quickstart, "--json")
+	c.wantCode(t, exitUsage)
+	if strings.Contains(c.stdout, "{") || !strings.Contains(c.stderr, "want exactly one task file") {
+		t.Errorf("want a refusal of two task files, got %v", c)
+	}
+}
+
+// TestIncompleteLogIsInfrastructureFailure: a run whose event log could not
+// be written exits 3 even though the run itself ended done.
+func TestIncompleteLogIsInfrastructureFailure(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI must run this test, but /dev/full is missing")
+		}
+		t.Skip("no /dev/full on this system")
+	}
+	c := run(t, nil, "run", quickstart, "--quiet", "--log", "/dev/full")
+	c.wantCode(t, exitInfra)
+	if !strings.Contains(c.stderr, "event log /dev/full is incomplete") {
+		t.Errorf("stderr does not explain the failure: %v", c)
+	}
+}

@@ -73,8 +73,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		if fs.NArg() == 0 {
 			return pos, nil
 		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
+		rest := fs.Args()
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil // after --, nothing is a flag
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }
 
@@ -134,9 +138,12 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		progressOut = m.Stderr
 	}
 	if !f.quiet {
-		cfg.Observers = append(cfg.Observers, observe.NewPrinter(progressOut, observe.PrinterConfig{Live: isTerminal(progressOut), Limits: task.Budget}))
+		cfg.Observers = append(cfg.Observers, observe.NewPrinter(progressOut, observe.PrinterConfig{
+			Live: isTerminal(progressOut), Limits: task.Budget, Width: terminalWidth(progressOut),
+		}))
 	}
 	logPath := ""
+	closeLog := func() error { return nil }
 	if !f.noLog {
 		if logPath, err = m.logPath(f.log, runID); err != nil {
 			fmt.Fprintf(m.Stderr, "ratchet run: event log: %v\n", err)
@@ -149,17 +156,14 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		}
 		jl := observe.NewJSONL(lf)
 		cfg.Observers = append(cfg.Observers, jl)
-		defer func() {
-			if err := errors.Join(jl.Flush(), lf.Close()); err != nil {
-				fmt.Fprintf(m.Stderr, "ratchet run: event log %s: %v\n", logPath, err)
-			}
-		}()
+		closeLog = func() error { return errors.Join(jl.Flush(), lf.Close()) }
 	}
 	if in, ok := m.Stdin.(*os.File); ok && term.IsTerminal(int(in.Fd())) && task.Policy.Escalate {
 		cfg.Human = &terminalAsker{in: bufio.NewReader(in), out: m.Stderr}
 	}
 
 	res, runErr := runner.Run(ctx, task, cfg)
+	logErr := closeLog()
 	if res.Status == "" { // the run never started
 		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", runErr)
 		return exitUsage
@@ -174,6 +178,12 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		}
 	case f.quiet:
 		fmt.Fprintf(m.Stdout, "%s: %s\n", res.Status, res.Reason)
+	}
+	if logErr != nil {
+		// The run's record is incomplete: that is an infrastructure failure
+		// whatever the run's status.
+		fmt.Fprintf(m.Stderr, "ratchet run: event log %s is incomplete: %v\n", logPath, logErr)
+		return exitInfra
 	}
 	if logPath != "" && !f.quiet {
 		fmt.Fprintf(m.Stderr, "events: %s\n", logPath)
@@ -326,6 +336,19 @@ func (m *Main) logPath(flagValue, runID string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, runID+".jsonl"), nil
+}
+
+// terminalWidth is w's width in columns when it is a terminal, else 0.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	width, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return width
 }
 
 func isTerminal(w io.Writer) bool {
