@@ -44,21 +44,21 @@ type Func func(Entry)
 func (f Func) Observe(e Entry) { f(e) }
 
 // Memory keeps every entry in memory, for tests and benchmarks. Entries are
-// stored in chunks that are never copied as the log grows. It is not safe
-// for concurrent use.
+// stored in fixed-size chunks, so the log is never copied as it grows and
+// wastes at most one partly filled chunk. It is not safe for concurrent use.
 type Memory struct {
 	chunks [][]Entry
 	n      int
 }
 
+// memoryChunk is the number of entries per chunk: about eight steps of a
+// tool loop.
+const memoryChunk = 32
+
 func (m *Memory) Observe(e Entry) {
 	last := len(m.chunks) - 1
-	if last < 0 || len(m.chunks[last]) == cap(m.chunks[last]) {
-		size := 16
-		if last >= 0 {
-			size = min(2*cap(m.chunks[last]), 1024)
-		}
-		m.chunks = append(m.chunks, make([]Entry, 0, size))
+	if last < 0 || len(m.chunks[last]) == memoryChunk {
+		m.chunks = append(m.chunks, make([]Entry, 0, memoryChunk))
 		last++
 	}
 	m.chunks[last] = append(m.chunks[last], e)

@@ -14,14 +14,23 @@ import (
 // It is a small recursive-descent pass rather than a decode into any and a
 // re-encode, which would cost more than the rest of a loop step.
 func Canonical(raw json.RawMessage) []byte {
-	c := canon{in: raw}
-	out, ok := c.value(make([]byte, 0, len(raw)), 0)
-	if !ok {
+	out := AppendCanonical(make([]byte, 0, len(raw)), raw)
+	if string(out) == string(raw) {
 		return raw
 	}
-	c.space()
-	if c.pos != len(c.in) {
-		return raw
+	return out
+}
+
+// AppendCanonical appends the canonical form of raw (see Canonical) to dst.
+func AppendCanonical(dst []byte, raw json.RawMessage) []byte {
+	c := canon{in: raw}
+	out, ok := c.value(dst, 0)
+	if ok {
+		c.space()
+		ok = c.pos == len(c.in)
+	}
+	if !ok {
+		return append(out[:len(dst)], raw...)
 	}
 	return out
 }

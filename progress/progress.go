@@ -72,11 +72,11 @@ type KeyFunc func(Observation) Key
 // call written twice yields the same key; the calls of one turn are keyed as
 // a set, and failing checks as a set.
 func DefaultKey(o Observation) Key {
-	h := sha256.New()
-	field := func(b []byte) { // length-prefixed, so fields cannot run together
-		var n [binary.MaxVarintLen64]byte
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(b)))])
-		h.Write(b)
+	var scratch [512]byte // most observations fit: no allocation to hash them
+	b := scratch[:0]
+	field := func(p []byte) { // length-prefixed, so fields cannot run together
+		b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
+		b = append(b, p...)
 	}
 	field([]byte(o.Kind))
 	switch o.Kind {
@@ -96,7 +96,9 @@ func DefaultKey(o Observation) Key {
 		}
 		for _, c := range calls {
 			field([]byte(c.Tool))
-			field(Canonical(c.Args))
+			mark := len(b)
+			b = AppendCanonical(append(b, 0, 0, 0, 0), c.Args)
+			binary.BigEndian.PutUint32(b[mark:], uint32(len(b)-mark-4)) // the length, known now
 			field([]byte(c.Result))
 		}
 	case Attempt:
@@ -110,8 +112,8 @@ func DefaultKey(o Observation) Key {
 	default:
 		field([]byte(o.Problem))
 	}
-	var sum [sha256.Size]byte
-	return Key(hex.EncodeToString(h.Sum(sum[:0])[:12]))
+	sum := sha256.Sum256(b)
+	return Key(hex.EncodeToString(sum[:12]))
 }
 
 // Config tunes the Monitor. Zero fields take defaults.

@@ -184,6 +184,13 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 			return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments do not match the schema: %v", name, err)
 		}
 	}
+	if ent.info.Inline {
+		r := runInline(ctx, ent.tool, args)
+		if r.err != nil && ctx.Err() != nil {
+			return OutcomeCancelled, fmt.Sprintf("tool %q was stopped: %v", name, context.Cause(ctx))
+		}
+		return describe(name, r)
+	}
 	run, r := prepare(ent.tool, args)
 	if run == nil {
 		return describe(name, r)
@@ -195,13 +202,6 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if ent.info.Inline {
-		r = runInline(tctx, run)
-		if r.err != nil && tctx.Err() != nil {
-			return stopped(ctx, name, timeout)
-		}
-		return describe(name, r)
-	}
 	// Buffered so that a tool that outlives invoke can still hand back its
 	// reply and let its goroutine end.
 	done := make(chan reply, 1)
@@ -235,14 +235,14 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 }
 
 // runInline runs an Inline tool on this goroutine, recovering a panic.
-func runInline(ctx context.Context, run func(context.Context) (string, error)) (r reply) {
+func runInline(ctx context.Context, t Tool, args json.RawMessage) (r reply) {
 	returned := false
 	defer func() {
 		if !returned {
 			r = reply{panicked: true, value: recover()}
 		}
 	}()
-	out, err := run(ctx)
+	out, err := t.Run(ctx, args)
 	returned = true
 	return reply{out: out, err: err}
 }

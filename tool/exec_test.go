@@ -529,13 +529,15 @@ func TestInline(t *testing.T) {
 	slow := tool.Func("slow", "waits for its deadline", func(ctx context.Context, _ struct{}) (string, error) {
 		<-ctx.Done()
 		return "", ctx.Err()
-	}, tool.Inline(), tool.Timeout(20*time.Millisecond))
+	}, tool.Inline())
 	reg, err := tool.NewRegistry(ok, boom, slow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := tool.NewExecutor(tool.ExecConfig{}).Run(context.Background(), reg, []tool.Call{{ID: "1", Name: "ok"}, {ID: "2", Name: "boom"}, {ID: "3", Name: "slow"}})
-	want := []tool.Outcome{tool.OutcomeOK, tool.OutcomePanic, tool.OutcomeTimeout}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	got := tool.NewExecutor(tool.ExecConfig{}).Run(ctx, reg, []tool.Call{{ID: "1", Name: "ok"}, {ID: "2", Name: "boom"}, {ID: "3", Name: "slow"}})
+	want := []tool.Outcome{tool.OutcomeOK, tool.OutcomePanic, tool.OutcomeCancelled}
 	for i, r := range got {
 		if r.Outcome != want[i] {
 			t.Errorf("call %s: outcome %s (%q), want %s", r.ID, r.Outcome, r.Output, want[i])
@@ -543,5 +545,9 @@ func TestInline(t *testing.T) {
 	}
 	if !ok.Info().Inline {
 		t.Error("Inline option not recorded in Info")
+	}
+	both := tool.Func("both", "inline with a timeout", func(context.Context, struct{}) (string, error) { return "", nil }, tool.Inline(), tool.Timeout(time.Second))
+	if _, err := tool.NewRegistry(both); err == nil || !strings.Contains(err.Error(), "cannot have its own Timeout") {
+		t.Errorf("registry accepted an Inline tool with a Timeout: %v", err)
 	}
 }

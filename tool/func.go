@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -78,11 +79,11 @@ func (t *funcTool[In, Out]) Info() Info { return t.info }
 // calling it. A decoding failure that the schema cannot catch, such as a
 // number too large for an int field, wraps [ErrInvalidArgs].
 func (t *funcTool[In, Out]) Run(ctx context.Context, args json.RawMessage) (string, error) {
-	run, err := t.prepare(args)
-	if err != nil {
-		return "", err
+	var in In
+	if err := json.Unmarshal(args, &in); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidArgs, err)
 	}
-	return run(ctx)
+	return t.call(ctx, in)
 }
 
 // prepare implements preparer.
@@ -100,8 +101,15 @@ func (t *funcTool[In, Out]) call(ctx context.Context, in In) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if s, ok := any(out).(string); ok {
-		return s, nil
+	switch v := any(out).(type) {
+	case string:
+		return v, nil
+	case int:
+		return strconv.Itoa(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case bool:
+		return strconv.FormatBool(v), nil
 	}
 	b, err := json.Marshal(out)
 	if err != nil {

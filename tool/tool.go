@@ -40,11 +40,12 @@ type Info struct {
 	// MaxOutputBytes and MaxOutputLines bound the output shown to the model
 	// (see [Trim]); zero means the executor's default.
 	MaxOutputBytes, MaxOutputLines int
-	// Inline runs the tool on the executor's goroutine instead of its own.
-	// That saves a goroutine hand-off per call, most of the cost of a trivial
-	// call, but the executor can then not abandon a call that outlives its
-	// deadline: set it only for tools that return promptly, such as pure
-	// computations. Panics are still recovered.
+	// Inline runs the tool on the executor's goroutine instead of its own,
+	// under the caller's context. That saves a goroutine hand-off and a timer
+	// per call, most of the cost of a trivial call, but the executor can then
+	// not abandon a call that outlives its deadline, and Timeout does not
+	// apply (a registry refuses both): set it only for tools that return
+	// promptly, such as pure computations. Panics are still recovered.
 	Inline bool
 }
 
@@ -121,6 +122,9 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		}
 		if strings.TrimSpace(info.Description) == "" {
 			problem("description is empty")
+		}
+		if info.Inline && info.Timeout > 0 {
+			problem("an Inline tool runs under its caller's deadline and cannot have its own Timeout")
 		}
 		cs, err := resolveSchema(info.Schema)
 		if err != nil {
