@@ -55,6 +55,7 @@ func FuzzReply(f *testing.F) {
 			Goal:   "fuzz",
 			Tools:  []model.ToolSpec{{Name: "add", Description: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}},
 			Checks: []Check{{Name: "equals", Tier: verify.Cheap}},
+			Policy: Policy{Samples: -1}, // one candidate per reply: this test is about reply handling
 		}
 		m, err := New(spec)
 		if err != nil {
@@ -127,4 +128,51 @@ func FuzzReply(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzExtractCandidate: generate-mode replies are model output. Extraction
+// never panics, a stated confidence is in [0, 1], and the answer never
+// carries the confidence line when there is no fence.
+func FuzzExtractCandidate(f *testing.F) {
+	for _, s := range []string{
+		"```python\ndef f(): pass\n```\nCONFIDENCE: 0.9", "x = 1\nconfidence: 40%", "```\n```", "CONFIDENCE: 2",
+		"**Confidence:** 0.75", "no fence at all", "```go\npackage main\n", "CONFIDENCE: .5\nCONFIDENCE: 0.25",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		answer, conf, stated := ExtractCandidate(text)
+		if stated && !(conf >= 0 && conf <= 1) {
+			t.Fatalf("stated confidence %v out of range", conf)
+		}
+		if !stated && conf != 0 {
+			t.Fatalf("unstated confidence is %v, want 0", conf)
+		}
+		if !strings.Contains(text, "```") && confidenceLine.MatchString(answer) {
+			t.Fatalf("answer %q still holds a confidence line", answer)
+		}
+		if len(answer) > len(text) {
+			t.Fatalf("answer longer than the reply")
+		}
+	})
+}
+
+func TestExtractCandidate(t *testing.T) {
+	for _, tc := range []struct {
+		text, answer string
+		conf         float64
+		stated       bool
+	}{
+		{"Here:\n```python\ndef f():\n    return 1\n```\nCONFIDENCE: 0.9", "def f():\n    return 1", 0.9, true},
+		{"x = 1\nconfidence: 40%", "x = 1", 0.4, true},
+		{"**Confidence:** 0.75\n```\nA\n```", "A", 0.75, true},
+		{"just text", "just text", 0, false},
+		{"CONFIDENCE: 1.5\nanswer", "answer", 0, false},
+		{"CONFIDENCE: 0.2\nCONFIDENCE: 0.6\nz", "z", 0.6, true},
+	} {
+		answer, conf, stated := ExtractCandidate(tc.text)
+		if answer != tc.answer || conf != tc.conf || stated != tc.stated {
+			t.Errorf("ExtractCandidate(%q) = (%q, %v, %v), want (%q, %v, %v)", tc.text, answer, conf, stated, tc.answer, tc.conf, tc.stated)
+		}
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
-	"github.com/ratchetloop/ratchet/verify"
 )
 
 var (
@@ -26,6 +25,10 @@ var (
 	widenPrompt string
 	//go:embed prompts/closing.txt
 	closingPrompt string
+	//go:embed prompts/generate.txt
+	generatePrompt string
+	//go:embed prompts/closing_generate.txt
+	closingGeneratePrompt string
 )
 
 // Phase is what the machine is waiting for.
@@ -34,6 +37,7 @@ type Phase string
 const (
 	PhaseNew     Phase = "new"     // waiting for EventStart
 	PhaseModel   Phase = "model"   // waiting for a model reply
+	PhaseSample  Phase = "sample"  // waiting for alternative candidates
 	PhaseTools   Phase = "tools"   // waiting for tool results
 	PhaseVerify  Phase = "verify"  // waiting for verdicts
 	PhaseHuman   Phase = "human"   // waiting for a person
@@ -85,20 +89,19 @@ type state struct {
 	MaxCallCost budget.Micros `json:"max_call_cost,omitempty"`
 	Step        int           `json:"step"`
 	CallSeq     int           `json:"call_seq"`
-	// Awaiting is the ID of the model call or Verify command in flight.
-	Awaiting string          `json:"awaiting,omitempty"`
+	// Awaiting lists the commands in flight: one model call, the sample
+	// calls of a search, or one Verify command per candidate being checked.
+	Awaiting []string        `json:"awaiting,omitempty"`
 	History  []model.Message `json:"history"`
 	// HistoryBytes sizes History for the token estimate without rescanning it.
 	HistoryBytes int64         `json:"history_bytes"`
 	Calls        []pendingCall `json:"calls,omitempty"`
 	Outbox       []model.Block `json:"outbox,omitempty"`
 	Attempts     []Attempt     `json:"attempts,omitempty"`
-	// Verifying is the attempt under verification and its tier.
-	Verifying int              `json:"verifying,omitempty"`
-	Tier      verify.Tier      `json:"tier,omitempty"`
-	FinishID  string           `json:"finish_id,omitempty"`
-	Monitor   progress.Monitor `json:"monitor"`
-	Fires     int              `json:"fires"`
+	// Search is the judging of a submitted candidate, while it lasts.
+	Search  *search          `json:"search,omitempty"`
+	Monitor progress.Monitor `json:"monitor"`
+	Fires   int              `json:"fires"`
 	// Closing is set once the reserved turn has begun; ClosingDim says why.
 	Closing    bool             `json:"closing,omitempty"`
 	ClosingDim budget.Dimension `json:"closing_dim,omitempty"`
@@ -125,12 +128,16 @@ func (m *Machine) init() {
 	if m.keyFn == nil {
 		m.keyFn = progress.DefaultKey
 	}
-	m.tools = append(append([]model.ToolSpec(nil), m.spec.Tools...), finishSpec)
-	m.known = make(map[string]bool, len(m.tools))
-	for _, t := range m.tools {
-		m.known[t.Name] = true
-	}
+	m.known = map[string]bool{}
 	m.system = systemPrompt
+	if m.spec.Mode == ModeGenerate {
+		m.system = generatePrompt
+	} else {
+		m.tools = append(append([]model.ToolSpec(nil), m.spec.Tools...), finishSpec)
+		for _, t := range m.tools {
+			m.known[t.Name] = true
+		}
+	}
 	if m.spec.Instructions != "" {
 		m.system += "\n" + m.spec.Instructions
 	}
@@ -185,13 +192,21 @@ func (m *Machine) Step(ev Event) error {
 		}
 		m.stop(Cancelled, reason)
 	case EventModelReply:
-		m.onReply(*ev.Reply)
+		if m.st.Phase == PhaseSample {
+			m.onSample(ev.Call, ev.Reply, nil)
+		} else {
+			m.onReply(*ev.Reply)
+		}
 	case EventModelError:
-		m.onModelError(*ev.Error)
+		if m.st.Phase == PhaseSample {
+			m.onSample(ev.Call, nil, ev.Error)
+		} else {
+			m.onModelError(*ev.Error)
+		}
 	case EventToolResult:
 		m.onToolResult(ev.Call, *ev.Tool)
 	case EventVerdict:
-		m.onVerdict(*ev.Verdict)
+		m.onVerdict(ev.Call, *ev.Verdict)
 	case EventCheckError:
 		if ev.Error.Kind == FailDeadline {
 			m.stop(Exhausted(budget.Time), "a check was cut off by the time budget: "+ev.Error.Message)
@@ -223,7 +238,7 @@ func (m *Machine) accept(ev Event) error {
 		}
 	case EventCancel:
 	case EventModelReply, EventModelError:
-		if m.st.Phase != PhaseModel || ev.Call != m.st.Awaiting {
+		if (m.st.Phase != PhaseModel && m.st.Phase != PhaseSample) || !slices.Contains(m.st.Awaiting, ev.Call) {
 			return bad("for call " + strconv.Quote(ev.Call))
 		}
 		if (ev.Type == EventModelReply && ev.Reply == nil) || (ev.Type == EventModelError && ev.Error == nil) {
@@ -238,13 +253,13 @@ func (m *Machine) accept(ev Event) error {
 			return bad("for call " + strconv.Quote(ev.Call) + " (unknown or already answered)")
 		}
 	case EventVerdict, EventCheckError:
-		if m.st.Phase != PhaseVerify || ev.Call != m.st.Awaiting {
+		if m.st.Phase != PhaseVerify || !slices.Contains(m.st.Awaiting, ev.Call) {
 			return bad("for command " + strconv.Quote(ev.Call))
 		}
 		if (ev.Type == EventVerdict && ev.Verdict == nil) || (ev.Type == EventCheckError && ev.Error == nil) {
 			return bad("without payload")
 		}
-		if ev.Type == EventVerdict && !m.awaitingCheck(ev.Verdict.Check) {
+		if ev.Type == EventVerdict && !m.awaitingCheck(ev.Call, ev.Verdict.Check) {
 			return bad("for check " + strconv.Quote(ev.Verdict.Check))
 		}
 	case EventHumanReply, EventHumanUnavailable:
@@ -300,7 +315,11 @@ func (m *Machine) nextTurn() {
 func (m *Machine) beginClosing(d budget.Dimension) {
 	m.st.Closing, m.st.ClosingDim = true, d
 	used := fmt.Sprintf("%s: %s of %s used", d, budget.Format(d, m.st.Usage.Get(d)), budget.Format(d, m.spec.Budget.Limit(d)))
-	text := fmt.Sprintf(strings.TrimSpace(closingPrompt), used)
+	tmpl := closingPrompt
+	if m.spec.Mode == ModeGenerate {
+		tmpl = closingGeneratePrompt
+	}
+	text := fmt.Sprintf(strings.TrimSpace(tmpl), used)
 	m.note(Note{Type: NoteClosing, Step: m.st.Step, Text: text, Problem: string(d)})
 	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
 }
@@ -324,7 +343,11 @@ func (m *Machine) closingTurn() {
 			maxOut = min(maxOut, left)
 		}
 	}
-	m.callModel(model.PurposeClosing, []model.ToolSpec{finishSpec}, int(max(maxOut, 1)), m.deadline(0))
+	var tools []model.ToolSpec
+	if m.spec.Mode != ModeGenerate {
+		tools = []model.ToolSpec{finishSpec}
+	}
+	m.callModel(model.PurposeClosing, tools, int(max(maxOut, 1)), m.deadline(0))
 }
 
 // deadline is the run's start plus the time limit less keep.
@@ -341,7 +364,7 @@ func (m *Machine) callModel(p model.Purpose, tools []model.ToolSpec, maxOut int,
 	m.st.Usage.Steps++
 	m.st.Usage.ModelCalls++
 	id := "m" + strconv.Itoa(m.st.CallSeq)
-	m.st.Awaiting = id
+	m.st.Awaiting = []string{id}
 	m.st.Phase = PhaseModel
 	h := m.st.History
 	m.emit(Command{Type: CallModel, ID: id, Deadline: deadline, Request: &model.Request{
@@ -371,7 +394,7 @@ func (m *Machine) appendHistory(msg model.Message) {
 }
 
 func (m *Machine) onModelError(f Failure) {
-	m.st.Awaiting = ""
+	m.st.Awaiting = nil
 	if f.Kind != FailDeadline {
 		m.stop(Failed, "model call failed: "+f.Message)
 		return
@@ -384,15 +407,20 @@ func (m *Machine) onModelError(f Failure) {
 	m.nextTurn()
 }
 
-func (m *Machine) onReply(r model.Response) {
-	m.st.Awaiting = ""
-	m.st.Usage.InputTokens += r.Usage.InputTokens
-	m.st.Usage.OutputTokens += r.Usage.OutputTokens
-	m.st.Usage.Cost += r.Usage.Cost
-	m.st.MaxCallCost = max(m.st.MaxCallCost, r.Usage.Cost)
-	if !r.Usage.CostKnown {
+// charge adds one reply's usage.
+func (m *Machine) charge(u model.Usage) {
+	m.st.Usage.InputTokens += u.InputTokens
+	m.st.Usage.OutputTokens += u.OutputTokens
+	m.st.Usage.Cost += u.Cost
+	m.st.MaxCallCost = max(m.st.MaxCallCost, u.Cost)
+	if !u.CostKnown {
 		m.st.Usage.CostUnknown = true
 	}
+}
+
+func (m *Machine) onReply(r model.Response) {
+	m.st.Awaiting = nil
+	m.charge(r.Usage)
 
 	size := 0
 	var uses []int
@@ -410,6 +438,15 @@ func (m *Machine) onReply(r model.Response) {
 	case size > m.spec.Policy.MaxReplyBytes:
 		m.appendHistory(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock(fmt.Sprintf("[reply of %d bytes discarded]", size))}})
 		m.malformed("oversized_reply", fmt.Sprintf("Your reply was %d bytes, over the limit of %d, and was discarded unread. Keep replies shorter: act in smaller steps.", size, m.spec.Policy.MaxReplyBytes))
+		return
+	case m.spec.Mode == ModeGenerate:
+		m.appendHistory(model.Message{Role: model.Assistant, Content: r.Content})
+		answer, conf, stated := ExtractCandidate(replyText(r.Content))
+		if answer == "" {
+			m.malformed("no_answer", "Your reply held no answer. Reply with the artifact in a fenced code block, then a final line CONFIDENCE: x.")
+			return
+		}
+		m.submit(answer, conf, "", statedNote(stated))
 		return
 	case len(uses) == 0 && !hasText:
 		m.appendHistory(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock("[empty reply]")}})
@@ -625,11 +662,7 @@ func (m *Machine) onFinish() {
 		return
 	}
 	m.st.Calls = m.st.Calls[:0]
-	n := len(m.st.Attempts) + 1
-	m.st.Attempts = append(m.st.Attempts, Attempt{N: n, Step: m.st.Step, Answer: answer, Confidence: conf})
-	m.st.Verifying, m.st.FinishID = n, c.ID
-	m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d (confidence %.2f): %s", n, conf, clip(answer, 200))})
-	m.verifyTier(m.firstTier())
+	m.submit(answer, conf, c.ID, "")
 }
 
 // finishProblem answers a malformed finish-only reply.
@@ -648,93 +681,6 @@ func (m *Machine) finishProblem(problem, text string) {
 	}
 }
 
-func (m *Machine) firstTier() verify.Tier {
-	for _, c := range m.spec.Checks {
-		if c.Tier == verify.Cheap {
-			return verify.Cheap
-		}
-	}
-	return verify.Expensive
-}
-
-func (m *Machine) checksIn(t verify.Tier) []string {
-	var names []string
-	for _, c := range m.spec.Checks {
-		if c.Tier == t {
-			names = append(names, c.Name)
-		}
-	}
-	return names
-}
-
-func (m *Machine) verifyTier(t verify.Tier) {
-	a := &m.st.Attempts[m.st.Verifying-1]
-	m.st.Tier = t
-	m.st.Phase = PhaseVerify
-	m.st.Awaiting = fmt.Sprintf("v%d.%s", a.N, t)
-	keep := m.spec.Policy.Reserve.Time
-	if m.st.Closing {
-		keep = 0
-	}
-	m.emit(Command{Type: Verify, ID: m.st.Awaiting, Deadline: m.deadline(keep),
-		Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: a.N},
-		Checks:    m.checksIn(t)})
-}
-
-func (m *Machine) awaitingCheck(name string) bool {
-	for _, c := range m.spec.Checks {
-		if c.Name == name && c.Tier == m.st.Tier {
-			for _, v := range m.st.Attempts[m.st.Verifying-1].Verdicts {
-				if v.Check == name {
-					return false // already answered
-				}
-			}
-			return true
-		}
-	}
-	return false
-}
-
-func (m *Machine) onVerdict(v verify.Verdict) {
-	a := &m.st.Attempts[m.st.Verifying-1]
-	a.Verdicts = append(a.Verdicts, v)
-	m.st.Usage.Cost += v.Cost
-	tierChecks := m.checksIn(m.st.Tier)
-	got, failed := 0, false
-	for _, v := range a.Verdicts {
-		for _, name := range tierChecks {
-			if v.Check == name {
-				got++
-				failed = failed || !v.OK
-			}
-		}
-	}
-	if got < len(tierChecks) {
-		return
-	}
-	m.st.Awaiting = ""
-	if !failed && m.st.Tier == verify.Cheap && len(m.checksIn(verify.Expensive)) > 0 {
-		m.verifyTier(verify.Expensive)
-		return
-	}
-	a.Summary = summarize(*a, !failed)
-	if !failed {
-		a.Accepted = true
-		m.stop(Done, fmt.Sprintf("attempt %d passed every check", a.N))
-		return
-	}
-	feedback := m.feedback(*a)
-	m.note(Note{Type: NoteRejected, Step: m.st.Step, Attempt: a.N, Text: feedback})
-	m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: m.st.FinishID, Text: feedback, IsError: true})
-	if m.st.Closing {
-		m.stopExhausted(fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", ")))
-		return
-	}
-	if m.observe(progress.Observation{Kind: progress.Attempt, Failing: a.Failing(), Candidate: a.Answer}) {
-		m.nextTurn()
-	}
-}
-
 // maxEarlier is how many earlier attempts feedback lists, one line each.
 const maxEarlier = 5
 
@@ -743,6 +689,10 @@ const maxEarlier = 5
 func (m *Machine) feedback(a Attempt) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Not accepted: attempt %d failed %d of %d checks run.\n", a.N, len(a.Failing()), len(a.Verdicts))
+	if a.Sample {
+		// The model has not seen this alternative in its history.
+		fmt.Fprintf(&b, "It was the alternative you proposed when asked, and the most informative failure: %s\n", clip(a.Answer, m.spec.Policy.MaxFeedbackBytes/4))
+	}
 	budgetFor := m.spec.Policy.MaxFeedbackBytes / 2
 	for _, v := range a.Verdicts {
 		if v.OK {
@@ -764,7 +714,11 @@ func (m *Machine) feedback(a Attempt) string {
 			fmt.Fprintf(&b, "- %s\n", clip(e.Summary, 200))
 		}
 	}
-	b.WriteString("Fix what failed and call finish again.")
+	if m.spec.Mode == ModeGenerate {
+		b.WriteString("Fix what failed and reply with the whole artifact again.")
+	} else {
+		b.WriteString("Fix what failed and call finish again.")
+	}
 	return clip(b.String(), m.spec.Policy.MaxFeedbackBytes)
 }
 
@@ -773,6 +727,10 @@ func summarize(a Attempt, ok bool) string {
 	fmt.Fprintf(&b, "attempt %d (step %d, confidence %.2f) answered %q: ", a.N, a.Step, a.Confidence, clip(a.Answer, 60))
 	if ok {
 		b.WriteString("passed every check")
+		return b.String()
+	}
+	if len(a.Failing()) == 0 {
+		fmt.Fprintf(&b, "passed the %d checks run but was not checked further", len(a.Verdicts))
 		return b.String()
 	}
 	b.WriteString("failed ")
@@ -891,7 +849,7 @@ func (m *Machine) stop(s Status, reason string) {
 	}
 	m.st.Result = res
 	m.st.Phase = PhaseStopped
-	m.st.Awaiting = ""
+	m.st.Awaiting = nil
 	m.emit(Command{Type: Finish, ID: "end", Result: res})
 }
 

@@ -57,7 +57,12 @@ type Attempt struct {
 	Answer     string           `json:"answer"`
 	Confidence float64          `json:"confidence"`
 	Verdicts   []verify.Verdict `json:"verdicts"`
-	Accepted   bool             `json:"accepted"`
+	// Holdout holds the holdout verdicts of an accepted attempt: measured,
+	// never fed back, never gating.
+	Holdout  []verify.Verdict `json:"holdout,omitempty"`
+	Accepted bool             `json:"accepted"`
+	// Sample marks an alternative asked for because the model was unsure.
+	Sample bool `json:"sample,omitempty"`
 	// Summary is one line: what was tried and how it fared.
 	Summary string `json:"summary"`
 }

@@ -21,6 +21,10 @@ const FinishTool = "finish"
 // done, and the budget and policies. The live tools and verifiers that carry
 // out the commands belong to the shell (see package runner).
 type Spec struct {
+	// Mode is ModeAgent (default: tools, and a finish call submits) or
+	// ModeGenerate (seed 000's generate-and-check: no tools; every reply is
+	// a candidate, its artifact in a fenced block and a CONFIDENCE line).
+	Mode Mode   `json:"mode,omitempty"`
 	Goal string `json:"goal"`
 	// Instructions are added to the system prompt after ratchet's protocol.
 	Instructions string `json:"instructions,omitempty"`
@@ -32,6 +36,14 @@ type Spec struct {
 	Budget budget.Limits `json:"budget"`
 	Policy Policy        `json:"policy"`
 }
+
+// Mode is how the model submits candidates.
+type Mode string
+
+const (
+	ModeAgent    Mode = "agent"
+	ModeGenerate Mode = "generate"
+)
 
 // Check names one verifier and the tier it runs in.
 type Check struct {
@@ -61,6 +73,14 @@ type Policy struct {
 	// MaxFeedbackBytes caps the feedback sent after a rejected attempt
 	// (default 2000).
 	MaxFeedbackBytes int `json:"max_feedback_bytes,omitempty"`
+	// ConfidenceThreshold: a candidate whose stated confidence is below it
+	// gets Samples alternatives before checking (default 0.8).
+	ConfidenceThreshold float64 `json:"confidence_threshold,omitempty"`
+	// Samples is how many alternatives an unsure candidate gets (default 2;
+	// -1 for none).
+	Samples int `json:"samples,omitempty"`
+	// HighStakes treats every candidate as unsure.
+	HighStakes bool `json:"high_stakes,omitempty"`
 }
 
 func (p Policy) withDefaults(l budget.Limits) Policy {
@@ -76,6 +96,15 @@ func (p Policy) withDefaults(l budget.Limits) Policy {
 	}
 	if p.MaxFeedbackBytes == 0 {
 		p.MaxFeedbackBytes = 2000
+	}
+	if p.ConfidenceThreshold == 0 {
+		p.ConfidenceThreshold = 0.8
+	}
+	switch p.Samples {
+	case 0:
+		p.Samples = 2
+	case -1:
+		p.Samples = 0
 	}
 	if p.Reserve == (budget.Usage{}) {
 		p.Reserve = budget.Usage{Steps: 1, ModelCalls: 1}
@@ -116,8 +145,23 @@ func (s Spec) Validate() error {
 			add("tools[%d] %q: input schema is not valid JSON", i, t.Name)
 		}
 	}
-	if len(s.Checks) == 0 {
-		add("checks: none given; ratchet never accepts an unchecked answer (add e.g. an equals or regex check)")
+	switch s.Mode {
+	case "", ModeAgent:
+	case ModeGenerate:
+		if len(s.Tools) > 0 {
+			add("tools: generate mode has no tools (every reply is a candidate); use agent mode for tools")
+		}
+	default:
+		add("mode: %q is not agent or generate", s.Mode)
+	}
+	gates := 0
+	for _, c := range s.Checks {
+		if c.Tier != verify.Holdout {
+			gates++
+		}
+	}
+	if gates == 0 {
+		add("checks: no cheap or expensive check given; ratchet never accepts an unchecked answer (holdout checks do not gate; add e.g. an equals or regex check)")
 	}
 	checks := map[string]bool{}
 	for i, c := range s.Checks {
@@ -128,8 +172,8 @@ func (s Spec) Validate() error {
 			add("checks[%d]: duplicate check name %q", i, c.Name)
 		}
 		checks[c.Name] = true
-		if c.Tier != verify.Cheap && c.Tier != verify.Expensive {
-			add("checks[%d] %q: tier %q is not cheap or expensive", i, c.Name, c.Tier)
+		if c.Tier != verify.Cheap && c.Tier != verify.Expensive && c.Tier != verify.Holdout {
+			add("checks[%d] %q: tier %q is not cheap, expensive or holdout", i, c.Name, c.Tier)
 		}
 	}
 	p := s.Policy.withDefaults(s.Budget.WithDefaults())
@@ -141,6 +185,12 @@ func (s Spec) Validate() error {
 	}
 	if p.Progress.Patience < 1 {
 		add("progress.patience: %d is below 1", p.Progress.Patience)
+	}
+	if !(p.ConfidenceThreshold > 0 && p.ConfidenceThreshold <= 1) {
+		add("policy.confidence_threshold: %v is not in (0, 1]", p.ConfidenceThreshold)
+	}
+	if p.Samples < 0 || p.Samples > 16 {
+		add("policy.samples: %d is not between -1 (none) and 16", s.Policy.Samples)
 	}
 	return errors.Join(errs...)
 }

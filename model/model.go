@@ -68,6 +68,7 @@ type Purpose string
 const (
 	PurposeStep    Purpose = "step"    // an ordinary turn that may act
 	PurposeClosing Purpose = "closing" // the reserved last turn: finish now
+	PurposeSample  Purpose = "sample"  // an alternative candidate, asked for when the model was unsure
 )
 
 // Request is one model call. Messages is shared with the loop core and must

@@ -191,8 +191,8 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 				}
 				return res, nil
 			}
-			queue = append(queue, r.carryOut(ctx, *c)...)
 		}
+		queue = append(queue, r.carryOutAll(ctx, rd.Commands)...)
 		// A cancelled run ends cancelled, whatever the interrupted work says.
 		if ctx.Err() != nil {
 			queue = []loop.Event{{Type: loop.EventCancel, Text: context.Cause(ctx).Error()}}
@@ -220,9 +220,30 @@ func (r *run) within(ctx context.Context, d time.Time) context.Context {
 	return r.deadlineCtx
 }
 
-// carryOut does c's work and returns the events that answer it.
-func (r *run) carryOut(ctx context.Context, c loop.Command) []loop.Event {
-	cctx := r.within(ctx, c.Deadline)
+// carryOutAll does the work of a batch of commands (several model calls
+// when alternatives are sampled, several Verify commands when they are
+// checked), in parallel, and returns their events in command order.
+func (r *run) carryOutAll(ctx context.Context, cmds []loop.Command) []loop.Event {
+	if len(cmds) == 1 {
+		return r.carryOut(ctx, r.within(ctx, cmds[0].Deadline), cmds[0])
+	}
+	out := make([][]loop.Event, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		cctx := r.within(ctx, c.Deadline) // on this goroutine: within is not safe for concurrent use
+		wg.Go(func() { out[i] = r.carryOut(ctx, cctx, c) })
+	}
+	wg.Wait()
+	var events []loop.Event
+	for _, evs := range out {
+		events = append(events, evs...)
+	}
+	return events
+}
+
+// carryOut does c's work under cctx, ctx bounded by c's deadline, and
+// returns the events that answer it.
+func (r *run) carryOut(ctx, cctx context.Context, c loop.Command) []loop.Event {
 	switch c.Type {
 	case loop.CallModel:
 		return []loop.Event{r.callModel(cctx, c)}

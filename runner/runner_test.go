@@ -252,7 +252,7 @@ func TestInvalidTask(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error for a task without checks")
 	}
-	for _, want := range []string{"checks: none given", "steps: limit 1"} {
+	for _, want := range []string{"checks: no cheap or expensive check given", "steps: limit 1"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}

@@ -30,8 +30,12 @@ const (
 type Tier string
 
 const (
-	Cheap     Tier = "cheap"
-	Expensive Tier = "expensive"
+	Cheap     Tier = "cheap"     // every candidate; fail fast
+	Expensive Tier = "expensive" // only candidates that passed every cheap check
+	// Holdout checks run only on a candidate that passed every gate check.
+	// They never gate done and are never fed back to the model: they measure
+	// whether accepted candidates overfit the visible checks.
+	Holdout Tier = "holdout"
 )
 
 // Candidate is what a verifier judges.
@@ -68,10 +72,13 @@ type Verifier interface {
 type Tiers struct {
 	Cheap     []Verifier
 	Expensive []Verifier
+	Holdout   []Verifier
 }
 
-// All returns every verifier, cheap first.
-func (t Tiers) All() []Verifier { return append(append([]Verifier(nil), t.Cheap...), t.Expensive...) }
+// All returns every verifier, cheap first, holdout last.
+func (t Tiers) All() []Verifier {
+	return append(append(append([]Verifier(nil), t.Cheap...), t.Expensive...), t.Holdout...)
+}
 
 // Func adapts a function to a Verifier.
 type Func struct {

@@ -88,12 +88,12 @@ func write(t *testing.T, files map[string]string) string {
 // wrongTurns is a script whose answers all differ and are all wrong.
 const wrongTurns = `name: wrong-every-time
 turns:
-  - finish: {answer: "a", confidence: 0.5}
-  - finish: {answer: "b", confidence: 0.5}
-  - finish: {answer: "c", confidence: 0.5}
-  - finish: {answer: "d", confidence: 0.5}
-  - finish: {answer: "e", confidence: 0.5}
-  - finish: {answer: "f", confidence: 0.5}
+  - finish: {answer: "a", confidence: 0.9}
+  - finish: {answer: "b", confidence: 0.9}
+  - finish: {answer: "c", confidence: 0.9}
+  - finish: {answer: "d", confidence: 0.9}
+  - finish: {answer: "e", confidence: 0.9}
+  - finish: {answer: "f", confidence: 0.9}
 `
 
 // rightTurns answers correctly at once.

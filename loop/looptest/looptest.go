@@ -5,21 +5,23 @@
 // directive per block, its input below it, and the expected output after
 // "----". Run tests with -rewrite to regenerate expected output. Directives:
 //
-//	spec [tools=(a,b)] [cheap=(c)] [expensive=(d)] [steps=N] [model_calls=N]
-//	     [tool_calls=N] [total_tokens=N] [cost=USD] [time=DUR] [escalate]
-//	     [window=N] [patience=N] [max_reply_bytes=N]
+//	spec [mode=agent|generate] [tools=(a,b)] [cheap=(c)] [expensive=(d)]
+//	     [holdout=(e)] [steps=N] [model_calls=N] [tool_calls=N]
+//	     [total_tokens=N] [cost=USD] [time=DUR] [escalate] [window=N]
+//	     [patience=N] [max_reply_bytes=N] [samples=N] [threshold=X]
+//	     [high_stakes] [key=failing]
 //	  <goal>
 //	start [at=DUR]
-//	reply [at=DUR] [in=N] [out=N] [cost=USD] [unknown_cost]
+//	reply [call=ID] [at=DUR] [in=N] [out=N] [cost=USD] [unknown_cost]
 //	  text: <thought>
 //	  call <id> <tool> <json args>
-//	model-error [at=DUR] [kind=K]
+//	model-error [call=ID] [at=DUR] [kind=K]
 //	  <message>
 //	result id=<call> [error] [at=DUR]
 //	  <output>
-//	verdict check=<name> (ok|fail) [where=W] [at=DUR]
+//	verdict check=<name> (ok|fail) [cmd=ID] [where=W] [at=DUR]
 //	  <detail>
-//	check-error [kind=K]
+//	check-error [cmd=ID] [kind=K]
 //	human [at=DUR]
 //	  <answer>
 //	no-human
@@ -103,7 +105,7 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 	case "start":
 		ev.Type = loop.EventStart
 	case "reply":
-		ev.Type, ev.Call = loop.EventModelReply, d.modelCall
+		ev.Type, ev.Call = loop.EventModelReply, d.target(t, td, "call", d.modelCall)
 		r, err := parseReply(t, td)
 		if err != nil {
 			return "error: " + err.Error() + "\n"
@@ -114,7 +116,7 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		if td.HasArg("kind") {
 			td.ScanArgs(t, "kind", &kind)
 		}
-		ev.Type, ev.Call = loop.EventModelError, d.modelCall
+		ev.Type, ev.Call = loop.EventModelError, d.target(t, td, "call", d.modelCall)
 		ev.Error = &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}
 	case "result":
 		var id string
@@ -131,13 +133,13 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		if td.HasArg("where") {
 			td.ScanArgs(t, "where", &v.Where)
 		}
-		ev.Type, ev.Call, ev.Verdict = loop.EventVerdict, d.pending, &v
+		ev.Type, ev.Call, ev.Verdict = loop.EventVerdict, d.target(t, td, "cmd", d.pending), &v
 	case "check-error":
 		kind := "error"
 		if td.HasArg("kind") {
 			td.ScanArgs(t, "kind", &kind)
 		}
-		ev.Type, ev.Call = loop.EventCheckError, d.pending
+		ev.Type, ev.Call = loop.EventCheckError, d.target(t, td, "cmd", d.pending)
 		ev.Error = &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}
 	case "human":
 		ev.Type, ev.Text = loop.EventHumanReply, strings.TrimSpace(td.Input)
@@ -173,6 +175,17 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 	return out
 }
 
+// target is the command an event answers: the key argument if given, else
+// the latest command of its kind.
+func (d *Driver) target(t testing.TB, td *datadriven.TestData, key, latest string) string {
+	if td.HasArg(key) {
+		var id string
+		td.ScanArgs(t, key, &id)
+		return id
+	}
+	return latest
+}
+
 func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 	s := loop.Spec{Goal: strings.TrimSpace(td.Input)}
 	for _, arg := range td.CmdArgs {
@@ -186,7 +199,7 @@ func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 			for _, name := range arg.Vals {
 				s.Tools = append(s.Tools, model.ToolSpec{Name: name, Description: "test tool " + name, InputSchema: json.RawMessage(`{"type":"object"}`)})
 			}
-		case "cheap", "expensive":
+		case "cheap", "expensive", "holdout":
 			for _, name := range arg.Vals {
 				s.Checks = append(s.Checks, loop.Check{Name: name, Tier: verify.Tier(arg.Key)})
 			}
@@ -205,6 +218,14 @@ func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 			s.Budget.Time, _ = time.ParseDuration(val)
 		case "escalate":
 			s.Policy.Escalate = true
+		case "mode":
+			s.Mode = loop.Mode(val)
+		case "samples":
+			s.Policy.Samples = int(num())
+		case "threshold":
+			s.Policy.ConfidenceThreshold, _ = strconv.ParseFloat(val, 64)
+		case "high_stakes":
+			s.Policy.HighStakes = true
 		case "window":
 			s.Policy.Progress.Window = int(num())
 		case "patience":
@@ -252,7 +273,8 @@ func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {
 		switch {
 		case strings.TrimSpace(line) == "":
 		case strings.HasPrefix(line, "text:"):
-			r.Content = append(r.Content, model.TextBlock(strings.TrimSpace(strings.TrimPrefix(line, "text:"))))
+			// One space after the colon is syntax; the rest (indentation) is text.
+			r.Content = append(r.Content, model.TextBlock(strings.TrimPrefix(strings.TrimPrefix(line, "text:"), " ")))
 		case strings.HasPrefix(line, "call "):
 			f := strings.SplitN(strings.TrimPrefix(line, "call "), " ", 3)
 			if len(f) < 2 {

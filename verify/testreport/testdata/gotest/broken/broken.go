@@ -1,0 +1,6 @@
+package broken
+
+// Double doubles x.
+func Double(x int) int {
+	return x * two
+}

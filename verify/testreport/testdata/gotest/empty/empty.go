@@ -1,0 +1,4 @@
+package empty
+
+// One is one.
+func One() int { return 1 }

@@ -1,0 +1,5 @@
+package empty
+
+import "testing"
+
+func helper(t *testing.T) { t.Helper() }

@@ -1,0 +1,5 @@
+from calc import subtract  # does not exist: a collection error
+
+
+def test_subtract():
+    assert subtract(3, 1) == 2
