@@ -211,8 +211,14 @@ func (m *Machine) verify(n int, t verify.Tier) {
 	if m.st.Closing {
 		keep = 0
 	}
+	var peers []string
+	for _, c := range m.st.Search.Cands {
+		if c != n {
+			peers = append(peers, m.st.Attempts[c-1].Answer)
+		}
+	}
 	m.emit(Command{Type: Verify, ID: id, Deadline: m.deadline(keep),
-		Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: n},
+		Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: n, Peers: peers},
 		Checks:    m.checksIn(t)})
 }
 

@@ -43,6 +43,10 @@ type Candidate struct {
 	Answer     string  `json:"answer"`
 	Confidence float64 `json:"confidence"`
 	Attempt    int     `json:"attempt"`
+	// Peers are the other candidates judged with this one (alternatives
+	// sampled because the model was unsure), for checks such as a majority
+	// vote; empty when the candidate was judged alone.
+	Peers []string `json:"peers,omitempty"`
 }
 
 // Verdict is one check's judgement of one candidate.
