@@ -6,7 +6,9 @@
 package taskfile
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,14 +41,69 @@ type File struct {
 	Progress  progress.Config
 	// Escalate says a person is reachable when the run is stuck.
 	Escalate bool
+	// Mode is "agent" (default) or "generate".
+	Mode string
+	// Artifact is the file name a generate-mode candidate is written to for
+	// exec checks (e.g. is_prime.py).
+	Artifact string
+	// Effort tunes confidence-driven search; zero fields take defaults.
+	Effort Effort
 }
 
-// Check is one check as written.
+// Effort is the task file's effort: section.
+type Effort struct {
+	ConfidenceThreshold float64
+	Samples             int
+	HighStakes          bool
+}
+
+// Check is one check as written. Which fields are set depends on Kind.
 type Check struct {
-	Kind string // equals, regex, contains
+	Kind string // one of CheckKinds
 	Args []string
 	Tier verify.Tier
 	Line int
+	// syntax: the language.
+	Lang string
+	// json_schema: the schema.
+	Schema json.RawMessage
+	// length: bounds and unit (chars, words, lines).
+	Min, Max int
+	Unit     string
+	// grounding: source files (absolute paths).
+	Sources       []string
+	AllowNoQuotes bool
+	// grader.
+	Grader *GraderSpec
+	// vote: the share of candidates that must agree.
+	MinShare float64
+	// exec.
+	Exec *ExecSpec
+}
+
+// GraderSpec configures a rubric grader.
+type GraderSpec struct {
+	Model           string // a model string, like the task's model:
+	Rubric          []RubricPoint
+	PassMark        int
+	AllowSelfReview bool
+}
+
+// RubricPoint is one named point of a rubric.
+type RubricPoint struct{ Name, Description string }
+
+// ExecSpec configures a command run against the candidate in the sandbox.
+type ExecSpec struct {
+	Command []string
+	// Tests are files or directories mounted read-only into the sandbox at
+	// the same path relative to the task file (absolute here).
+	Tests []string
+	// Format is how to read the outcome: pytest, go, node or exit.
+	Format  string
+	Timeout time.Duration
+	// Copy lists workspace paths copied into the sandbox (agent mode);
+	// default the whole workspace.
+	Copy []string
 }
 
 // Problem is one error in a file.
@@ -75,7 +132,13 @@ func (ps Problems) Error() string {
 }
 
 // CheckKinds are the checks a task file can name.
-var CheckKinds = []string{"equals", "regex", "contains"}
+var CheckKinds = []string{"equals", "regex", "contains", "syntax", "json_schema", "length", "grounding", "grader", "vote", "exec"}
+
+// Languages are the languages a syntax check knows.
+var Languages = []string{"python", "go", "json", "yaml"}
+
+// ExecFormats are the ways an exec check reads a command's outcome.
+var ExecFormats = []string{"pytest", "go", "node", "exit"}
 
 // ToolNames are the tools a task file can name: the workspace file tools.
 var ToolNames = []string{"list_files", "read_file", "write_file", "edit_file"}
@@ -158,8 +221,20 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"goal", "instructions", "model", "workspace", "tools", "checks", "budget", "progress", "escalate"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "artifact", "checks", "budget", "progress", "effort", "escalate"}, func(key string, v *yaml.Node) {
 		switch key {
+		case "mode":
+			p.f.Mode = p.str(v, key)
+			if v.Kind == yaml.ScalarNode && p.f.Mode != "agent" && p.f.Mode != "generate" {
+				p.errorf(v, "mode must be agent or generate, got %q", p.f.Mode)
+			}
+		case "artifact":
+			p.f.Artifact = p.str(v, key)
+			if a := p.f.Artifact; v.Kind == yaml.ScalarNode && (a == "" || filepath.IsAbs(a) || strings.Contains(filepath.ToSlash(filepath.Clean(a)), "..")) {
+				p.errorf(v, "artifact must be a relative file name inside the sandbox, such as is_prime.py, got %q", a)
+			}
+		case "effort":
+			p.effort(v)
 		case "goal":
 			goal = v
 			p.f.Goal = strings.TrimSpace(p.str(v, key))
@@ -204,6 +279,54 @@ func (p *parser) top(n *yaml.Node) {
 	if checks == nil {
 		p.errorf(n, "checks are missing: ratchet never accepts an unchecked answer (add e.g. `checks: [{equals: \"42\"}]`)")
 	}
+	if p.f.Mode == "generate" && len(p.f.Tools) > 0 {
+		p.errorf(n, "generate mode has no tools (every reply is a candidate); remove tools: or use mode: agent")
+	}
+}
+
+func (p *parser) effort(n *yaml.Node) {
+	p.fields(n, "effort", []string{"confidence_threshold", "samples", "high_stakes"}, func(key string, v *yaml.Node) {
+		switch key {
+		case "confidence_threshold":
+			f := p.float(v, "effort.confidence_threshold")
+			if !(f > 0 && f <= 1) {
+				p.errorf(v, "effort.confidence_threshold must be in (0, 1], got %q", v.Value)
+			}
+			p.f.Effort.ConfidenceThreshold = f
+		case "samples":
+			p.f.Effort.Samples = p.int(v, "effort.samples", budget.Unlimited)
+			if p.f.Effort.Samples > 16 {
+				p.errorf(v, "effort.samples must be at most 16, got %d", p.f.Effort.Samples)
+			}
+		case "high_stakes":
+			p.f.Effort.HighStakes = p.bool(v, key)
+		}
+	})
+}
+
+func (p *parser) float(n *yaml.Node, field string) float64 {
+	f, err := strconv.ParseFloat(n.Value, 64)
+	if n.Kind != yaml.ScalarNode || err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		p.errorf(n, "%s must be a number, got %q", field, n.Value)
+		return 0
+	}
+	return f
+}
+
+// path resolves a path written in the file against its directory and checks
+// that it exists.
+func (p *parser) path(n *yaml.Node, field string) string {
+	s := p.str(n, field)
+	if n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	if !filepath.IsAbs(s) {
+		s = filepath.Join(p.f.Dir, s)
+	}
+	if _, err := os.Stat(s); err != nil {
+		p.errorf(n, "%s: %q does not exist", field, n.Value)
+	}
+	return s
 }
 
 func orNode(a, b *yaml.Node) *yaml.Node {
@@ -354,8 +477,8 @@ func (p *parser) checks(n *yaml.Node) {
 		unknown := p.fields(c, "check", append(slices.Clone(CheckKinds), "tier"), func(key string, v *yaml.Node) {
 			if key == "tier" {
 				check.Tier = verify.Tier(p.str(v, "tier"))
-				if v.Kind == yaml.ScalarNode && check.Tier != verify.Cheap && check.Tier != verify.Expensive {
-					p.errorf(v, "tier must be cheap or expensive, got %q", check.Tier)
+				if v.Kind == yaml.ScalarNode && check.Tier != verify.Cheap && check.Tier != verify.Expensive && check.Tier != verify.Holdout {
+					p.errorf(v, "tier must be cheap, expensive or holdout, got %q", check.Tier)
 				}
 				return
 			}
@@ -364,6 +487,9 @@ func (p *parser) checks(n *yaml.Node) {
 				return
 			}
 			check.Kind = key
+			if p.structured(&check, key, v) {
+				return
+			}
 			if key == "contains" {
 				check.Args = p.strList(v, key)
 				if (v.Kind == yaml.ScalarNode || v.Kind == yaml.SequenceNode) && (len(check.Args) == 0 || slices.Contains(check.Args, "")) {
@@ -384,6 +510,149 @@ func (p *parser) checks(n *yaml.Node) {
 		}
 		p.f.Checks = append(p.f.Checks, check)
 	}
+}
+
+// structured parses the check kinds that take more than a string, reporting
+// whether key was one of them.
+func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
+	switch key {
+	case "syntax":
+		c.Lang = p.str(v, "syntax")
+		if v.Kind == yaml.ScalarNode && !slices.Contains(Languages, c.Lang) {
+			p.errorf(v, "syntax: unknown language %q (known: %s)", c.Lang, strings.Join(Languages, ", "))
+		}
+	case "json_schema":
+		var schema any
+		if v.Kind == yaml.ScalarNode { // a file holding the schema
+			path := p.path(v, "json_schema")
+			if data, err := os.ReadFile(path); err == nil {
+				if err := json.Unmarshal(data, &schema); err != nil {
+					p.errorf(v, "json_schema: %s is not JSON: %v", v.Value, err)
+				}
+			}
+		} else if err := v.Decode(&schema); err != nil {
+			p.errorf(v, "json_schema: %v", err)
+		}
+		if schema != nil {
+			c.Schema, _ = json.Marshal(schema)
+		}
+	case "length":
+		c.Unit = "chars"
+		p.fields(v, "length", []string{"min", "max", "unit"}, func(k string, n *yaml.Node) {
+			switch k {
+			case "min":
+				c.Min = p.int(n, "length.min", 0)
+			case "max":
+				c.Max = p.int(n, "length.max", 1)
+			case "unit":
+				c.Unit = p.str(n, "length.unit")
+				if !slices.Contains([]string{"chars", "words", "lines"}, c.Unit) {
+					p.errorf(n, "length.unit must be chars, words or lines, got %q", c.Unit)
+				}
+			}
+		})
+		if v.Kind == yaml.MappingNode && c.Min == 0 && c.Max == 0 {
+			p.errorf(v, "length needs min:, max: or both")
+		}
+		if c.Max > 0 && c.Min > c.Max {
+			p.errorf(v, "length.min %d is above length.max %d", c.Min, c.Max)
+		}
+	case "grounding":
+		p.fields(v, "grounding", []string{"sources", "allow_no_quotes"}, func(k string, n *yaml.Node) {
+			if k == "allow_no_quotes" {
+				c.AllowNoQuotes = p.bool(n, "grounding.allow_no_quotes")
+				return
+			}
+			for _, item := range p.nodes(n, "grounding.sources") {
+				c.Sources = append(c.Sources, p.path(item, "grounding.sources"))
+			}
+		})
+		if v.Kind == yaml.MappingNode && len(c.Sources) == 0 {
+			p.errorf(v, "grounding needs sources: a list of files the quotes must come from")
+		}
+	case "grader":
+		g := &GraderSpec{}
+		c.Grader = g
+		p.fields(v, "grader", []string{"model", "rubric", "pass_mark", "allow_self_review"}, func(k string, n *yaml.Node) {
+			switch k {
+			case "model":
+				g.Model = p.str(n, "grader.model")
+			case "pass_mark":
+				g.PassMark = p.int(n, "grader.pass_mark", 1)
+			case "allow_self_review":
+				g.AllowSelfReview = p.bool(n, "grader.allow_self_review")
+			case "rubric":
+				for _, item := range p.nodes(n, "grader.rubric") {
+					var pt RubricPoint
+					p.fields(item, "rubric point", []string{"name", "description"}, func(k string, n *yaml.Node) {
+						if k == "name" {
+							pt.Name = p.str(n, "rubric point name")
+						} else {
+							pt.Description = p.str(n, "rubric point description")
+						}
+					})
+					if item.Kind == yaml.MappingNode && (pt.Name == "" || pt.Description == "") {
+						p.errorf(item, "a rubric point needs a name and a description")
+					}
+					g.Rubric = append(g.Rubric, pt)
+				}
+			}
+		})
+		if v.Kind == yaml.MappingNode && (g.Model == "" || len(g.Rubric) == 0) {
+			p.errorf(v, "grader needs model: (a separate model) and rubric: (named points)")
+		}
+		if g.PassMark > len(g.Rubric) {
+			p.errorf(v, "grader.pass_mark %d is more than the %d rubric points", g.PassMark, len(g.Rubric))
+		}
+	case "vote":
+		c.MinShare = 0.5
+		p.fields(v, "vote", []string{"min_share"}, func(_ string, n *yaml.Node) {
+			c.MinShare = p.float(n, "vote.min_share")
+			if !(c.MinShare > 0 && c.MinShare <= 1) {
+				p.errorf(n, "vote.min_share must be in (0, 1], got %q", n.Value)
+			}
+		})
+	case "exec":
+		e := &ExecSpec{Format: "exit"}
+		c.Exec = e
+		p.fields(v, "exec", []string{"command", "tests", "format", "timeout", "copy"}, func(k string, n *yaml.Node) {
+			switch k {
+			case "command":
+				e.Command = p.strList(n, "exec.command")
+			case "tests":
+				for _, item := range p.nodes(n, "exec.tests") {
+					e.Tests = append(e.Tests, p.path(item, "exec.tests"))
+				}
+			case "copy":
+				e.Copy = p.strList(n, "exec.copy")
+			case "format":
+				e.Format = p.str(n, "exec.format")
+				if !slices.Contains(ExecFormats, e.Format) {
+					p.errorf(n, "exec.format must be one of %s, got %q", strings.Join(ExecFormats, ", "), e.Format)
+				}
+			case "timeout":
+				e.Timeout = p.duration(n, "exec.timeout")
+			}
+		})
+		if v.Kind == yaml.MappingNode && len(e.Command) == 0 {
+			p.errorf(v, "exec needs command: the program and its arguments, e.g. [python3, -m, pytest, -q]")
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// nodes returns the items of a list (a lone scalar counts as one item).
+func (p *parser) nodes(n *yaml.Node, field string) []*yaml.Node {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return n.Content
+	case yaml.ScalarNode:
+		return []*yaml.Node{n}
+	}
+	p.errorf(n, "%s must be a list", field)
+	return nil
 }
 
 // Verifiers builds the file's checks.

@@ -274,7 +274,7 @@ func TestParseProblems(t *testing.T) {
 		name, data string
 		want       []want
 	}{
-		{"unknown top-level field", ok + "colour: blue\n", []want{{3, `unknown field "colour" in task (known: goal, instructions,`}}},
+		{"unknown top-level field", ok + "colour: blue\n", []want{{3, `unknown field "colour" in task (known: mode, goal, instructions,`}}},
 		{"unknown budget field", ok + "budget:\n  steps: 3\n  widgets: 3\n", []want{{5, `unknown field "widgets" in budget`}}},
 		{"negative steps", ok + "budget: {steps: -5}\n", []want{{3, "budget.steps must be positive, or -1 / unlimited, got -5"}}},
 		{"zero steps", ok + "budget: {steps: 0}\n", []want{{3, "budget.steps must be positive, or -1 / unlimited, got 0"}}},
@@ -293,13 +293,13 @@ func TestParseProblems(t *testing.T) {
 		{"progress patience zero", ok + "progress: {patience: 0}\n", []want{{3, "progress.patience must be at least 1, got 0"}}},
 		{"bad regex", "goal: g\nchecks:\n  - regex: '('\n", []want{{3, "regex check: error parsing regexp: missing closing ): `(`"}}},
 		{"check with two kinds", "goal: g\nchecks:\n  - equals: a\n    regex: b\n", []want{{4, "a check has one kind; this one has equals and regex (write two checks)"}}},
-		{"check with no kind", "goal: g\nchecks:\n  - equals: a\n  - tier: expensive\n", []want{{4, "check has no kind; use one of equals, regex, contains"}}},
+		{"check with no kind", "goal: g\nchecks:\n  - equals: a\n  - tier: expensive\n", []want{{4, "check has no kind; use one of equals, regex, contains, syntax, json_schema, length, grounding, grader, vote, exec"}}},
 		{"misspelt kind with a tier", "goal: g\nchecks: [{equal: a, tier: expensive}]\n", []want{{2, `unknown field "equal" in check`}}},
-		{"no kind and a bad tier", "goal: g\nchecks:\n  - tier: medium\n", []want{{3, `tier must be cheap or expensive, got "medium"`}, {3, "check has no kind"}}},
+		{"no kind and a bad tier", "goal: g\nchecks:\n  - tier: medium\n", []want{{3, `tier must be cheap, expensive or holdout, got "medium"`}, {3, "check has no kind"}}},
 		{"empty check", "goal: g\nchecks: [{}]\n", []want{{2, "check has no kind"}}},
 		{"check not a mapping", "goal: g\nchecks: [equals]\n", []want{{2, "check must be a mapping"}}},
-		{"unknown check field", "goal: g\nchecks: [{equal: a}]\n", []want{{2, `unknown field "equal" in check (known: equals, regex, contains, tier)`}}},
-		{"tier not cheap or expensive", "goal: g\nchecks:\n  - equals: a\n    tier: medium\n", []want{{4, `tier must be cheap or expensive, got "medium"`}}},
+		{"unknown check field", "goal: g\nchecks: [{equal: a}]\n", []want{{2, `unknown field "equal" in check (known: equals, regex, contains, syntax, json_schema, length, grounding, grader, vote, exec, tier)`}}},
+		{"tier not cheap or expensive", "goal: g\nchecks:\n  - equals: a\n    tier: medium\n", []want{{4, `tier must be cheap, expensive or holdout, got "medium"`}}},
 		{"tier not a string", "goal: g\nchecks: [{equals: a, tier: [cheap]}]\n", []want{{2, "tier must be a string"}}},
 		{"empty contains list", "goal: g\nchecks: [{contains: []}]\n", []want{{2, "contains needs at least one string"}}},
 		{"empty contains string", "goal: g\nchecks: [{contains: [a, '']}]\n", []want{{2, "contains needs at least one string"}}},
@@ -385,15 +385,15 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: goal, instructions, model, workspace, tools, checks, budget, progress, escalate)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, artifact, checks, budget, progress, effort, escalate)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
 dir/bad.yaml:8: budget.cost is given twice
 dir/bad.yaml:10: regex check: error parsing regexp: missing closing ): ` + "`(`" + `
 dir/bad.yaml:12: a check has one kind; this one has equals and regex (write two checks)
-dir/bad.yaml:13: check has no kind; use one of equals, regex, contains
-dir/bad.yaml:15: tier must be cheap or expensive, got "medium"
+dir/bad.yaml:13: check has no kind; use one of equals, regex, contains, syntax, json_schema, length, grounding, grader, vote, exec
+dir/bad.yaml:15: tier must be cheap, expensive or holdout, got "medium"
 dir/bad.yaml:16: unknown tool "shell" (known: list_files, read_file, write_file, edit_file)
 dir/bad.yaml:17: progress.window must be at least 2, got 1`
 	const mistakes = 12
