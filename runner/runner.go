@@ -31,6 +31,8 @@ import (
 // model may call and the verifiers that gate done. Spec derives the pure
 // description the loop core sees.
 type Task struct {
+	// Mode is loop.ModeAgent (default) or loop.ModeGenerate.
+	Mode         loop.Mode
 	Goal         string
 	Instructions string
 	Tools        []tool.Tool
@@ -88,7 +90,7 @@ func (t Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, 
 	if err != nil {
 		return loop.Spec{}, nil, nil, err
 	}
-	spec := loop.Spec{Goal: t.Goal, Instructions: t.Instructions, Tools: reg.Specs(), Budget: t.Budget, Policy: t.Policy}
+	spec := loop.Spec{Mode: t.Mode, Goal: t.Goal, Instructions: t.Instructions, Tools: reg.Specs(), Budget: t.Budget, Policy: t.Policy}
 	byName := map[string]verify.Verifier{}
 	add := func(v verify.Verifier, tier verify.Tier) {
 		name := v.Name()
@@ -103,6 +105,9 @@ func (t Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, 
 	}
 	for _, v := range t.Checks.Expensive {
 		add(v, verify.Expensive)
+	}
+	for _, v := range t.Checks.Holdout {
+		add(v, verify.Holdout)
 	}
 	if err := spec.Validate(); err != nil {
 		return loop.Spec{}, nil, nil, err

@@ -673,9 +673,12 @@ func (f *File) Verifiers() (verify.Tiers, error) {
 		default:
 			return t, Problem{File: f.Path, Line: c.Line, Msg: "unknown check kind " + strconv.Quote(c.Kind)}
 		}
-		if c.Tier == verify.Expensive {
+		switch c.Tier {
+		case verify.Expensive:
 			t.Expensive = append(t.Expensive, v)
-		} else {
+		case verify.Holdout:
+			t.Holdout = append(t.Holdout, v)
+		default:
 			t.Cheap = append(t.Cheap, v)
 		}
 	}

@@ -213,7 +213,14 @@ func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), 
 		Instructions: tf.Instructions,
 		Checks:       checks,
 		Budget:       tf.Budget,
-		Policy:       loop.Policy{Progress: tf.Progress, Escalate: tf.Escalate},
+		Mode:         loop.Mode(tf.Mode),
+		Policy: loop.Policy{
+			Progress:            tf.Progress,
+			Escalate:            tf.Escalate,
+			ConfidenceThreshold: tf.Effort.ConfidenceThreshold,
+			Samples:             tf.Effort.Samples,
+			HighStakes:          tf.Effort.HighStakes,
+		},
 	}
 	overrideBudget(&task.Budget, f)
 	cleanup := nop
