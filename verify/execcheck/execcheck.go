@@ -1,0 +1,273 @@
+// Package execcheck is the execution-grounded check: it runs a command
+// against the candidate in the sandbox and judges by what actually happened,
+// not by anyone's opinion of the code.
+//
+// The candidate is written into a fresh sandbox workspace (as the artifact
+// file in generate mode, or as a copy of the agent's workspace), the tests
+// are mounted read-only from outside it and hashed before and after, and
+// the command's outcome is read according to Format:
+//
+//   - "pytest": pytest writes JUnit XML (--junitxml is added); every test
+//     must pass and at least one must have run;
+//   - "go": the command must be `go test -json ...`; same rule;
+//   - "node": `node --test` TAP output; same rule;
+//   - "exit": exit status 0 passes.
+//
+// A candidate that changed, removed or shadowed a test fails whatever the
+// tests said. Test runners run the candidate in their own process, so a
+// determined candidate can still forge results from inside it (for example
+// by patching pytest at import time); the tamper checks close the common
+// ways, holdout checks measure the rest.
+package execcheck
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/testreport"
+)
+
+// Config configures the check. Runner and Command are required.
+type Config struct {
+	// Name is the check's name in verdicts (default "exec").
+	Name   string
+	Runner sandbox.Runner
+	// Command runs in the workspace, e.g. [python3, -m, pytest, -q].
+	Command []string
+	// Format is pytest, go, node or exit (default exit).
+	Format string
+	// Tests are mounted read-only; Target is relative to the workspace.
+	Tests []sandbox.Mount
+	// Artifact is the file the candidate answer is written to (generate
+	// mode). Empty means the answer is not written.
+	Artifact string
+	// Workspace is a host directory copied into the sandbox (agent mode:
+	// the files the agent edited); Copy limits it to these relative paths.
+	Workspace string
+	Copy      []string
+	// Env adds variables to the sandbox's scrubbed environment.
+	Env map[string]string
+	// Limits bound the run; zero fields take the sandbox defaults.
+	Limits sandbox.Limits
+	// MaxFeedback caps the detail sent back to the model (default 1500).
+	MaxFeedback int
+}
+
+// maxWorkspace bounds what is copied from an agent's workspace.
+const maxWorkspace = 32 << 20
+
+const junitPath = ".ratchet-junit.xml"
+
+type checker struct{ cfg Config }
+
+// New validates cfg and returns the check.
+func New(cfg Config) (verify.Verifier, error) {
+	var problems []string
+	if cfg.Runner == nil {
+		problems = append(problems, "no sandbox runner")
+	}
+	if len(cfg.Command) == 0 {
+		problems = append(problems, "no command")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "exec"
+	}
+	if cfg.Format == "" {
+		cfg.Format = "exit"
+	}
+	switch cfg.Format {
+	case "pytest", "node", "exit":
+	case "go":
+		if !slices.Contains(cfg.Command, "-json") {
+			problems = append(problems, "format go reads `go test -json` output: add -json to the command")
+		}
+	default:
+		problems = append(problems, fmt.Sprintf("format %q is not pytest, go, node or exit", cfg.Format))
+	}
+	if cfg.Artifact == "" && cfg.Workspace == "" {
+		problems = append(problems, "neither an artifact file nor a workspace: the candidate would not reach the sandbox")
+	}
+	if cfg.MaxFeedback == 0 {
+		cfg.MaxFeedback = 1500
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("exec check %s: %s", cfg.Name, strings.Join(problems, "; "))
+	}
+	return &checker{cfg: cfg}, nil
+}
+
+func (c *checker) Name() string                  { return c.cfg.Name }
+func (c *checker) Provenance() verify.Provenance { return verify.Execution }
+
+// Check runs the command. A Go error means the sandbox could not run it.
+func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verdict, error) {
+	files := map[string][]byte{}
+	if c.cfg.Workspace != "" {
+		if err := copyTree(c.cfg.Workspace, c.cfg.Copy, files); err != nil {
+			return verify.Verdict{}, fmt.Errorf("exec check %s: reading the workspace: %w", c.cfg.Name, err)
+		}
+	}
+	if c.cfg.Artifact != "" {
+		files[c.cfg.Artifact] = []byte(cand.Answer)
+	}
+	cmd := slices.Clone(c.cfg.Command)
+	if c.cfg.Format == "pytest" {
+		cmd = append(cmd, "--junitxml="+junitPath)
+	}
+	limits := c.cfg.Limits
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d); limits.Wall == 0 || left < limits.Wall {
+			limits.Wall = max(left, time.Millisecond) // the run's time budget bounds the check too
+		}
+	}
+	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
+		Files: files, Mounts: c.cfg.Tests, Command: cmd, Env: c.cfg.Env, Limits: limits,
+		Keep: c.cfg.Format == "pytest",
+	})
+	if err != nil {
+		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
+	}
+	var junit []byte
+	if res.Workspace != "" && c.cfg.Format == "pytest" {
+		junit, _ = os.ReadFile(filepath.Join(res.Workspace, junitPath))
+		if err := os.RemoveAll(res.Workspace); err != nil {
+			return verify.Verdict{}, fmt.Errorf("exec check %s: removing the workspace: %w", c.cfg.Name, err)
+		}
+	}
+	return c.judge(res, junit), nil
+}
+
+// judge turns a sandbox result into a verdict.
+func (c *checker) judge(res sandbox.Result, junit []byte) verify.Verdict {
+	v := verify.Verdict{Check: c.cfg.Name, Provenance: verify.Execution, Confidence: 1}
+	if res.Isolation == sandbox.IsolationUnsafe {
+		v.Confidence = 0.9 // the candidate could have reached outside the sandbox
+	}
+	switch {
+	case len(res.Tampered) > 0:
+		v.Detail = "the candidate changed, removed or shadowed the tests, so they prove nothing: " + strings.Join(res.Tampered, "; ")
+		v.Where = strings.SplitN(res.Tampered[0], ":", 2)[0]
+		return v
+	case res.TimedOut:
+		v.Detail = fmt.Sprintf("timed out after %s and was killed (an infinite loop, or far too slow)", res.Duration.Round(time.Millisecond))
+		v.Where = "timeout"
+		return v
+	case res.Signal == "SIGXCPU":
+		v.Detail = "used up its CPU time limit and was killed (an infinite loop, or far too slow)"
+		v.Where = "timeout"
+		return v
+	}
+	var rep testreport.Report
+	var perr error
+	switch c.cfg.Format {
+	case "exit":
+		v.OK = res.ExitCode == 0
+		if !v.OK {
+			v.Detail = fmt.Sprintf("%s exited with status %d%s:\n%s", c.cfg.Command[0], res.ExitCode, signal(res), tail(res, c.cfg.MaxFeedback))
+		}
+		return v
+	case "pytest":
+		rep, perr = testreport.ParseJUnitXML(bytes.NewReader(junit))
+	case "go":
+		rep, perr = testreport.ParseGoTestJSON(bytes.NewReader(res.Stdout))
+	case "node":
+		rep, perr = testreport.ParseTAP(bytes.NewReader(res.Stdout))
+	}
+	switch {
+	case perr != nil || rep.NoTestsRan():
+		why := "no test ran"
+		switch {
+		case perr != nil && c.cfg.Format == "pytest" && len(bytes.TrimSpace(junit)) == 0:
+			why = "no test ran (pytest wrote no report)"
+		case perr != nil:
+			why = "no test ran that could be read (" + perr.Error() + ")"
+		}
+		v.Detail = fmt.Sprintf("%s exited with status %d%s but %s; a candidate must not stop the tests from running:\n%s", c.cfg.Command[0], res.ExitCode, signal(res), why, tail(res, c.cfg.MaxFeedback))
+		v.Where = "no tests"
+	case len(rep.Failures()) > 0:
+		v.Detail = rep.Feedback(c.cfg.MaxFeedback)
+		v.Where = rep.Failures()[0].Name
+	case res.ExitCode != 0 || !rep.Complete:
+		// Every reported test passed but the run did not end cleanly: a
+		// crash after the tests, or output cut short.
+		v.Detail = fmt.Sprintf("the tests that ran passed, but %s exited with status %d%s before finishing:\n%s", c.cfg.Command[0], res.ExitCode, signal(res), tail(res, c.cfg.MaxFeedback))
+		v.Where = "incomplete run"
+	default:
+		v.OK = true
+		v.Detail = fmt.Sprintf("%d tests passed", rep.Passed)
+	}
+	return v
+}
+
+func signal(res sandbox.Result) string {
+	if res.Signal == "" {
+		return ""
+	}
+	return " (" + res.Signal + ")"
+}
+
+// tail is the end of the command's output, where the error usually is.
+func tail(res sandbox.Result, max int) string {
+	out := strings.TrimSpace(string(res.Stderr))
+	if o := strings.TrimSpace(string(res.Stdout)); o != "" {
+		out = strings.TrimSpace(o + "\n" + out)
+	}
+	if len(out) <= max {
+		return out
+	}
+	cut := len(out) - max
+	for cut < len(out) && out[cut]&0xC0 == 0x80 {
+		cut++
+	}
+	return "…" + out[cut:]
+}
+
+// copyTree reads dir (or the listed paths in it) into files, skipping .git
+// and refusing more than maxWorkspace bytes.
+func copyTree(dir string, only []string, files map[string][]byte) error {
+	roots := only
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	total := 0
+	for _, root := range roots {
+		err := filepath.WalkDir(filepath.Join(dir, root), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			rel, err := filepath.Rel(dir, path)
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if total += len(data); total > maxWorkspace {
+				return errors.New("the workspace is larger than 32 MiB")
+			}
+			files[filepath.ToSlash(rel)] = data
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

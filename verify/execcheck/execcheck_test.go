@@ -1,0 +1,108 @@
+package execcheck_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/execcheck"
+)
+
+// runner returns the real sandbox; CI must have one.
+func runner(t *testing.T) sandbox.Runner {
+	t.Helper()
+	r, err := sandbox.New(sandbox.Config{})
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI must provide a sandbox: %v", err)
+		}
+		t.Skipf("no sandbox here: %v", err)
+	}
+	return r
+}
+
+func requirePytest(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI must provide /usr/bin/python3 with pytest (test.sh installs python3-pytest)")
+		}
+		t.Skip("no /usr/bin/python3")
+	}
+}
+
+func pytestCheck(t *testing.T) verify.Verifier {
+	t.Helper()
+	tests, err := filepath.Abs("testdata/isprime/test_is_prime.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := execcheck.New(execcheck.Config{
+		Name: "tests", Runner: runner(t), Format: "pytest", Artifact: "is_prime.py",
+		Command: []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_is_prime.py"},
+		Tests:   []sandbox.Mount{{Source: tests, Target: "test_is_prime.py"}},
+		Limits:  sandbox.Limits{Wall: 20 * time.Second, CPU: 2 * time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestPytest runs seed 000's task for real: the first candidate forgets
+// negatives, the second is right, a third cheats with a conftest.py.
+func TestPytest(t *testing.T) {
+	requirePytest(t)
+	v := pytestCheck(t)
+	for _, tc := range []struct {
+		name, answer string
+		ok           bool
+		where        string
+		detail       []string
+	}{
+		{"forgets negatives", "def is_prime(n):\n    if n in (0, 1):\n        return False\n    return all(n % i for i in range(2, abs(n)))\n",
+			false, "test_negatives", []string{"test_negatives", "assert not"}},
+		{"correct", "def is_prime(n):\n    if n < 2:\n        return False\n    i = 2\n    while i * i <= n:\n        if n % i == 0:\n            return False\n        i += 1\n    return True\n",
+			true, "", []string{"4 tests passed"}},
+		{"syntax error", "def is_prime(n) return n > 1\n", false, "", []string{"SyntaxError"}},
+		{"exits before the tests", "import os\nos._exit(0)\n", false, "no tests", []string{"no test ran"}},
+		{"plants a conftest.py", "open('conftest.py', 'w').write('import pytest\\n')\ndef is_prime(n):\n    return n in (2, 3, 13, 7919)\n",
+			false, "conftest.py", []string{"shadowed the tests", "conftest.py"}},
+		{"infinite loop", "while True:\n    pass\n", false, "timeout", []string{"infinite loop"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.OK != tc.ok || (tc.where != "" && got.Where != tc.where) {
+				t.Fatalf("ok=%v where=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, tc.ok, tc.where, got.Detail)
+			}
+			for _, want := range tc.detail {
+				if !strings.Contains(got.Detail, want) {
+					t.Errorf("detail does not mention %q:\n%s", want, got.Detail)
+				}
+			}
+			if got.Provenance != verify.Execution {
+				t.Errorf("provenance %s", got.Provenance)
+			}
+		})
+	}
+}
+
+func TestConfigProblems(t *testing.T) {
+	_, err := execcheck.New(execcheck.Config{Format: "go", Command: []string{"go", "test", "./..."}})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"no sandbox runner", "add -json", "neither an artifact"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not mention %q", err, want)
+		}
+	}
+}
