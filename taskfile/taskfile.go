@@ -7,6 +7,7 @@ package taskfile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -19,8 +20,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
+	"github.com/ratchetloop/ratchet/verify/execcheck"
 )
 
 // File is a parsed task file. Paths in it are resolved against Dir.
@@ -48,6 +53,9 @@ type File struct {
 	Artifact string
 	// Effort tunes confidence-driven search; zero fields take defaults.
 	Effort Effort
+	// CopyWorkspace runs the task on a fresh copy of the workspace, leaving
+	// the original untouched.
+	CopyWorkspace bool
 }
 
 // Effort is the task file's effort: section.
@@ -221,7 +229,7 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "artifact", "checks", "budget", "progress", "effort", "escalate"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "budget", "progress", "effort", "escalate"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "mode":
 			p.f.Mode = p.str(v, key)
@@ -235,6 +243,8 @@ func (p *parser) top(n *yaml.Node) {
 			}
 		case "effort":
 			p.effort(v)
+		case "copy_workspace":
+			p.f.CopyWorkspace = p.bool(v, key)
 		case "goal":
 			goal = v
 			p.f.Goal = strings.TrimSpace(p.str(v, key))
@@ -655,23 +665,28 @@ func (p *parser) nodes(n *yaml.Node, field string) []*yaml.Node {
 	return nil
 }
 
-// Verifiers builds the file's checks.
-func (f *File) Verifiers() (verify.Tiers, error) {
+// Env supplies what some checks need to be built.
+type Env struct {
+	// OpenModel opens a model string for a grader; base is the task file's
+	// directory, against which relative paths resolve.
+	OpenModel func(spec, base string) (model.Model, error)
+	// Generator is the model string of the run's generator, for the grader
+	// independence rule.
+	Generator string
+	// Sandbox returns the runner for exec checks; called only if the file
+	// has one.
+	Sandbox func() (sandbox.Runner, error)
+}
+
+// Verifiers builds the file's checks. Errors name the check's line.
+func (f *File) Verifiers(env Env) (verify.Tiers, error) {
 	var t verify.Tiers
+	var errs Problems
 	for _, c := range f.Checks {
-		var v verify.Verifier
-		switch c.Kind {
-		case "equals":
-			v = verify.Equals(c.Args[0])
-		case "regex":
-			var err error
-			if v, err = verify.Regex(c.Args[0]); err != nil {
-				return t, Problem{File: f.Path, Line: c.Line, Msg: err.Error()}
-			}
-		case "contains":
-			v = verify.Contains(c.Args...)
-		default:
-			return t, Problem{File: f.Path, Line: c.Line, Msg: "unknown check kind " + strconv.Quote(c.Kind)}
+		v, err := f.verifier(c, env)
+		if err != nil {
+			errs = append(errs, Problem{File: f.Path, Line: c.Line, Msg: err.Error()})
+			continue
 		}
 		switch c.Tier {
 		case verify.Expensive:
@@ -682,7 +697,87 @@ func (f *File) Verifiers() (verify.Tiers, error) {
 			t.Cheap = append(t.Cheap, v)
 		}
 	}
+	if len(errs) > 0 {
+		return t, errs
+	}
 	return t, nil
+}
+
+func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
+	switch c.Kind {
+	case "equals":
+		return verify.Equals(c.Args[0]), nil
+	case "regex":
+		return verify.Regex(c.Args[0])
+	case "contains":
+		return verify.Contains(c.Args...), nil
+	case "syntax":
+		return check.Syntax(c.Lang)
+	case "json_schema":
+		return check.JSONSchema(c.Schema)
+	case "length":
+		return check.Length(c.Min, c.Max, c.Unit)
+	case "grounding":
+		sources := map[string]string{}
+		for _, path := range c.Sources {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("grounding source: %w", err)
+			}
+			rel, _ := filepath.Rel(f.Dir, path)
+			sources[rel] = string(data)
+		}
+		var opts []check.GroundingOption
+		if c.AllowNoQuotes {
+			opts = append(opts, check.AllowNoQuotes())
+		}
+		return check.Grounding(sources, opts...)
+	case "vote":
+		return check.Vote(c.MinShare)
+	case "grader":
+		if env.OpenModel == nil {
+			return nil, errors.New("grader: no way to open its model here")
+		}
+		m, err := env.OpenModel(c.Grader.Model, f.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("grader model: %w", err)
+		}
+		rubric := make([]check.Point, len(c.Grader.Rubric))
+		for i, p := range c.Grader.Rubric {
+			rubric[i] = check.Point{Name: p.Name, Description: p.Description}
+		}
+		return check.Grader(check.GraderConfig{
+			Model: m, ModelName: c.Grader.Model, GeneratorName: env.Generator, AllowSelfReview: c.Grader.AllowSelfReview,
+			Rubric: rubric, PassMark: c.Grader.PassMark, Goal: f.Goal,
+		})
+	case "exec":
+		if env.Sandbox == nil {
+			return nil, errors.New("exec: no sandbox here")
+		}
+		runner, err := env.Sandbox()
+		if err != nil {
+			return nil, err
+		}
+		cfg := execcheck.Config{Name: "exec", Runner: runner, Command: c.Exec.Command, Format: c.Exec.Format,
+			Limits: sandbox.Limits{Wall: c.Exec.Timeout}}
+		for _, path := range c.Exec.Tests {
+			rel, err := filepath.Rel(f.Dir, path)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				return nil, fmt.Errorf("exec.tests: %s is outside the task file's directory", path)
+			}
+			cfg.Tests = append(cfg.Tests, sandbox.Mount{Source: path, Target: filepath.ToSlash(rel)})
+		}
+		if f.Mode == "generate" {
+			if f.Artifact == "" {
+				return nil, errors.New("exec in generate mode needs artifact: the file the answer is written to")
+			}
+			cfg.Artifact = f.Artifact
+		} else {
+			cfg.Workspace, cfg.Copy = f.Workspace, c.Exec.Copy
+		}
+		return execcheck.New(cfg)
+	}
+	return nil, fmt.Errorf("unknown check kind %q", c.Kind)
 }
 
 // yamlErr returns the 1-based line and the message of a YAML syntax error.

@@ -385,7 +385,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, artifact, checks, budget, progress, effort, escalate)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, budget, progress, effort, escalate)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
@@ -440,7 +440,7 @@ checks:
 	if err != nil {
 		t.Fatal(err)
 	}
-	tiers, err := f.Verifiers()
+	tiers, err := f.Verifiers(taskfile.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +496,7 @@ func TestVerifiersErrors(t *testing.T) {
 		{taskfile.Check{Kind: "shell", Args: []string{"true"}, Line: 9}, `t.yaml:9: unknown check kind "shell"`},
 	} {
 		f := &taskfile.File{Path: "t.yaml", Checks: []taskfile.Check{{Kind: "equals", Args: []string{"a"}, Line: 3}, tc.check}}
-		_, err := f.Verifiers()
+		_, err := f.Verifiers(taskfile.Env{})
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("Verifiers() error = %v, want %q", err, tc.want)
 		}
@@ -553,7 +553,7 @@ func FuzzParse(f *testing.F) {
 		if tf.Workspace == "" {
 			t.Error("parsed with no workspace")
 		}
-		if _, err := tf.Verifiers(); err != nil {
+		if _, err := tf.Verifiers(taskfile.Env{}); err != nil {
 			t.Errorf("parsed, but Verifiers fails: %v", err)
 		}
 	})

@@ -22,22 +22,24 @@ import (
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/tool/workspace"
 )
 
 type runFlags struct {
-	model      string
-	json       bool
-	quiet      bool
-	log        string
-	noLog      bool
-	steps      int
-	modelCalls int
-	toolCalls  int
-	tokens     int64
-	cost       float64
-	time       time.Duration
+	model         string
+	json          bool
+	quiet         bool
+	log           string
+	noLog         bool
+	unsafeSandbox bool
+	steps         int
+	modelCalls    int
+	toolCalls     int
+	tokens        int64
+	cost          float64
+	time          time.Duration
 }
 
 func (m *Main) runUsage(fs *flag.FlagSet) func() {
@@ -92,6 +94,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs.BoolVar(&f.quiet, "quiet", false, "print only the final status line (or, with --json, nothing but the JSON)")
 	fs.StringVar(&f.log, "log", "", "write the event log (JSONL, docs/events.md) here (default $XDG_STATE_HOME/ratchet/runs/RUN.jsonl;\nXDG_STATE_HOME defaults to ~/.local/state)")
 	fs.BoolVar(&f.noLog, "no-log", false, "do not write an event log")
+	fs.BoolVar(&f.unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
 	fs.IntVar(&f.steps, "steps", 0, "limit on model turns")
 	fs.IntVar(&f.modelCalls, "model-calls", 0, "limit on model calls")
 	fs.IntVar(&f.toolCalls, "tool-calls", 0, "limit on tool calls")
@@ -118,15 +121,8 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	}
 
 	task, mdl, cleanup, err := m.load(pos[0], f)
-	var problems taskfile.Problems
-	switch {
-	case errors.As(err, &problems):
-		// One "file:line: problem" per line, unprefixed, as compilers
-		// print them, so that editors can jump to each.
-		fmt.Fprintln(m.Stderr, problems)
-		return exitUsage
-	case err != nil:
-		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+	if err != nil {
+		printProblems(m.Stderr, "ratchet run", err)
 		return exitUsage
 	}
 	defer cleanup()
@@ -204,7 +200,23 @@ func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), 
 	if err != nil {
 		return runner.Task{}, nil, nop, err
 	}
-	checks, err := tf.Verifiers()
+	if tf.CopyWorkspace {
+		dir, err := copyWorkspace(tf.Workspace)
+		if err != nil {
+			return runner.Task{}, nil, nop, fmt.Errorf("%s: copy_workspace: %w", tf.Path, err)
+		}
+		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", dir)
+		tf.Workspace = dir
+	}
+	spec, base := f.model, ""
+	switch {
+	case spec != "":
+	case tf.Model != "":
+		spec, base = tf.Model, tf.Dir
+	default:
+		spec = m.Getenv("RATCHET_MODEL")
+	}
+	checks, err := tf.Verifiers(m.checkEnv(spec, f.unsafeSandbox))
 	if err != nil {
 		return runner.Task{}, nil, nop, err
 	}
@@ -238,15 +250,6 @@ func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), 
 	if _, _, err := task.Spec(); err != nil {
 		cleanup()
 		return runner.Task{}, nil, nop, fmt.Errorf("%s: %w", tf.Path, err)
-	}
-
-	spec, base := f.model, ""
-	switch {
-	case spec != "":
-	case tf.Model != "":
-		spec, base = tf.Model, tf.Dir
-	default:
-		spec = m.Getenv("RATCHET_MODEL")
 	}
 	mdl, err := m.openModel(spec, base)
 	if err != nil {
@@ -323,6 +326,48 @@ func (m *Main) openModel(spec, base string) (model.Model, error) {
 		return scripted.Load(arg, scripted.Config{Notice: m.Stderr})
 	}
 	return nil, fmt.Errorf("unknown model %q; options: %s", spec, options)
+}
+
+// copyWorkspace copies dir into a new temporary directory, which is kept
+// after the run so that its result can be inspected.
+func copyWorkspace(dir string) (string, error) {
+	tmp, err := os.MkdirTemp("", "ratchet-workspace-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
+		return "", err
+	}
+	return tmp, nil
+}
+
+// printProblems prints a task file's problems one "file:line: problem" per
+// line, unprefixed, as compilers print them, so that editors can jump to
+// each; other errors get the command's prefix.
+func printProblems(w io.Writer, cmd string, err error) {
+	var problems taskfile.Problems
+	if errors.As(err, &problems) {
+		fmt.Fprintln(w, problems)
+		return
+	}
+	fmt.Fprintf(w, "%s: %v\n", cmd, err)
+}
+
+// checkEnv is what building a task file's checks needs: a way to open a
+// grader's model, the generator's name for the independence rule, and the
+// sandbox for exec checks, created only when one is needed.
+func (m *Main) checkEnv(generator string, allowUnsafe bool) taskfile.Env {
+	return taskfile.Env{
+		OpenModel: func(spec, base string) (model.Model, error) { return m.openModel(spec, base) },
+		Generator: generator,
+		Sandbox: func() (sandbox.Runner, error) {
+			r, err := sandbox.New(sandbox.Config{AllowUnsafe: allowUnsafe})
+			if err != nil {
+				return nil, fmt.Errorf("exec checks need a sandbox: %w (or pass --unsafe-sandbox to run candidates without isolation)", err)
+			}
+			return r, nil
+		},
+	}
 }
 
 // logPath returns where the event log goes, creating its directory.

@@ -26,7 +26,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,6 +101,23 @@ func New(cfg Config) (verify.Verifier, error) {
 	}
 	if cfg.MaxFeedback == 0 {
 		cfg.MaxFeedback = 1500
+	}
+	if len(cfg.Command) > 0 {
+		cfg.Env = withCommandPath(cfg.Env, cfg.Command[0])
+	}
+	if cfg.Format == "go" {
+		// No network in the sandbox: modules must be vendored or standard,
+		// and the toolchain is the host's.
+		cfg.Env = withDefaults(cfg.Env, map[string]string{"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false"})
+		if cfg.Limits.Memory == 0 {
+			// The memory limit is on address space (RLIMIT_AS), and the Go
+			// runtime reserves far more than it uses: at the sandbox's
+			// default it cannot even start.
+			cfg.Limits.Memory = 8 << 30
+		}
+		if cfg.Limits.Procs == 0 {
+			cfg.Limits.Procs = 256 // go test runs the compiler, linker and test binary, each with threads
+		}
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("exec check %s: %s", cfg.Name, strings.Join(problems, "; "))
@@ -230,6 +249,40 @@ func tail(res sandbox.Result, max int) string {
 		cut++
 	}
 	return "…" + out[cut:]
+}
+
+// sandboxPath is the sandbox's default PATH.
+const sandboxPath = "/usr/local/bin:/usr/bin:/bin"
+
+// withCommandPath adds the host directory of name to the sandbox's PATH
+// when name is found on the host only elsewhere (Go in /usr/local/go/bin,
+// say): the sandbox sees the host's file system read-only.
+func withCommandPath(env map[string]string, name string) map[string]string {
+	if env["PATH"] != "" || strings.Contains(name, "/") {
+		return env
+	}
+	found, err := exec.LookPath(name)
+	if err != nil {
+		return env
+	}
+	dir := filepath.Dir(found)
+	if slices.Contains(filepath.SplitList(sandboxPath), dir) {
+		return env
+	}
+	return withDefaults(env, map[string]string{"PATH": sandboxPath + ":" + dir})
+}
+
+func withDefaults(env, defaults map[string]string) map[string]string {
+	out := maps.Clone(env)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range defaults {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // copyTree reads dir (or the listed paths in it) into files, skipping .git

@@ -1,0 +1,3 @@
+module primes
+
+go 1.26
