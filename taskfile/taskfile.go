@@ -83,7 +83,8 @@ type Check struct {
 	AllowNoQuotes bool
 	// grader.
 	Grader *GraderSpec
-	// vote: the share of candidates that must agree.
+	// vote: the share of candidates that must agree; 0 means a strict
+	// majority.
 	MinShare float64
 	// exec.
 	Exec *ExecSpec
@@ -615,7 +616,7 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 			p.errorf(v, "grader.pass_mark %d is more than the %d rubric points", g.PassMark, len(g.Rubric))
 		}
 	case "vote":
-		c.MinShare = 0.5
+		// No min_share: a strict majority (more than half).
 		p.fields(v, "vote", []string{"min_share"}, func(_ string, n *yaml.Node) {
 			c.MinShare = p.float(n, "vote.min_share")
 			if !(c.MinShare > 0 && c.MinShare <= 1) {
