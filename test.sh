@@ -17,6 +17,10 @@ apt_install() {
 
 # The race detector needs cgo, so a C compiler.
 command -v gcc >/dev/null || apt_install gcc libc6-dev
+# The sandbox tests run hostile candidates under bubblewrap (rlimits set by
+# util-linux prlimit), as Python scripts and pytest runs.
+[ -x /usr/bin/bwrap ] && [ -x /usr/bin/prlimit ] && /usr/bin/python3 -c 'import pytest' 2>/dev/null ||
+	apt_install bubblewrap util-linux python3 python3-pytest
 
 go version
 

@@ -1,0 +1,447 @@
+// Package sandbox runs untrusted, possibly hostile candidate programs (most
+// importantly: tests executed against generated code) so that they cannot
+// harm the host, cannot lie about the tests they were given, and cannot run
+// away with its resources.
+//
+// Every Run gets a fresh temporary workspace holding Spec.Files. Test files
+// and fixtures (Spec.Mounts) are copied from outside the workspace into a
+// root-owned staging area, hashed (sha256), and bind-mounted read-only into
+// the workspace; after the run they are hashed again and the workspace is
+// inspected for files that shadow them (see Result.Tampered). The command
+// runs as an unprivileged uid (65534, nobody, by default), with a scrubbed
+// environment, rlimits on CPU time, address space, processes and file size
+// (set by util-linux prlimit(1) inside the sandbox, just before the command
+// is executed), a wall-clock timeout that kills the whole process tree, and
+// stdout/stderr capped while they are read.
+//
+// Backends, in the order "auto" tries them:
+//
+//   - "bwrap": bubblewrap (/usr/bin/bwrap, Debian package bubblewrap) with
+//     new user, pid, net, ipc, uts and cgroup namespaces, a read-only view
+//     of /usr and /etc, private /tmp, /dev and /proc, no network at all.
+//     When the caller is root, bwrap itself is started as the sandbox uid,
+//     so it holds no privilege on the host either.
+//   - "namespaces": the same isolation built directly from Go, for hosts
+//     without bubblewrap. Needs root (CAP_SYS_ADMIN): the mount namespace is
+//     prepared on a locked OS thread (unshare, bind mounts, pivot_root) and
+//     the command is cloned from that thread into new pid, net, ipc, uts and
+//     user namespaces. There is no /proc inside this backend.
+//   - "unsafe": no isolation, only a temporary directory, rlimits, the
+//     scrubbed environment, the timeout and (as root) the unprivileged uid.
+//     The candidate can read the host file system, reach the network and
+//     leave orphans that called setsid. Only used when Config.AllowUnsafe is
+//     set, and every Result says so in Result.Isolation.
+//
+// New returns ErrUnavailable when no isolating backend works and unsafe
+// execution was not explicitly allowed.
+//
+// What the sandbox does not do: it cannot stop a candidate that the tests
+// import in-process from subverting them from inside (monkeypatching the
+// test framework, os._exit(0) before the tests run, ...). It reports what
+// happened (exit status, the full-size counts and the head and tail of the
+// output); deciding whether the expected tests actually ran is the job of the
+// test-report parser. It bounds the size of each file but not the number of
+// files the candidate writes into its workspace on the host's disk.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Default limits, used for each zero field of Limits.
+const (
+	DefaultCPU      = 10 * time.Second
+	DefaultMemory   = 512 << 20
+	DefaultProcs    = 64
+	DefaultFileSize = 16 << 20
+	DefaultWall     = 30 * time.Second
+	DefaultOutput   = 64 << 10
+)
+
+// Limits bounds the resources of one Run. A zero field means its default.
+type Limits struct {
+	// CPU is the CPU time of each process (RLIMIT_CPU, whole seconds,
+	// rounded up); the process gets SIGXCPU at the limit and SIGKILL one
+	// second later. Default 10s.
+	CPU time.Duration
+	// Memory is the address space of each process in bytes (RLIMIT_AS);
+	// allocations beyond it fail. It also caps the size of the private
+	// /tmp. Default 512 MiB. Address space is not memory: a Go program
+	// reserves about 750 MiB of it at start and dies under the default
+	// ("failed to reserve page summary memory"), so give Go 1 GiB or more.
+	Memory int64
+	// Procs is the number of processes and threads the sandbox uid may
+	// have (RLIMIT_NPROC). With the bwrap backend it is counted per
+	// sandbox (per user namespace); with the namespaces and unsafe
+	// backends it counts every process of the uid on the host, so
+	// concurrent runs share it unless their Runners use distinct
+	// Config.UID. Default 64.
+	Procs int
+	// FileSize is the largest file a process may write (RLIMIT_FSIZE).
+	// Default 16 MiB.
+	FileSize int64
+	// Wall is the wall-clock time after which the whole process tree is
+	// killed and Result.TimedOut is set. Default 30s.
+	Wall time.Duration
+	// Output is how many bytes of stdout, and separately of stderr, are
+	// kept. Output beyond that is read and discarded, never buffered; the
+	// kept bytes are the first and the last Output/2 bytes. Default 64 KiB.
+	Output int
+}
+
+// withDefaults returns l with every zero field set to its default.
+func (l Limits) withDefaults() Limits {
+	if l.CPU <= 0 {
+		l.CPU = DefaultCPU
+	}
+	if l.Memory <= 0 {
+		l.Memory = DefaultMemory
+	}
+	if l.Procs <= 0 {
+		l.Procs = DefaultProcs
+	}
+	if l.FileSize <= 0 {
+		l.FileSize = DefaultFileSize
+	}
+	if l.Wall <= 0 {
+		l.Wall = DefaultWall
+	}
+	if l.Output <= 0 {
+		l.Output = DefaultOutput
+	}
+	return l
+}
+
+// Mount is a host file or directory made visible, read-only, at Target
+// inside the workspace. Target is relative to the workspace root, e.g.
+// "tests/test_x.py". The sandbox copies Source into a root-owned staging
+// area outside the workspace before the run (so Source need not be
+// readable by the sandbox uid and the candidate never sees the host inode),
+// hashes every file, and mounts the copy; it must not overlap Spec.Files or
+// another Mount.
+type Mount struct {
+	Source string
+	Target string
+}
+
+// Spec describes one run.
+type Spec struct {
+	// Files are written into a fresh workspace before the run, keyed by a
+	// relative, slash-separated path. They belong to the sandbox uid; one
+	// that starts with "#!" is executable.
+	Files map[string][]byte
+	// Mounts are the read-only test files and fixtures.
+	Mounts []Mount
+	// Command is run with the workspace as its working directory;
+	// Command[0] is looked up in PATH inside the sandbox.
+	Command []string
+	// Env is the only environment the command gets besides PATH
+	// (/usr/local/bin:/usr/bin:/bin), HOME (the workspace), LANG (C.UTF-8),
+	// which it may override, and PWD (the workspace; bwrap always sets
+	// it). The host environment is never inherited.
+	Env map[string]string
+	// Limits bounds the run; zero fields mean the defaults.
+	Limits Limits
+	// Keep leaves the workspace on disk after Run (Result.Workspace);
+	// otherwise it is removed before Run returns.
+	Keep bool
+}
+
+// Isolation levels, as reported in Result.Isolation.
+const (
+	IsolationBwrap      = "bwrap"
+	IsolationNamespaces = "namespaces"
+	// IsolationUnsafe means the command ran without namespaces: it could
+	// read the host file system and use the network.
+	IsolationUnsafe = "unsafe"
+)
+
+// Result is what a run did. Everything here describes the candidate; a
+// candidate's failure is never a Run error.
+type Result struct {
+	// ExitCode is the command's exit status. A command killed by signal N
+	// reports 128+N, the shell convention, and names it in Signal.
+	ExitCode int
+	// Stdout and Stderr are the kept output (see Limits.Output). When more
+	// was written, Truncated* is set, the kept bytes are the head and the
+	// tail, and a one-line marker separates them.
+	Stdout, Stderr                   []byte
+	TruncatedStdout, TruncatedStderr bool
+	// StdoutBytes and StderrBytes count everything written, kept or not.
+	StdoutBytes, StderrBytes int64
+	// Duration is the wall time from start to the death of the last
+	// process of the sandbox.
+	Duration time.Duration
+	// TimedOut is set when Limits.Wall expired and the tree was killed.
+	TimedOut bool
+	// Signal names the signal that ended the command ("SIGKILL",
+	// "SIGXCPU", ...), or is empty. Under bwrap it is inferred from an exit
+	// status of 128+N.
+	Signal string
+	// Tampered names each mounted test file that was changed, is missing
+	// or no longer at its target, and each workspace file that shadows the
+	// tests, as "path: reason", sorted. Shadowing is detected by file
+	// placement, for pytest and Go tests:
+	//   - any conftest.py that was not mounted (pytest runs it as a plugin);
+	//   - an __init__.py in the workspace root or any directory on the way
+	//     to a mounted file (it changes pytest's rootdir-relative module
+	//     names and sys.path insertion, and runs code on import);
+	//   - pytest configuration (pytest.ini, .pytest.ini, or a tox.ini,
+	//     setup.cfg or pyproject.toml with a pytest section) in those
+	//     directories: addopts, testpaths or plugins change what runs;
+	//   - a Python module or package (name.py, name/__init__.py, name.pyc,
+	//     name.*.so) in those directories, or in a PYTHONPATH directory of
+	//     Spec.Env inside the workspace, named like a mounted module, like
+	//     the module run by "-m name", or like pytest, _pytest, pluggy, py,
+	//     iniconfig, sitecustomize or usercustomize: it would be imported
+	//     instead of the real one;
+	//   - a *_test.go that was not mounted and defines TestMain, in a
+	//     directory holding a mounted *_test.go.
+	// Candidate files given in Spec.Files are judged before the run, so a
+	// conftest.py that deletes itself is still reported; names created
+	// during the run in the directories these rules look at (the root,
+	// the directories on the way to mounted files and PYTHONPATH) are
+	// recorded with inotify and reported even when removed before the end
+	// ("created during the run, then removed"). A file created and
+	// removed again deeper down is not seen.
+	Tampered []string
+	// Workspace is the host path of the workspace; it no longer exists
+	// after Run unless Spec.Keep was set. Inside the sandbox the workspace
+	// has the same path.
+	Workspace string
+	// Isolation is the backend that ran the command: IsolationBwrap,
+	// IsolationNamespaces or IsolationUnsafe.
+	Isolation string
+}
+
+// Runner runs specs. Implementations are safe for concurrent use.
+type Runner interface {
+	// Run executes s. The error reports infrastructure problems only
+	// (invalid spec, the sandbox could not be built or started, ctx was
+	// cancelled); whatever the candidate does is described by Result.
+	Run(ctx context.Context, s Spec) (Result, error)
+}
+
+// Config selects a backend.
+type Config struct {
+	// Backend is "auto" (or empty), "bwrap", "namespaces" or "unsafe".
+	// "auto" uses the first of bwrap and namespaces that works here, and
+	// unsafe only if AllowUnsafe is set.
+	Backend string
+	// AllowUnsafe permits the unsafe backend, explicitly or as the last
+	// resort of "auto".
+	AllowUnsafe bool
+	// UID and GID are the unprivileged ids the command runs as when the
+	// caller is root; zero means 65534 (nobody, nogroup). A non-root caller
+	// runs the command as itself (shown as 65534 inside bwrap).
+	UID, GID int
+}
+
+// ErrUnavailable is returned by New when no isolating backend works on
+// this host and unsafe execution was not allowed.
+var ErrUnavailable = errors.New("sandbox: no isolation available: install bubblewrap (apt-get install bubblewrap; /usr/bin/bwrap with working user namespaces) or run as root for the namespaces backend, or explicitly allow running candidates without isolation (sandbox.Config{AllowUnsafe: true})")
+
+// backend runs a prepared command; see bwrap.go, ns.go and unsafe.go.
+type backend interface {
+	name() string
+	// run runs the job and returns when every process of it is dead.
+	run(ctx context.Context, j *job) (exit, error)
+}
+
+// New returns a Runner for cfg, after checking that the backend actually
+// works here by running /bin/true in it.
+func New(cfg Config) (Runner, error) {
+	id := ids{uid: cfg.UID, gid: cfg.GID}
+	if id.uid == 0 {
+		id.uid = 65534
+	}
+	if id.gid == 0 {
+		id.gid = 65534
+	}
+	id.root = os.Geteuid() == 0
+	if !id.root {
+		id.uid, id.gid = os.Getuid(), os.Getgid()
+	}
+	prlimit, err := findPrlimit()
+	if err != nil {
+		return nil, err
+	}
+	var candidates []backend
+	switch cfg.Backend {
+	case "", "auto":
+		candidates = []backend{&bwrapBackend{}, &nsBackend{}}
+		if cfg.AllowUnsafe {
+			candidates = append(candidates, &unsafeBackend{})
+		}
+	case IsolationBwrap:
+		candidates = []backend{&bwrapBackend{}}
+	case IsolationNamespaces:
+		candidates = []backend{&nsBackend{}}
+	case IsolationUnsafe:
+		if !cfg.AllowUnsafe {
+			return nil, fmt.Errorf("%w (backend %q requested without AllowUnsafe)", ErrUnavailable, cfg.Backend)
+		}
+		candidates = []backend{&unsafeBackend{}}
+	default:
+		return nil, fmt.Errorf("sandbox: unknown backend %q (want auto, bwrap, namespaces or unsafe)", cfg.Backend)
+	}
+	var why []string
+	for _, b := range candidates {
+		r := &runner{b: b, ids: id, prlimit: prlimit}
+		if err := r.probe(); err != nil {
+			why = append(why, b.name()+": "+err.Error())
+			continue
+		}
+		return r, nil
+	}
+	return nil, fmt.Errorf("%w; tried %s", ErrUnavailable, strings.Join(why, "; "))
+}
+
+// ids are the credentials of the sandboxed command.
+type ids struct {
+	uid, gid int
+	// root is set when the caller is root and so can chown the workspace
+	// and drop to uid.
+	root bool
+}
+
+type runner struct {
+	b       backend
+	ids     ids
+	prlimit string
+}
+
+// probe runs /bin/true through the whole machinery.
+func (r *runner) probe() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := r.Run(ctx, Spec{Command: []string{"true"}, Limits: Limits{Wall: 15 * time.Second}})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("/bin/true exited %d: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
+	}
+	return nil
+}
+
+// Run implements Runner.
+func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return Result{}, errors.New("sandbox: empty command")
+	}
+	lim := s.Limits.withDefaults()
+	ws, err := prepare(s, r.ids, r.b.name() == IsolationUnsafe)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Workspace: ws.dir, Isolation: r.b.name()}
+	defer func() {
+		if !s.Keep {
+			ws.remove()
+		} else {
+			ws.removeStaging()
+		}
+	}()
+	env, err := buildEnv(s.Env, ws.dir)
+	if err != nil {
+		return res, err
+	}
+	stdout, stderr := newCapture(lim.Output), newCapture(lim.Output)
+	j := &job{
+		ws:     ws,
+		argv:   append(prlimitArgs(r.prlimit, lim), s.Command...),
+		env:    env,
+		limits: lim,
+		ids:    r.ids,
+		stdout: stdout,
+		stderr: stderr,
+	}
+	// Shadowing by the candidate's own files, before it can remove them,
+	// and by files it creates while it runs, even if it removes them.
+	rules := ws.shadowRules(s)
+	pre := ws.shadows(rules, nil)
+	watch := ws.watch(rules.watchDirs())
+	wctx, cancel := context.WithTimeout(ctx, lim.Wall)
+	defer cancel()
+	j.wallCtx = wctx
+	start := time.Now()
+	ex, err := r.b.run(wctx, j)
+	res.Duration = time.Since(start)
+	created, lost := ws.stopWatch(watch)
+	if err != nil {
+		return res, err
+	}
+	res.Stdout, res.TruncatedStdout, res.StdoutBytes = stdout.result()
+	res.Stderr, res.TruncatedStderr, res.StderrBytes = stderr.result()
+	res.ExitCode, res.Signal = ex.code, ex.signal
+	if ex.killed && ctx.Err() == nil {
+		res.TimedOut = true
+	}
+	res.Tampered = ws.check(rules, created)
+	if lost {
+		res.Tampered = append(res.Tampered, "workspace: too many files created to watch them all; files created and removed again may have been missed")
+	}
+	res.Tampered = append(res.Tampered, pre...)
+	sort.Strings(res.Tampered)
+	res.Tampered = slices.Compact(res.Tampered)
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// job is one prepared run handed to a backend.
+type job struct {
+	ws     *workspace
+	argv   []string // prlimit ... -- command...
+	env    []string
+	limits Limits
+	ids    ids
+	stdout *capture
+	stderr *capture
+	// wallCtx is done when the wall timeout expires or the caller gives
+	// up; the backend then kills the whole tree.
+	wallCtx context.Context
+}
+
+// exit is how the command ended.
+type exit struct {
+	code   int
+	signal string
+	// killed is set when the backend killed the tree because wallCtx was
+	// done.
+	killed bool
+}
+
+// buildEnv returns the command's whole environment.
+func buildEnv(extra map[string]string, home string) ([]string, error) {
+	env := map[string]string{
+		"PATH": "/usr/local/bin:/usr/bin:/bin",
+		"HOME": home,
+		"LANG": "C.UTF-8",
+	}
+	for k, v := range extra {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, fmt.Errorf("sandbox: invalid environment variable %q", k)
+		}
+		env[k] = v
+	}
+	env["PWD"] = home
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}

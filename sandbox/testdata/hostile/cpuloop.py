@@ -1,0 +1,3 @@
+# Busy loop, forever.
+while True:
+    pass

@@ -1,0 +1,2 @@
+# Does nothing, forever.
+exec sleep 100000
