@@ -65,6 +65,9 @@ func (b *bwrapBackend) args(j *job) []string {
 		"--size", strconv.FormatInt(j.limits.Memory, 10), "--tmpfs", "/tmp",
 		"--bind", j.ws.dir, j.ws.dir,
 	)
+	for _, c := range j.caches {
+		a = append(a, "--bind", c.Host, j.ws.abs(c.Target))
+	}
 	if !j.ws.unsafe {
 		for _, m := range j.ws.mounts {
 			a = append(a, "--ro-bind", m.copy, j.ws.abs(m.target))

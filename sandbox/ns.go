@@ -162,6 +162,15 @@ func buildRoot(newRoot string, j *job) error {
 	if err := syscall.Mount("", ws, "", syscall.MS_BIND|syscall.MS_REMOUNT|nosuid, ""); err != nil {
 		return fmt.Errorf("remounting the workspace: %w", err)
 	}
+	for _, c := range j.caches {
+		dst := in(j.ws.abs(c.Target))
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			return err
+		}
+		if err := syscall.Mount(c.Host, dst, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding cache %s: %w", c.Host, err)
+		}
+	}
 	for _, m := range j.ws.mounts {
 		if err := bindRO(m.copy, in(j.ws.abs(m.target)), false); err != nil {
 			return err

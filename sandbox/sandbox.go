@@ -49,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -152,6 +153,22 @@ type Spec struct {
 	// Keep leaves the workspace on disk after Run (Result.Workspace);
 	// otherwise it is removed before Run returns.
 	Keep bool
+	// Caches are host directories mounted read-write into the workspace and
+	// kept across runs, such as a Go build cache. Unlike the tests they are
+	// not hashed: a candidate could write into one what a later candidate
+	// reads, so use them only for content-addressed caches whose entries a
+	// candidate gains nothing by forging, and never share one between
+	// mutually distrusting users.
+	Caches []Cache
+}
+
+// Cache is one persistent read-write directory; see Spec.Caches.
+type Cache struct {
+	// Host is the directory on the host; it is created if missing and
+	// handed to the sandbox uid.
+	Host string
+	// Target is where it appears, relative to the workspace.
+	Target string
 }
 
 // Isolation levels, as reported in Result.Isolation.
@@ -357,6 +374,9 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if err := prepareCaches(s.Caches, r.ids); err != nil {
+		return res, err
+	}
 	stdout, stderr := newCapture(lim.Output), newCapture(lim.Output)
 	j := &job{
 		ws:     ws,
@@ -366,6 +386,7 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 		ids:    r.ids,
 		stdout: stdout,
 		stderr: stderr,
+		caches: s.Caches,
 	}
 	// Shadowing by the candidate's own files, before it can remove them,
 	// and by files it creates while it runs, even if it removes them.
@@ -410,6 +431,7 @@ type job struct {
 	ids    ids
 	stdout *capture
 	stderr *capture
+	caches []Cache
 	// wallCtx is done when the wall timeout expires or the caller gives
 	// up; the backend then kills the whole tree.
 	wallCtx context.Context
@@ -435,7 +457,9 @@ func buildEnv(extra map[string]string, home string) ([]string, error) {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
 			return nil, fmt.Errorf("sandbox: invalid environment variable %q", k)
 		}
-		env[k] = v
+		// ${WORKSPACE} lets a variable name a path inside the workspace,
+		// whose location is only known now (e.g. GOCACHE on a Cache).
+		env[k] = strings.ReplaceAll(v, "${WORKSPACE}", home)
 	}
 	env["PWD"] = home
 	out := make([]string, 0, len(env))
@@ -444,4 +468,31 @@ func buildEnv(extra map[string]string, home string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// prepareCaches creates each cache's host directory, owned by the sandbox
+// uid, and checks its target.
+func prepareCaches(caches []Cache, id ids) error {
+	for _, c := range caches {
+		t := filepath.ToSlash(filepath.Clean(c.Target))
+		if c.Target == "" || filepath.IsAbs(c.Target) || t == "." || strings.HasPrefix(t, "../") || t == ".." {
+			return fmt.Errorf("sandbox: cache target %q must be a path inside the workspace", c.Target)
+		}
+		if !filepath.IsAbs(c.Host) {
+			return fmt.Errorf("sandbox: cache %q must be an absolute host path", c.Host)
+		}
+		if err := os.MkdirAll(c.Host, 0o700); err != nil {
+			return fmt.Errorf("sandbox: cache: %w", err)
+		}
+		// A shared temp dir could hold a planted symlink by that name.
+		if fi, err := os.Lstat(c.Host); err != nil || !fi.IsDir() {
+			return fmt.Errorf("sandbox: cache %s is not a plain directory", c.Host)
+		}
+		if id.root {
+			if err := os.Chown(c.Host, id.uid, id.gid); err != nil {
+				return fmt.Errorf("sandbox: cache: %w", err)
+			}
+		}
+	}
+	return nil
 }

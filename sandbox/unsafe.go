@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"syscall"
 )
@@ -18,6 +20,16 @@ type unsafeBackend struct{}
 func (b *unsafeBackend) name() string { return IsolationUnsafe }
 
 func (b *unsafeBackend) run(ctx context.Context, j *job) (exit, error) {
+	// No mounts here: a cache is a symlink to its host directory.
+	for _, c := range j.caches {
+		dst := j.ws.abs(c.Target)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return exit{}, err
+		}
+		if err := os.Symlink(c.Host, dst); err != nil {
+			return exit{}, err
+		}
+	}
 	cmd := newCmd(j.argv, j)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: credential(j.ids),

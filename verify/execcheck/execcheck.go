@@ -63,7 +63,14 @@ type Config struct {
 	Limits sandbox.Limits
 	// MaxFeedback caps the detail sent back to the model (default 1500).
 	MaxFeedback int
+	// GoCache is the host directory kept as the Go build cache of format go
+	// checks (default: ratchet-sandbox-go-build-UID in the temp dir).
+	// Without it every check would rebuild the standard library. It is
+	// shared by the runs of one user; see sandbox.Spec.Caches.
+	GoCache string
 }
+
+const goCacheTarget = ".gocache"
 
 // maxWorkspace bounds what is copied from an agent's workspace.
 const maxWorkspace = 32 << 20
@@ -108,7 +115,15 @@ func New(cfg Config) (verify.Verifier, error) {
 	if cfg.Format == "go" {
 		// No network in the sandbox: modules must be vendored or standard,
 		// and the toolchain is the host's.
-		cfg.Env = withDefaults(cfg.Env, map[string]string{"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false"})
+		cfg.Env = withDefaults(cfg.Env, map[string]string{
+			"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false",
+			"GOCACHE": "${WORKSPACE}/" + goCacheTarget, "GOTELEMETRY": "off",
+		})
+		if cfg.GoCache == "" {
+			// Not under the home directory, which the sandbox uid usually
+			// cannot enter.
+			cfg.GoCache = filepath.Join(os.TempDir(), fmt.Sprintf("ratchet-sandbox-go-build-%d", os.Getuid()))
+		}
 		if cfg.Limits.Memory == 0 {
 			// The memory limit is on address space (RLIMIT_AS), and the Go
 			// runtime reserves far more than it uses: at the sandbox's
@@ -151,7 +166,7 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	}
 	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
 		Files: files, Mounts: c.cfg.Tests, Command: cmd, Env: c.cfg.Env, Limits: limits,
-		Keep: c.cfg.Format == "pytest",
+		Keep: c.cfg.Format == "pytest", Caches: c.caches(),
 	})
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
@@ -164,6 +179,13 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		}
 	}
 	return c.judge(res, junit), nil
+}
+
+func (c *checker) caches() []sandbox.Cache {
+	if c.cfg.Format != "go" || c.cfg.GoCache == "" {
+		return nil
+	}
+	return []sandbox.Cache{{Host: c.cfg.GoCache, Target: goCacheTarget}}
 }
 
 // judge turns a sandbox result into a verdict.
