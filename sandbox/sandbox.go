@@ -165,7 +165,8 @@ type Spec struct {
 // Cache is one persistent read-write directory; see Spec.Caches.
 type Cache struct {
 	// Host is the directory on the host; it is created if missing and
-	// handed to the sandbox uid.
+	// handed to the sandbox uid, which must be able to reach it (not under
+	// a 0700 home or temp directory).
 	Host string
 	// Target is where it appears, relative to the workspace.
 	Target string

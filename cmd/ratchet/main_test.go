@@ -570,3 +570,79 @@ func TestIncompleteLogIsInfrastructureFailure(t *testing.T) {
 		t.Errorf("stderr does not explain the failure: %v", c)
 	}
 }
+
+// requireSandboxTools fails under CI, and skips elsewhere, when the
+// examples' checks cannot run here.
+func requireSandboxTools(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/python3", "/usr/bin/prlimit"} {
+		if _, err := os.Stat(p); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("CI must provide %s (test.sh installs it)", p)
+			}
+			t.Skipf("%s missing", p)
+		}
+	}
+}
+
+// TestExamples runs every example end to end: real checks (pytest and go
+// test in the sandbox) against recorded model turns.
+func TestExamples(t *testing.T) {
+	requireSandboxTools(t)
+	for _, ex := range []struct {
+		dir      string
+		attempts int
+	}{
+		{"quickstart", 2},
+		{"is-prime", 2},
+		{"go-primes", 2},
+		{"fix-project", 2},
+	} {
+		t.Run(ex.dir, func(t *testing.T) {
+			c := run(t, nil, "run", "--json", "--quiet", "--no-log", filepath.Join("..", "..", "examples", ex.dir, "task.yaml"))
+			c.wantCode(t, exitDone)
+			res := c.result(t)
+			if len(res.Attempts) != ex.attempts || res.Attempts[0].Accepted || !res.Best.Accepted {
+				t.Errorf("attempts %+v; want the first rejected and attempt %d accepted", res.Attempts, ex.attempts)
+			}
+		})
+	}
+}
+
+// TestVerifyCommand runs a task's checks on files with no model.
+func TestVerifyCommand(t *testing.T) {
+	requireSandboxTools(t)
+	task := filepath.Join("..", "..", "examples", "is-prime", "task.yaml")
+	dir := write(t, map[string]string{
+		"good.py": "def is_prime(n):\n    return n > 1 and all(n % i for i in range(2, int(n ** 0.5) + 1))\n",
+		"bad.py":  "def is_prime(n):\n    return n != 1\n",
+	})
+	good, bad := filepath.Join(dir, "good.py"), filepath.Join(dir, "bad.py")
+
+	c := run(t, nil, "verify", task, good)
+	c.wantCode(t, exitDone)
+	if !strings.Contains(c.stdout, "passed every gate check") || !strings.Contains(c.stdout, "✓ expensive exec") {
+		t.Errorf("stdout:\n%s", c.stdout)
+	}
+
+	c = run(t, nil, "verify", "--json", task, good, bad)
+	c.wantCode(t, exitNotDone)
+	var reports []struct {
+		File     string `json:"file"`
+		OK       bool   `json:"ok"`
+		Verdicts []struct {
+			Check string `json:"check"`
+			OK    bool   `json:"ok"`
+			Where string `json:"where"`
+		} `json:"verdicts"`
+	}
+	if err := json.Unmarshal([]byte(c.stdout), &reports); err != nil {
+		t.Fatalf("%v\n%s", err, c.stdout)
+	}
+	if len(reports) != 2 || !reports[0].OK || reports[1].OK || reports[1].Verdicts[1].Where == "" {
+		t.Errorf("reports %+v: want good ok, bad failing with a location", reports)
+	}
+
+	c = run(t, nil, "verify", task)
+	c.wantCode(t, exitUsage)
+}
