@@ -827,3 +827,17 @@ func TestLiveLineFitsTheTerminal(t *testing.T) {
 		t.Errorf("live line %q has %d runes; want fewer than 30, ending in …", line, n)
 	}
 }
+
+// TestPrinterSummarizesCode: a generate-mode reply shows as its language
+// and size, not as its code squashed onto one line.
+func TestPrinterSummarizesCode(t *testing.T) {
+	var b strings.Builder
+	p := observe.NewPrinter(&b, observe.PrinterConfig{})
+	p.Observe(observe.Entry{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{Purpose: model.PurposeStep}}})
+	p.Observe(observe.Entry{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelReply, Reply: &model.Response{
+		Content: []model.Block{model.TextBlock("Here:\n```go\npackage p\n\nfunc F() {}\n```\nCONFIDENCE: 0.9")},
+	}}})
+	if got, want := b.String(), "step 1  Here: [go code, 3 lines] CONFIDENCE: 0.9\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

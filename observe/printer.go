@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -115,7 +116,7 @@ func (p *Printer) event(ev *loop.Event) {
 			switch b.Type {
 			case model.Text:
 				if t := strings.TrimSpace(b.Text); t != "" {
-					line(oneLine(t, 160))
+					line(summarizeText(t))
 				}
 			case model.ToolUse:
 				acts = true
@@ -209,6 +210,20 @@ func (p *Printer) drawLive() {
 	}
 	fmt.Fprint(p.w, line)
 	p.shown = true
+}
+
+// summarizeText shows prose on one line and a fenced code block (a
+// generate-mode artifact) as its language and size, not as a squashed line.
+func summarizeText(t string) string {
+	before, rest, found := strings.Cut(t, "```")
+	if !found {
+		return oneLine(t, 160)
+	}
+	info, body, _ := strings.Cut(rest, "\n")
+	body, after, _ := strings.Cut(body, "```")
+	lines := strings.Count(strings.TrimRight(body, "\n"), "\n") + 1
+	code := fmt.Sprintf("[%s code, %d lines]", cmp.Or(strings.TrimSpace(info), "a block of"), lines)
+	return oneLine(strings.TrimSpace(before+" "+code+" "+after), 160)
 }
 
 func oneLine(s string, n int) string {
