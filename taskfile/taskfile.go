@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/internal/yamlerr"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/sandbox"
@@ -171,7 +172,7 @@ func Parse(data []byte, path string) (*File, error) {
 	p := &parser{file: path, f: &File{Path: path, Dir: filepath.Dir(abs)}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line, msg := yamlErr(err, data)
+		line, msg := yamlerr.Locate(err, data)
 		return nil, Problems{{File: path, Line: line, Msg: msg}}
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
@@ -779,56 +780,4 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 		return execcheck.New(cfg)
 	}
 	return nil, fmt.Errorf("unknown check kind %q", c.Kind)
-}
-
-// yamlErr returns the 1-based line and the message of a YAML syntax error.
-// yaml.v3 writes "yaml: line N: msg", but N is 1-based only for scanner
-// errors: for parser errors ("did not find expected …" and the directive
-// errors) it is 0-based, and an error on the first line has no "line N" at
-// all. An error at the end of the stream is put on the file's last line
-// rather than the one after it. An error with no place in the file (an
-// unknown anchor) gets line 0.
-func yamlErr(err error, data []byte) (int, string) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		num, text, ok := strings.Cut(rest, ": ")
-		if n, err := strconv.Atoi(num); ok && err == nil {
-			if isParserError(text) {
-				n++
-			}
-			return min(n, lineCount(data)), text
-		}
-	}
-	if strings.HasPrefix(msg, "unknown anchor") {
-		return 0, msg
-	}
-	return 1, msg
-}
-
-// lineCount returns how many lines data has, at least 1, counting line
-// breaks as yaml.v3 does: \r\n, \r, \n, NEL, LS and PS.
-func lineCount(data []byte) int {
-	isBreak := func(r rune) bool { return strings.ContainsRune("\n\r\u0085\u2028\u2029", r) }
-	n, last := 0, rune(0)
-	for _, r := range strings.ReplaceAll(string(data), "\r\n", "\n") {
-		if isBreak(r) {
-			n++
-		}
-		last = r
-	}
-	if !isBreak(last) {
-		n++ // a last line with no break after it
-	}
-	return n
-}
-
-// isParserError reports whether msg is one of yaml.v3's parser (as opposed
-// to scanner) problems, whose line yaml.v3 reports 0-based.
-func isParserError(msg string) bool {
-	for _, prefix := range []string{"did not find expected", "found undefined tag handle", "found duplicate %", "found incompatible YAML document"} {
-		if strings.HasPrefix(msg, prefix) {
-			return true
-		}
-	}
-	return false
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ratchetloop/ratchet/internal/yamlerr"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -147,7 +148,7 @@ func FuzzSyntax(f *testing.F) {
 		for lang, v := range checks {
 			lines := strings.Count(answer, "\n") + 1
 			if lang == "yaml" {
-				lines = max(lines, lineCount(answer)) // YAML also breaks lines at \r, NEL, LS and PS
+				lines = max(lines, yamlerr.Lines([]byte(answer))) // YAML also breaks lines at \r, NEL, LS and PS
 			}
 			got, err := v.Check(context.Background(), verify.Candidate{Answer: answer})
 			if err != nil {

@@ -14,12 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ratchetloop/ratchet/internal/yamlerr"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -315,7 +315,7 @@ func checkYAML(answer string) (v verify.Verdict) {
 			break
 		}
 		if err != nil {
-			line, msg := yamlErr(err, answer)
+			line, msg := yamlerr.Locate(err, []byte(answer))
 			where := at(line, 0)
 			detail := "the answer is not valid YAML: " + msg
 			if where != "" {
@@ -331,55 +331,3 @@ func checkYAML(answer string) (v verify.Verdict) {
 }
 
 var yamlLine = regexp.MustCompile(`^line (\d+): `)
-
-// yamlErr returns the 1-based line and the message of a YAML syntax error.
-// yaml.v3 writes "yaml: line N: msg", but N is 1-based only for scanner
-// errors: for parser errors ("did not find expected …" and the directive
-// errors) it is 0-based, and an error on the first line has no "line N" at
-// all. An error at the end of the stream is put on the last line rather than
-// the one after it. An error with no place (an unknown anchor) gets line 0.
-// (The same rules as package taskfile's, which this package cannot import.)
-func yamlErr(err error, data string) (int, string) {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		text := msg[len(m[0]):]
-		if n, err := strconv.Atoi(m[1]); err == nil {
-			if isParserError(text) {
-				n++
-			}
-			return max(1, min(n, lineCount(data))), text
-		}
-	}
-	if strings.HasPrefix(msg, "unknown anchor") {
-		return 0, msg
-	}
-	return 1, msg
-}
-
-// lineCount returns how many lines data has, at least 1, counting line
-// breaks as yaml.v3 does: \r\n, \r, \n, NEL, LS and PS.
-func lineCount(data string) int {
-	isBreak := func(r rune) bool { return strings.ContainsRune("\n\r\u0085\u2028\u2029", r) }
-	n, last := 0, rune(0)
-	for _, r := range strings.ReplaceAll(data, "\r\n", "\n") {
-		if isBreak(r) {
-			n++
-		}
-		last = r
-	}
-	if !isBreak(last) {
-		n++ // a last line with no break after it
-	}
-	return n
-}
-
-// isParserError reports whether msg is one of yaml.v3's parser (as opposed
-// to scanner) problems, whose line yaml.v3 reports 0-based.
-func isParserError(msg string) bool {
-	for _, prefix := range []string{"did not find expected", "found undefined tag handle", "found duplicate %", "found incompatible YAML document"} {
-		if strings.HasPrefix(msg, prefix) {
-			return true
-		}
-	}
-	return false
-}
