@@ -232,11 +232,19 @@ func (r *run) carryOutAll(ctx context.Context, cmds []loop.Command) []loop.Event
 	if len(cmds) == 1 {
 		return r.carryOut(ctx, r.within(ctx, cmds[0].Deadline), cmds[0])
 	}
+	// Batches are rare (samples, checks of several candidates): each
+	// command gets its own context rather than the shared one of within.
 	out := make([][]loop.Event, len(cmds))
 	var wg sync.WaitGroup
 	for i, c := range cmds {
-		cctx := r.within(ctx, c.Deadline) // on this goroutine: within is not safe for concurrent use
-		wg.Go(func() { out[i] = r.carryOut(ctx, cctx, c) })
+		cctx, cancel := ctx, context.CancelFunc(func() {})
+		if !c.Deadline.IsZero() {
+			cctx, cancel = context.WithDeadline(ctx, c.Deadline)
+		}
+		wg.Go(func() {
+			defer cancel()
+			out[i] = r.carryOut(ctx, cctx, c)
+		})
 	}
 	wg.Wait()
 	var events []loop.Event

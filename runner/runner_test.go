@@ -300,3 +300,22 @@ func TestVerdictConfidenceIsClamped(t *testing.T) {
 		}
 	}
 }
+
+// TestUnsureCandidateGetsAlternatives: a low-confidence finish makes the
+// runner sample alternatives in parallel and check them all; one passes.
+func TestUnsureCandidateGetsAlternatives(t *testing.T) {
+	alt := scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}}
+	m := newModel(t,
+		scripted.Turn{Finish: &scripted.Finish{Answer: "6", Confidence: conf(0.3)}},
+		alt, alt, // the two samples, played in whichever order they arrive
+	)
+	task := addTask()
+	task.Checks = verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}}
+	res, err := runner.Run(context.Background(), task, runner.Config{Model: m})
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("status %s err %v (%s)", res.Status, err, res.Reason)
+	}
+	if len(res.Attempts) != 3 || !res.Best.Sample || res.Usage.ModelCalls != 3 || res.Usage.Steps != 1 {
+		t.Errorf("attempts %d, best %+v, usage %+v: want 3 attempts, a sampled winner, 3 model calls in 1 step", len(res.Attempts), res.Best, res.Usage)
+	}
+}
