@@ -3,6 +3,7 @@ package observe
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 
@@ -98,6 +99,67 @@ func withInvalidInput(ev *loop.Event) *loggedEvent {
 		}
 	}
 	return &loggedEvent{Event: ev, Reply: r}
+}
+
+// EncodeCommand returns the log form of a command, as JSONL writes it.
+func EncodeCommand(c *loop.Command) ([]byte, error) {
+	return json.Marshal(loggedCommand{Command: c, Request: Summarize(c.Request)})
+}
+
+// Record is one entry read back from a JSONL log. Commands and notes are
+// kept as their JSON, which is what replay compares.
+type Record struct {
+	Seq     int64           `json:"seq"`
+	Run     string          `json:"run"`
+	Kind    Kind            `json:"kind"`
+	Spec    *loop.Spec      `json:"spec,omitempty"`
+	Event   *loop.Event     `json:"-"`
+	Command json.RawMessage `json:"command,omitempty"`
+	Note    json.RawMessage `json:"note,omitempty"`
+}
+
+// ReadJSONL reads a log written by JSONL. Tool arguments logged as
+// invalid_input are restored byte for byte. Errors name the line.
+func ReadJSONL(r io.Reader) ([]Record, error) {
+	var out []Record
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		var raw struct {
+			Record
+			Event json.RawMessage `json:"event"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		rec := raw.Record
+		if len(raw.Event) > 0 {
+			var ev loop.Event
+			var inv struct {
+				Reply *struct {
+					Content []struct {
+						InvalidInput *string `json:"invalid_input"`
+					} `json:"content"`
+				} `json:"reply"`
+			}
+			if err := json.Unmarshal(raw.Event, &ev); err != nil {
+				return nil, fmt.Errorf("line %d: event: %w", line, err)
+			}
+			if err := json.Unmarshal(raw.Event, &inv); err != nil {
+				return nil, fmt.Errorf("line %d: event: %w", line, err)
+			}
+			if inv.Reply != nil && ev.Reply != nil {
+				for i, b := range inv.Reply.Content {
+					if b.InvalidInput != nil && i < len(ev.Reply.Content) {
+						ev.Reply.Content[i].Input = json.RawMessage(*b.InvalidInput)
+					}
+				}
+			}
+			rec.Event = &ev
+		}
+		out = append(out, rec)
+	}
+	return out, sc.Err()
 }
 
 // Summarize returns the log form of a request.

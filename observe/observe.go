@@ -17,6 +17,9 @@ import (
 type Kind string
 
 const (
+	// KindRun opens a run's log with the spec the core ran, so that the log
+	// alone can be replayed.
+	KindRun     Kind = "run"
 	KindEvent   Kind = "event"
 	KindCommand Kind = "command"
 	KindNote    Kind = "note"
@@ -28,6 +31,7 @@ type Entry struct {
 	Run     string        `json:"run"`
 	At      time.Time     `json:"at"`
 	Kind    Kind          `json:"kind"`
+	Spec    *loop.Spec    `json:"spec,omitempty"`
 	Event   *loop.Event   `json:"event,omitempty"`
 	Command *loop.Command `json:"command,omitempty"`
 	Note    *loop.Note    `json:"note,omitempty"`

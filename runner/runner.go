@@ -161,7 +161,7 @@ func (r *run) record(e observe.Entry) {
 // Carrying it out on this goroutine rather than handing it to another saves
 // a cross-thread wake-up per step, most of the cost of a fast step.
 func (r *run) run(ctx context.Context) (loop.Result, error) {
-	start := r.cfg.Now()
+	start := r.now()
 	if r.cfg.RunID == "" {
 		r.cfg.RunID = "run-" + strconv.FormatInt(start.UnixNano(), 10)
 	}
@@ -170,6 +170,8 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 			r.cancelCtx()
 		}
 	}()
+	spec := r.m.Spec()
+	r.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
 	queue := []loop.Event{{Type: loop.EventStart, At: start}}
 	for len(queue) > 0 {
 		// Appends only write past the queue's end, so the entry may point
@@ -182,7 +184,7 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 		}
 		rd := r.m.Ready()
 		r.m.Advance()
-		now := r.cfg.Now()
+		now := r.now()
 		for i := range rd.Notes {
 			r.record(observe.Entry{At: now, Kind: observe.KindNote, Note: &rd.Notes[i]})
 		}
@@ -202,13 +204,18 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 		if ctx.Err() != nil {
 			queue = []loop.Event{{Type: loop.EventCancel, Text: context.Cause(ctx).Error()}}
 		}
-		at := r.cfg.Now()
+		at := r.now()
 		for i := range queue {
 			queue[i].At = at
 		}
 	}
 	return loop.Result{}, errors.New("runner: the loop core stopped issuing commands before finishing")
 }
+
+// now reads the clock without its monotonic reading: the core computes
+// elapsed time from event timestamps, and a replay from the log (which
+// keeps only wall-clock time) must compute exactly the same.
+func (r *run) now() time.Time { return r.cfg.Now().Round(0) }
 
 // within returns ctx bounded by the deadline d from the time budget.
 func (r *run) within(ctx context.Context, d time.Time) context.Context {

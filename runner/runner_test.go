@@ -105,6 +105,7 @@ func TestRunDoneAfterRejection(t *testing.T) {
 		kinds = append(kinds, k)
 	}
 	want := []string{
+		"run",                         // the spec, for replay
 		"event", "command:call_model", // start
 		"event", "command:run_tools", // reply with add
 		"event", "command:call_model", // tool result

@@ -39,6 +39,7 @@ const usage = `ratchet runs AI agent loops with a checked definition of done.
 Usage:
   ratchet run TASK.yaml [flags]   run a task file; see 'ratchet run -h'
   ratchet verify TASK.yaml FILE…  run a task's checks on candidate files, no model
+  ratchet replay LOG.jsonl        re-drive the core over a recorded run; exit 1 if it diverges
   ratchet version                 print the version
 
 Exit codes: 0 done, 1 ended not done, 2 usage or config error, 3 infrastructure failure.
@@ -55,6 +56,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.runCmd(ctx, args[1:])
 	case "verify":
 		return m.verifyCmd(ctx, args[1:])
+	case "replay":
+		return m.replayCmd(args[1:])
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, "ratchet", version())
 		return exitDone

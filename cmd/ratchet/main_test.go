@@ -599,11 +599,18 @@ func TestExamples(t *testing.T) {
 		{"fix-project", 2},
 	} {
 		t.Run(ex.dir, func(t *testing.T) {
-			c := run(t, nil, "run", "--json", "--quiet", "--no-log", filepath.Join("..", "..", "examples", ex.dir, "task.yaml"))
+			log := filepath.Join(t.TempDir(), "run.jsonl")
+			c := run(t, nil, "run", "--json", "--quiet", "--log", log, filepath.Join("..", "..", "examples", ex.dir, "task.yaml"))
 			c.wantCode(t, exitDone)
 			res := c.result(t)
 			if len(res.Attempts) != ex.attempts || res.Attempts[0].Accepted || !res.Best.Accepted {
 				t.Errorf("attempts %+v; want the first rejected and attempt %d accepted", res.Attempts, ex.attempts)
+			}
+			// Replay is a test: the recorded run re-drives identically.
+			c = run(t, nil, "replay", log)
+			c.wantCode(t, exitDone)
+			if !strings.Contains(c.stdout, "identical") {
+				t.Errorf("replay: %v", c)
 			}
 		})
 	}
