@@ -12,7 +12,7 @@ func TestLocate(t *testing.T) {
 		doc  string
 		line int
 	}{
-		{"a: [1\n", 1},                 // unclosed: at the end, not past it
+		{"a: [1\n", 1},                  // unclosed: at the end, not past it
 		{"a: 1\nb: c: d\n", 2},          // scanner error: already 1-based
 		{"a:\n  - 1\n - 2\n", 3},        // parser error: 0-based in yaml.v3
 		{"x: *nope\n", 0},               // no place in the file
