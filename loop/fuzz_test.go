@@ -46,11 +46,12 @@ func FuzzParseFinish(f *testing.F) {
 // a result, never a panic or a Go error, and every tool_use it keeps in the
 // history gets exactly one tool_result with an object input.
 func FuzzReply(f *testing.F) {
-	f.Add("add", `{"a":1}`, "finish", `{"answer":"5","confidence":0.5}`, "thinking", uint8(3))
-	f.Add("", `{`, "", ``, "", uint8(0))
-	f.Add("finish", `{"answer":"5","confidence":0.9}`, "", "", "", uint8(1))
-	f.Add("nope", `[1]`, "add", `{"a":"x"}`, strings.Repeat("x", 70000), uint8(7))
-	f.Fuzz(func(t *testing.T, name1, args1, name2, args2, text string, shape uint8) {
+	f.Add("add", `{"a":1}`, "finish", `{"answer":"5","confidence":0.5}`, "thinking", uint8(3), "a", "a")
+	f.Add("", `{`, "", ``, "", uint8(0), "", "")
+	f.Add("finish", `{"answer":"5","confidence":0.9}`, "", "", "", uint8(1), "x", "")
+	f.Add("nope", `[1]`, "add", `{"a":"x"}`, strings.Repeat("x", 70000), uint8(7), "s1_2", "")
+	f.Add("add", `{}`, "add", ``, "", uint8(6), "s1_2", "")
+	f.Fuzz(func(t *testing.T, name1, args1, name2, args2, text string, shape uint8, id1, id2 string) {
 		spec := Spec{
 			Goal:   "fuzz",
 			Tools:  []model.ToolSpec{{Name: "add", Description: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}},
@@ -72,10 +73,10 @@ func FuzzReply(f *testing.F) {
 			content = append(content, model.TextBlock(text))
 		}
 		if shape&2 != 0 {
-			content = append(content, model.Block{Type: model.ToolUse, ID: "a", Name: name1, Input: json.RawMessage(args1)})
+			content = append(content, model.Block{Type: model.ToolUse, ID: id1, Name: name1, Input: json.RawMessage(args1)})
 		}
 		if shape&4 != 0 {
-			content = append(content, model.Block{Type: model.ToolUse, ID: "a", Name: name2, Input: json.RawMessage(args2)})
+			content = append(content, model.Block{Type: model.ToolUse, ID: id2, Name: name2, Input: json.RawMessage(args2)})
 		}
 		if err := m.Step(Event{Type: EventModelReply, At: at, Call: call.ID, Reply: &model.Response{Content: content}}); err != nil {
 			t.Fatalf("Step: %v", err)
@@ -104,6 +105,9 @@ func FuzzReply(f *testing.F) {
 		}
 		if m.Phase() != PhaseModel && m.Phase() != PhaseStopped {
 			t.Fatalf("phase %s after a full turn", m.Phase())
+		}
+		if _, err := m.Snapshot(); err != nil {
+			t.Fatalf("snapshot after the turn: %v", err)
 		}
 		// Every tool_use in the history has an object input and one result.
 		uses, results := map[string]int{}, map[string]int{}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -72,11 +73,13 @@ type Machine struct {
 
 // pendingCall is one tool_use of the reply being processed.
 type pendingCall struct {
-	ID       string          `json:"id"`
-	Name     string          `json:"name"`
-	Args     json.RawMessage `json:"args"`
-	Result   *ToolOutcome    `json:"result,omitempty"` // set when known
-	Dispatch bool            `json:"dispatch,omitempty"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Args are kept as a string: they may be invalid JSON, which a
+	// json.RawMessage could not snapshot.
+	Args     string       `json:"args"`
+	Result   *ToolOutcome `json:"result,omitempty"` // set when known
+	Dispatch bool         `json:"dispatch,omitempty"`
 }
 
 // state is everything that changes; it is what Snapshot serialises.
@@ -166,6 +169,15 @@ func (m *Machine) Ready() Ready { return m.ready }
 // Advance acknowledges that the last Ready has been recorded and carried out.
 func (m *Machine) Advance() { m.ready = Ready{} }
 
+// Abort ends the run failed, for a shell that cannot go on (it broke the
+// protocol, say): the Result still carries the attempts and usage so far.
+// It does nothing once the run has stopped.
+func (m *Machine) Abort(reason string) {
+	if m.st.Phase != PhaseStopped {
+		m.stop(Failed, reason)
+	}
+}
+
 // Step feeds one event to the machine.
 func (m *Machine) Step(ev Event) error {
 	if m.st.Phase == PhaseStopped {
@@ -208,6 +220,9 @@ func (m *Machine) Step(ev Event) error {
 	case EventVerdict:
 		m.onVerdict(ev.Call, *ev.Verdict)
 	case EventCheckError:
+		if m.onHoldoutError(ev.Call, *ev.Error) {
+			break
+		}
 		if ev.Error.Kind == FailDeadline {
 			m.stop(Exhausted(budget.Time), "a check was cut off by the time budget: "+ev.Error.Message)
 		} else {
@@ -326,7 +341,9 @@ func (m *Machine) beginClosing(d budget.Dimension) {
 
 func (m *Machine) closingTurn() {
 	est := m.estimateInput()
-	d, over := budget.Exceeds(m.spec.Budget, m.st.Usage, budget.Usage{Steps: 1, ModelCalls: 1, InputTokens: est, OutputTokens: 1})
+	// The closing call is projected to cost as much as the costliest call
+	// so far: if even that does not fit, the run ends without it.
+	d, over := budget.Exceeds(m.spec.Budget, m.st.Usage, budget.Usage{Steps: 1, ModelCalls: 1, InputTokens: est, OutputTokens: 1, Cost: m.st.MaxCallCost})
 	if !over && m.spec.Budget.Time > 0 && m.st.Usage.Time >= m.spec.Budget.Time {
 		d, over = budget.Time, true
 	}
@@ -407,6 +424,18 @@ func (m *Machine) onModelError(f Failure) {
 	m.nextTurn()
 }
 
+// textOnly keeps a reply's text blocks: anything else in a turn that calls
+// no tool (a stray tool_result, a tool_use in generate mode) would need a
+// pairing the history cannot give it.
+func textOnly(blocks []model.Block) []model.Block {
+	for _, b := range blocks {
+		if b.Type != model.Text {
+			return slices.DeleteFunc(slices.Clone(blocks), func(b model.Block) bool { return b.Type != model.Text })
+		}
+	}
+	return blocks
+}
+
 // charge adds one reply's usage.
 func (m *Machine) charge(u model.Usage) {
 	m.st.Usage.InputTokens += u.InputTokens
@@ -440,7 +469,7 @@ func (m *Machine) onReply(r model.Response) {
 		m.malformed("oversized_reply", fmt.Sprintf("Your reply was %d bytes, over the limit of %d, and was discarded unread. Keep replies shorter: act in smaller steps.", size, m.spec.Policy.MaxReplyBytes))
 		return
 	case m.spec.Mode == ModeGenerate:
-		m.appendHistory(model.Message{Role: model.Assistant, Content: r.Content})
+		m.appendHistory(model.Message{Role: model.Assistant, Content: textOnly(r.Content)})
 		answer, conf, stated := ExtractCandidate(replyText(r.Content))
 		if answer == "" {
 			m.malformed("no_answer", "Your reply held no answer. Reply with the artifact in a fenced code block, then a final line CONFIDENCE: x.")
@@ -453,7 +482,7 @@ func (m *Machine) onReply(r model.Response) {
 		m.malformed("empty_reply", "Your reply was empty. Call a tool, or call `finish` with your answer and confidence.")
 		return
 	case len(uses) == 0:
-		m.appendHistory(model.Message{Role: model.Assistant, Content: r.Content})
+		m.appendHistory(model.Message{Role: model.Assistant, Content: textOnly(r.Content)})
 		m.malformed("no_action", "Your reply called no tool. To act, call a tool; to answer, call `finish` with your answer and confidence. A plain-text answer is not submitted.")
 		return
 	}
@@ -471,14 +500,23 @@ func (m *Machine) onReply(r model.Response) {
 	}
 	m.st.Calls = m.st.Calls[:0]
 	finishes := 0
+	taken := make([]string, 0, len(uses)) // IDs in use: the model's own and the generated
+	for _, i := range uses {
+		taken = append(taken, r.Content[i].ID)
+	}
 	for n, i := range uses {
 		if id := content[i].ID; id == "" || slices.ContainsFunc(uses[:n], func(j int) bool { return content[j].ID == id }) {
-			edit(i).ID = fmt.Sprintf("s%d_%d", m.st.Step, n+1)
+			fresh := fmt.Sprintf("s%d_%d", m.st.Step, n+1)
+			for k := 2; slices.Contains(taken, fresh); k++ {
+				fresh = fmt.Sprintf("s%d_%d_%d", m.st.Step, n+1, k)
+			}
+			taken = append(taken, fresh)
+			edit(i).ID = fresh
 		}
 		if !isObject(content[i].Input) {
 			edit(i).Input = json.RawMessage(`{}`)
 		}
-		m.st.Calls = append(m.st.Calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: r.Content[i].Input})
+		m.st.Calls = append(m.st.Calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: string(r.Content[i].Input)})
 		if content[i].Name == FinishTool {
 			finishes++
 		}
@@ -521,8 +559,13 @@ func (m *Machine) dispatchTools() {
 			problem, text = "closing_turn", fmt.Sprintf("tool %q not run: this is the closing turn and tools are no longer available", c.Name)
 		case !m.known[c.Name]:
 			problem, text = "unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, m.toolList())
-		case !json.Valid(c.Args):
-			problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
+		case strings.TrimSpace(c.Args) == "":
+			c.Args = "{}" // some providers omit the arguments of a call that takes none
+		}
+		switch {
+		case problem != "":
+		case !json.Valid([]byte(c.Args)):
+			problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(c.Args, 200))
 		case budgetLeft == 0:
 			problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
 		}
@@ -535,7 +578,7 @@ func (m *Machine) dispatchTools() {
 			budgetLeft--
 		}
 		c.Dispatch = true
-		run = append(run, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+		run = append(run, ToolCall{ID: c.ID, Name: c.Name, Args: json.RawMessage(c.Args)})
 	}
 	if len(run) == 0 {
 		m.completeTools()
@@ -571,7 +614,7 @@ func (m *Machine) completeTools() {
 	obs := progress.Observation{Kind: progress.Action, Calls: make([]progress.Call, len(m.st.Calls))}
 	for i, c := range m.st.Calls {
 		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: c.Result.IsError})
-		obs.Calls[i] = progress.Call{Tool: c.Name, Args: c.Args, Result: c.Result.Output}
+		obs.Calls[i] = progress.Call{Tool: c.Name, Args: json.RawMessage(c.Args), Result: c.Result.Output}
 	}
 	m.st.Calls = m.st.Calls[:0]
 	if m.st.Closing {
@@ -628,14 +671,14 @@ func parseFinish(raw json.RawMessage) (answer string, confidence float64, err er
 	if !ok {
 		return "", 0, errors.New(`"answer" is missing`)
 	}
-	if json.Unmarshal(a, &answer) != nil {
+	if string(bytes.TrimSpace(a)) == "null" || json.Unmarshal(a, &answer) != nil {
 		return "", 0, fmt.Errorf(`"answer" must be a string, got %s`, clip(string(a), 40))
 	}
 	c, ok := fields["confidence"]
 	if !ok {
 		return "", 0, errors.New(`"confidence" is missing: give a number from 0 to 1`)
 	}
-	if json.Unmarshal(c, &confidence) != nil {
+	if string(bytes.TrimSpace(c)) == "null" || json.Unmarshal(c, &confidence) != nil {
 		return "", 0, fmt.Errorf(`"confidence" must be a number from 0 to 1, got %s`, clip(string(c), 40))
 	}
 	if !(confidence >= 0 && confidence <= 1) {
@@ -654,7 +697,7 @@ func (m *Machine) onFinish() {
 		return
 	}
 	c := m.st.Calls[0]
-	answer, conf, err := parseFinish(c.Args)
+	answer, conf, err := parseFinish(json.RawMessage(c.Args))
 	if err != nil {
 		text := "finish rejected: " + err.Error()
 		m.st.Calls[0].Result = &ToolOutcome{Output: text, IsError: true, Outcome: "invalid_args"}

@@ -86,12 +86,15 @@ func (m *Machine) sample() bool {
 	msgs := append(slices.Clip(h[:len(h)-1]), model.Message{Role: model.User, Content: []model.Block{model.TextBlock(strings.TrimSpace(nudge))}})
 	est := m.estimateInput()
 	var ids []string
-	for range pol.Samples {
-		need := pol.Reserve
+	// Every sample requested so far is projected too, so that together
+	// they never eat into the closing reserve.
+	need := pol.Reserve
+	need.Cost = max(need.Cost, m.st.MaxCallCost)
+	for range max(pol.Samples, 0) {
 		need.ModelCalls++
-		need.InputTokens += 2 * est
+		need.InputTokens += est
 		need.OutputTokens += int64(pol.MaxOutputTokens)
-		need.Cost = m.st.MaxCallCost + max(need.Cost, m.st.MaxCallCost)
+		need.Cost += m.st.MaxCallCost
 		if _, over := budget.Exceeds(m.spec.Budget, m.st.Usage, need); over {
 			break
 		}
@@ -319,6 +322,26 @@ func (m *Machine) onVerdict(id string, v verify.Verdict) {
 		}
 		m.verifyNext()
 	}
+}
+
+// onHoldoutError records a holdout check that could not run as a failed
+// holdout verdict: holdout checks never gate done, so an infrastructure
+// problem in one must not take away an accepted answer. It reports whether
+// the error was a holdout one.
+func (m *Machine) onHoldoutError(id string, f Failure) bool {
+	n, t, ok := m.parseVerifyID(id)
+	if !ok || t != verify.Holdout {
+		return false
+	}
+	a := &m.st.Attempts[n-1]
+	for _, name := range m.checksIn(verify.Holdout) {
+		if !slices.ContainsFunc(a.Holdout, func(v verify.Verdict) bool { return v.Check == name }) {
+			a.Holdout = append(a.Holdout, verify.Verdict{Check: name, Detail: "could not run: " + f.Message})
+		}
+	}
+	m.st.Awaiting = slices.DeleteFunc(m.st.Awaiting, func(a string) bool { return a == id })
+	m.acceptWinner()
+	return true
 }
 
 // win records the attempt that passed every gate check, then runs the

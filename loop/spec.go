@@ -100,11 +100,8 @@ func (p Policy) withDefaults(l budget.Limits) Policy {
 	if p.ConfidenceThreshold == 0 {
 		p.ConfidenceThreshold = 0.8
 	}
-	switch p.Samples {
-	case 0:
-		p.Samples = 2
-	case -1:
-		p.Samples = 0
+	if p.Samples == 0 {
+		p.Samples = 2 // -1 (none) stays -1, so that defaults apply idempotently
 	}
 	if p.Reserve == (budget.Usage{}) {
 		p.Reserve = budget.Usage{Steps: 1, ModelCalls: 1}
@@ -189,8 +186,16 @@ func (s Spec) Validate() error {
 	if !(p.ConfidenceThreshold > 0 && p.ConfidenceThreshold <= 1) {
 		add("policy.confidence_threshold: %v is not in (0, 1]", p.ConfidenceThreshold)
 	}
-	if p.Samples < 0 || p.Samples > 16 {
+	if p.Samples < -1 || p.Samples > 16 {
 		add("policy.samples: %d is not between -1 (none) and 16", s.Policy.Samples)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"max_output_tokens", p.MaxOutputTokens}, {"closing_output_tokens", p.ClosingOutputTokens}, {"max_reply_bytes", p.MaxReplyBytes}, {"max_feedback_bytes", p.MaxFeedbackBytes}} {
+		if f.v < 0 {
+			add("policy.%s: %d is negative", f.name, f.v)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/replay"
@@ -26,6 +27,10 @@ func conf(f float64) *float64 { return &f }
 
 // record runs a task with the given turns and returns its log.
 func record(t *testing.T, turns ...scripted.Turn) []byte {
+	return recordWith(t, loop.Policy{}, turns...)
+}
+
+func recordWith(t *testing.T, policy loop.Policy, turns ...scripted.Turn) []byte {
 	t.Helper()
 	add := tool.Func("add", "Add two integers.", func(_ context.Context, in addIn) (int, error) { return in.A + in.B, nil })
 	m, err := scripted.New(scripted.Script{Turns: turns}, scripted.Config{Quiet: true})
@@ -39,6 +44,7 @@ func record(t *testing.T, turns ...scripted.Turn) []byte {
 		Tools:  []tool.Tool{add},
 		Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
 		Budget: budget.Limits{Steps: 8, Time: time.Minute},
+		Policy: policy,
 	}, runner.Config{Model: m, Observers: []observe.Observer{jl}})
 	if err := jl.Flush(); err != nil {
 		t.Fatal(err)
@@ -87,6 +93,18 @@ func TestTamperedLogDiverges(t *testing.T) {
 	var div *replay.Divergence
 	if !errors.As(err, &div) || div.After == 0 || !strings.Contains(div.Got, "rejected") {
 		t.Fatalf("err %v: want a divergence where the attempt is now rejected", err)
+	}
+}
+
+// TestSamplingOffReplays: the recorded spec has its defaults applied, and
+// applying them again must not turn sampling back on.
+func TestSamplingOffReplays(t *testing.T) {
+	log := recordWith(t, loop.Policy{Samples: -1},
+		scripted.Turn{Finish: &scripted.Finish{Answer: "4", Confidence: conf(0.1)}},
+		scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.1)}},
+	)
+	if _, err := replayLog(t, log); err != nil {
+		t.Fatalf("replay: %v", err)
 	}
 }
 

@@ -180,7 +180,11 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 		queue = queue[1:]
 		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
 		if err := r.m.Step(*ev); err != nil {
-			return loop.Result{}, fmt.Errorf("runner: %w", err)
+			// A shell bug; still end with exactly one Result.
+			r.m.Advance()
+			r.m.Abort("runner: " + err.Error())
+			res, _ := r.m.Result()
+			return res, fmt.Errorf("runner: %w", err)
 		}
 		rd := r.m.Ready()
 		r.m.Advance()
@@ -283,7 +287,12 @@ func (r *run) carryOut(ctx, cctx context.Context, c loop.Command) []loop.Event {
 	return nil
 }
 
-func (r *run) callModel(ctx context.Context, c loop.Command) loop.Event {
+func (r *run) callModel(ctx context.Context, c loop.Command) (ev loop.Event) {
+	defer func() {
+		if p := recover(); p != nil { // a bug in the model: infrastructure, not the run's end
+			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
+		}
+	}()
 	resp, err := r.cfg.Model.Generate(ctx, *c.Request)
 	if err != nil {
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
@@ -315,7 +324,12 @@ func (r *run) runTools(ctx context.Context, c loop.Command) []loop.Event {
 	return events
 }
 
-func (r *run) check(ctx context.Context, c loop.Command, name string) loop.Event {
+func (r *run) check(ctx context.Context, c loop.Command, name string) (ev loop.Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			ev = loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", name, p)}}
+		}
+	}()
 	v, err := r.checks[name].Check(ctx, *c.Candidate)
 	if err != nil {
 		f := failure(ctx, err)

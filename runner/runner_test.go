@@ -320,3 +320,18 @@ func TestUnsureCandidateGetsAlternatives(t *testing.T) {
 		t.Errorf("attempts %d, best %+v, usage %+v: want 3 attempts, a sampled winner, 3 model calls in 1 step", len(res.Attempts), res.Best, res.Usage)
 	}
 }
+
+// TestPanickingVerifierIsInfrastructure: a verifier that panics ends the run
+// failed with a Result, instead of crashing the process.
+func TestPanickingVerifierIsInfrastructure(t *testing.T) {
+	boom := verify.Func{CheckName: "boom", Prov: verify.Validation, Fn: func(context.Context, verify.Candidate) (verify.Verdict, error) {
+		panic("verifier bug")
+	}}
+	task := addTask()
+	task.Checks = verify.Tiers{Cheap: []verify.Verifier{boom, verify.Equals("5")}}
+	m := newModel(t, scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(1)}})
+	res, err := runner.Run(context.Background(), task, runner.Config{Model: m})
+	if err == nil || res.Status != loop.Failed || !strings.Contains(res.Reason, "verifier bug") {
+		t.Fatalf("status %s reason %q err %v", res.Status, res.Reason, err)
+	}
+}
