@@ -101,6 +101,9 @@ type state struct {
 	Calls        []pendingCall `json:"calls,omitempty"`
 	Outbox       []model.Block `json:"outbox,omitempty"`
 	Attempts     []Attempt     `json:"attempts,omitempty"`
+	// Abandoned lists Verify commands whose answers no longer matter (their
+	// search was cut off by the time budget); their events are dropped.
+	Abandoned []string `json:"abandoned,omitempty"`
 	// Search is the judging of a submitted candidate, while it lasts.
 	Search  *search          `json:"search,omitempty"`
 	Monitor progress.Monitor `json:"monitor"`
@@ -183,6 +186,11 @@ func (m *Machine) Step(ev Event) error {
 	if m.st.Phase == PhaseStopped {
 		return ErrStopped
 	}
+	if i := slices.Index(m.st.Abandoned, ev.Call); i >= 0 && ev.Call != "" && (ev.Type == EventVerdict || ev.Type == EventCheckError) {
+		// The answer to a check the run gave up waiting for: nothing to do.
+		m.st.Abandoned = slices.Delete(m.st.Abandoned, i, i+1)
+		return nil
+	}
 	if err := m.accept(ev); err != nil {
 		return err
 	}
@@ -224,7 +232,7 @@ func (m *Machine) Step(ev Event) error {
 			break
 		}
 		if ev.Error.Kind == FailDeadline {
-			m.stop(Exhausted(budget.Time), "a check was cut off by the time budget: "+ev.Error.Message)
+			m.onCheckDeadline(ev.Error.Message)
 		} else {
 			m.stop(Failed, "a check could not run: "+ev.Error.Message)
 		}

@@ -324,6 +324,33 @@ func (m *Machine) onVerdict(id string, v verify.Verdict) {
 	}
 }
 
+// onCheckDeadline handles checks cut off by the ordinary time deadline: the
+// candidates stay unjudged, the model is told, and the reserved closing
+// turn begins, as after a model call cut off at the same deadline. In the
+// closing turn itself the run ends exhausted.
+func (m *Machine) onCheckDeadline(msg string) {
+	s := m.st.Search
+	if m.st.Closing || s == nil {
+		m.stop(Exhausted(budget.Time), "a check was cut off by the time budget: "+msg)
+		return
+	}
+	for _, c := range s.Cands {
+		a := &m.st.Attempts[c-1]
+		a.Summary = summarize(*a, false)
+	}
+	m.st.Abandoned = append(m.st.Abandoned, m.st.Awaiting...)
+	m.st.Awaiting = nil
+	text := "Not judged: the checks ran out of time (" + clip(msg, 200) + ")."
+	if s.FinishID != "" {
+		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: s.FinishID, Text: text, IsError: true})
+	} else {
+		m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
+	}
+	m.st.Search = nil
+	m.beginClosing(budget.Time)
+	m.nextTurn()
+}
+
 // onHoldoutError records a holdout check that could not run as a failed
 // holdout verdict: holdout checks never gate done, so an infrastructure
 // problem in one must not take away an accepted answer. It reports whether
