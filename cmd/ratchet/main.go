@@ -40,6 +40,7 @@ Usage:
   ratchet run TASK.yaml [flags]   run a task file; see 'ratchet run -h'
   ratchet verify TASK.yaml FILE…  run a task's checks on candidate files, no model
   ratchet replay LOG.jsonl        re-drive the core over a recorded run; exit 1 if it diverges
+  ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet version                 print the version
 
 Exit codes: 0 done, 1 ended not done, 2 usage or config error, 3 infrastructure failure.
@@ -58,6 +59,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.verifyCmd(ctx, args[1:])
 	case "replay":
 		return m.replayCmd(args[1:])
+	case "sim":
+		return m.simCmd(ctx, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, "ratchet", version())
 		return exitDone
