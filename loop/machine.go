@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -666,27 +665,31 @@ func isObject(raw json.RawMessage) bool {
 // parseFinish validates finish arguments strictly; the error is for the model.
 func parseFinish(raw json.RawMessage) (answer string, confidence float64, err error) {
 	const form = `arguments must be a JSON object {"answer": string, "confidence": number from 0 to 1}`
-	var fields map[string]json.RawMessage
-	if !isObject(raw) || json.Unmarshal(raw, &fields) != nil {
+	if !isObject(raw) {
 		return "", 0, errors.New(form)
 	}
-	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if k != "answer" && k != "confidence" {
-			return "", 0, fmt.Errorf("unexpected argument %q; %s", k, form)
+	var fields struct {
+		Answer     json.RawMessage `json:"answer"`
+		Confidence json.RawMessage `json:"confidence"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fields); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return "", 0, fmt.Errorf("unexpected argument %s; %s", name, form)
 		}
+		return "", 0, errors.New(form)
 	}
-	a, ok := fields["answer"]
-	if !ok {
+	switch a := bytes.TrimSpace(fields.Answer); {
+	case a == nil:
 		return "", 0, errors.New(`"answer" is missing`)
-	}
-	if string(bytes.TrimSpace(a)) == "null" || json.Unmarshal(a, &answer) != nil {
+	case string(a) == "null" || json.Unmarshal(a, &answer) != nil:
 		return "", 0, fmt.Errorf(`"answer" must be a string, got %s`, clip(string(a), 40))
 	}
-	c, ok := fields["confidence"]
-	if !ok {
+	switch c := bytes.TrimSpace(fields.Confidence); {
+	case c == nil:
 		return "", 0, errors.New(`"confidence" is missing: give a number from 0 to 1`)
-	}
-	if string(bytes.TrimSpace(c)) == "null" || json.Unmarshal(c, &confidence) != nil {
+	case string(c) == "null" || json.Unmarshal(c, &confidence) != nil:
 		return "", 0, fmt.Errorf(`"confidence" must be a number from 0 to 1, got %s`, clip(string(c), 40))
 	}
 	if !(confidence >= 0 && confidence <= 1) {
