@@ -72,13 +72,35 @@ type Machine struct {
 
 // pendingCall is one tool_use of the reply being processed.
 type pendingCall struct {
-	ID   string `json:"id"`
-	Name string `json:"name"`
-	// Args are kept as a string: they may be invalid JSON, which a
-	// json.RawMessage could not snapshot.
+	ID       string
+	Name     string
+	Args     json.RawMessage // may be invalid JSON: see MarshalJSON
+	Result   *ToolOutcome    // set when known
+	Dispatch bool
+}
+
+// pendingCallJSON is pendingCall's snapshot form: arguments as a string,
+// since a model's arguments may be invalid JSON, which a json.RawMessage
+// field cannot hold.
+type pendingCallJSON struct {
+	ID       string       `json:"id"`
+	Name     string       `json:"name"`
 	Args     string       `json:"args"`
-	Result   *ToolOutcome `json:"result,omitempty"` // set when known
+	Result   *ToolOutcome `json:"result,omitempty"`
 	Dispatch bool         `json:"dispatch,omitempty"`
+}
+
+func (c pendingCall) MarshalJSON() ([]byte, error) {
+	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch})
+}
+
+func (c *pendingCall) UnmarshalJSON(data []byte) error {
+	var j pendingCallJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch}
+	return nil
 }
 
 // state is everything that changes; it is what Snapshot serialises.
@@ -507,12 +529,14 @@ func (m *Machine) onReply(r model.Response) {
 	}
 	m.st.Calls = m.st.Calls[:0]
 	finishes := 0
-	taken := make([]string, 0, len(uses)) // IDs in use: the model's own and the generated
-	for _, i := range uses {
-		taken = append(taken, r.Content[i].ID)
-	}
+	var taken []string // IDs in use, the model's own and the generated; built when first needed
 	for n, i := range uses {
 		if id := content[i].ID; id == "" || slices.ContainsFunc(uses[:n], func(j int) bool { return content[j].ID == id }) {
+			if taken == nil {
+				for _, j := range uses {
+					taken = append(taken, r.Content[j].ID)
+				}
+			}
 			fresh := fmt.Sprintf("s%d_%d", m.st.Step, n+1)
 			for k := 2; slices.Contains(taken, fresh); k++ {
 				fresh = fmt.Sprintf("s%d_%d_%d", m.st.Step, n+1, k)
@@ -523,7 +547,7 @@ func (m *Machine) onReply(r model.Response) {
 		if !isObject(content[i].Input) {
 			edit(i).Input = json.RawMessage(`{}`)
 		}
-		m.st.Calls = append(m.st.Calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: string(r.Content[i].Input)})
+		m.st.Calls = append(m.st.Calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: r.Content[i].Input})
 		if content[i].Name == FinishTool {
 			finishes++
 		}
@@ -566,13 +590,13 @@ func (m *Machine) dispatchTools() {
 			problem, text = "closing_turn", fmt.Sprintf("tool %q not run: this is the closing turn and tools are no longer available", c.Name)
 		case !m.known[c.Name]:
 			problem, text = "unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, m.toolList())
-		case strings.TrimSpace(c.Args) == "":
-			c.Args = "{}" // some providers omit the arguments of a call that takes none
+		case len(bytes.TrimSpace(c.Args)) == 0:
+			c.Args = json.RawMessage(`{}`) // some providers omit the arguments of a call that takes none
 		}
 		switch {
 		case problem != "":
-		case !json.Valid([]byte(c.Args)):
-			problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(c.Args, 200))
+		case !json.Valid(c.Args):
+			problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
 		case budgetLeft == 0:
 			problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
 		}
@@ -585,7 +609,7 @@ func (m *Machine) dispatchTools() {
 			budgetLeft--
 		}
 		c.Dispatch = true
-		run = append(run, ToolCall{ID: c.ID, Name: c.Name, Args: json.RawMessage(c.Args)})
+		run = append(run, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
 	if len(run) == 0 {
 		m.completeTools()
@@ -621,7 +645,7 @@ func (m *Machine) completeTools() {
 	obs := progress.Observation{Kind: progress.Action, Calls: make([]progress.Call, len(m.st.Calls))}
 	for i, c := range m.st.Calls {
 		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: c.Result.IsError})
-		obs.Calls[i] = progress.Call{Tool: c.Name, Args: json.RawMessage(c.Args), Result: c.Result.Output}
+		obs.Calls[i] = progress.Call{Tool: c.Name, Args: c.Args, Result: c.Result.Output}
 	}
 	m.st.Calls = m.st.Calls[:0]
 	if m.st.Closing {
@@ -708,7 +732,7 @@ func (m *Machine) onFinish() {
 		return
 	}
 	c := m.st.Calls[0]
-	answer, conf, err := parseFinish(json.RawMessage(c.Args))
+	answer, conf, err := parseFinish(c.Args)
 	if err != nil {
 		text := "finish rejected: " + err.Error()
 		m.st.Calls[0].Result = &ToolOutcome{Output: text, IsError: true, Outcome: "invalid_args"}
