@@ -227,9 +227,9 @@ func (m *Machine) Step(ev Event) error {
 		m.st.HistoryBytes += int64(len(m.spec.Goal))
 		m.nextTurn()
 	case EventCancel:
-		reason := "cancelled"
+		reason := "the run was cancelled"
 		if ev.Text != "" {
-			reason = "cancelled: " + ev.Text
+			reason = ev.Text
 		}
 		m.stop(Cancelled, reason)
 	case EventModelReply:
