@@ -129,6 +129,8 @@ type state struct {
 	Search  *search          `json:"search,omitempty"`
 	Monitor progress.Monitor `json:"monitor"`
 	Fires   int              `json:"fires"`
+	// Call describes the model call(s) in flight.
+	Call callParams `json:"call"`
 	// Closing is set once the reserved turn has begun; ClosingDim says why.
 	Closing    bool             `json:"closing,omitempty"`
 	ClosingDim budget.Dimension `json:"closing_dim,omitempty"`
@@ -412,14 +414,72 @@ func (m *Machine) callModel(p model.Purpose, tools []model.ToolSpec, maxOut int,
 	id := "m" + strconv.Itoa(m.st.CallSeq)
 	m.st.Awaiting = []string{id}
 	m.st.Phase = PhaseModel
+	m.st.Call = callParams{Purpose: p, MaxOut: maxOut, Deadline: deadline}
+	m.emit(m.modelCommand(id))
+}
+
+// callParams are what a model call in flight was asked with beyond the
+// state itself, so that Pending can issue it again after a Restore.
+type callParams struct {
+	Purpose  model.Purpose `json:"purpose"`
+	MaxOut   int           `json:"max_out"`
+	Deadline time.Time     `json:"deadline,omitzero"`
+}
+
+// modelCommand builds the CallModel command id of the current turn.
+func (m *Machine) modelCommand(id string) Command {
+	c := m.st.Call
 	h := m.st.History
-	m.emit(Command{Type: CallModel, ID: id, Deadline: deadline, Request: &model.Request{
+	req := &model.Request{
 		System:          m.system,
 		Messages:        h[:len(h):len(h)], // capped: the shell cannot see or clobber later appends
-		Tools:           tools,
-		MaxOutputTokens: maxOut,
-		Purpose:         p,
-	}})
+		MaxOutputTokens: c.MaxOut,
+		Purpose:         c.Purpose,
+	}
+	switch {
+	case c.Purpose == model.PurposeSample:
+		req.Messages, req.Tools = m.sampleRequest()
+	case m.spec.Mode == ModeGenerate:
+	case c.Purpose == model.PurposeClosing:
+		req.Tools = []model.ToolSpec{finishSpec}
+	default:
+		req.Tools = m.tools
+	}
+	return Command{Type: CallModel, ID: id, Deadline: c.Deadline, Request: req}
+}
+
+// Pending returns the commands in flight, built again from the state: what
+// a shell must carry out (again) after Restore, or to resume a run whose
+// process died. Answers that already arrived are not asked for twice.
+func (m *Machine) Pending() []Command {
+	switch m.st.Phase {
+	case PhaseModel, PhaseSample:
+		out := make([]Command, len(m.st.Awaiting))
+		for i, id := range m.st.Awaiting {
+			out[i] = m.modelCommand(id)
+		}
+		return out
+	case PhaseTools:
+		var calls []ToolCall
+		for _, c := range m.st.Calls {
+			if c.Dispatch && c.Result == nil {
+				calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+			}
+		}
+		return []Command{{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: calls}}
+	case PhaseVerify:
+		var out []Command
+		for _, id := range m.st.Awaiting {
+			n, t, _ := m.parseVerifyID(id)
+			c := m.verifyCommand(n, t)
+			c.Checks = slices.DeleteFunc(c.Checks, func(name string) bool { return !m.awaitingCheck(id, name) })
+			out = append(out, c)
+		}
+		return out
+	case PhaseHuman:
+		return []Command{{Type: AskHuman, ID: "h" + strconv.Itoa(m.st.Step), Question: m.st.Question}}
+	}
+	return nil
 }
 
 // estimateInput approximates the next request's input tokens as bytes/4, a

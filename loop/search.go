@@ -75,15 +75,6 @@ func (m *Machine) unsure(conf float64) bool {
 // beyond the closing reserve. It reports whether any were requested.
 func (m *Machine) sample() bool {
 	pol := m.spec.Policy
-	h := m.st.History
-	// The alternatives answer the same turn: the history before the reply
-	// that submitted the candidate, plus a nudge.
-	nudge := nudgePrompt
-	tools := []model.ToolSpec{finishSpec}
-	if m.spec.Mode == ModeGenerate {
-		nudge, tools = nudgeGeneratePrompt, nil
-	}
-	msgs := append(slices.Clip(h[:len(h)-1]), model.Message{Role: model.User, Content: []model.Block{model.TextBlock(strings.TrimSpace(nudge))}})
 	est := m.estimateInput()
 	var ids []string
 	// Every sample requested so far is projected too, so that together
@@ -100,18 +91,31 @@ func (m *Machine) sample() bool {
 		}
 		m.st.CallSeq++
 		m.st.Usage.ModelCalls++
-		id := "m" + strconv.Itoa(m.st.CallSeq)
-		ids = append(ids, id)
-		m.emit(Command{Type: CallModel, ID: id, Deadline: m.deadline(pol.Reserve.Time), Request: &model.Request{
-			System: m.system, Messages: msgs, Tools: tools, MaxOutputTokens: pol.MaxOutputTokens, Purpose: model.PurposeSample,
-		}})
+		ids = append(ids, "m"+strconv.Itoa(m.st.CallSeq))
 	}
 	if len(ids) == 0 {
 		return false
 	}
+	m.st.Call = callParams{Purpose: model.PurposeSample, MaxOut: pol.MaxOutputTokens, Deadline: m.deadline(pol.Reserve.Time)}
+	for _, id := range ids {
+		m.emit(m.modelCommand(id))
+	}
 	m.st.Awaiting = ids
 	m.st.Phase = PhaseSample
 	return true
+}
+
+// sampleRequest is what alternatives are asked with: the history before
+// the reply that submitted the candidate (they answer the same turn), plus
+// a nudge.
+func (m *Machine) sampleRequest() ([]model.Message, []model.ToolSpec) {
+	nudge, tools := nudgePrompt, []model.ToolSpec{finishSpec}
+	if m.spec.Mode == ModeGenerate {
+		nudge, tools = nudgeGeneratePrompt, nil
+	}
+	h := m.st.History
+	msgs := append(slices.Clip(h[:len(h)-1]), model.Message{Role: model.User, Content: []model.Block{model.TextBlock(strings.TrimSpace(nudge))}})
+	return msgs, tools
 }
 
 // onSample takes one alternative; a reply that does not submit exactly one
@@ -206,10 +210,14 @@ func (m *Machine) byConfidence(ns []int) []int {
 }
 
 func (m *Machine) verify(n int, t verify.Tier) {
-	a := m.st.Attempts[n-1]
-	id := verifyID(n, t)
-	m.st.Awaiting = append(m.st.Awaiting, id)
+	m.st.Awaiting = append(m.st.Awaiting, verifyID(n, t))
 	m.st.Phase = PhaseVerify
+	m.emit(m.verifyCommand(n, t))
+}
+
+// verifyCommand builds the Verify command for tier t of attempt n.
+func (m *Machine) verifyCommand(n int, t verify.Tier) Command {
+	a := m.st.Attempts[n-1]
 	keep := m.spec.Policy.Reserve.Time
 	if m.st.Closing {
 		keep = 0
@@ -220,9 +228,9 @@ func (m *Machine) verify(n int, t verify.Tier) {
 			peers = append(peers, m.st.Attempts[c-1].Answer)
 		}
 	}
-	m.emit(Command{Type: Verify, ID: id, Deadline: m.deadline(keep),
+	return Command{Type: Verify, ID: verifyID(n, t), Deadline: m.deadline(keep),
 		Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: n, Peers: peers},
-		Checks:    m.checksIn(t)})
+		Checks:    m.checksIn(t)}
 }
 
 // verifyNext runs the expensive checks on the next candidate in order.

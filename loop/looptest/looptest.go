@@ -27,7 +27,8 @@
 //	no-human
 //	cancel [at=DUR]
 //	request          prints the messages of the latest model request
-//	snapshot         round-trips the machine through Snapshot/Restore
+//	snapshot         round-trips the machine through Snapshot/Restore and
+//	                 prints the commands Pending rebuilds
 //
 // Times are offsets from a fixed epoch. After each input directive the
 // output shows the notes and commands the machine produced.
@@ -163,7 +164,8 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 			return "error: snapshot changed across restore\n"
 		}
 		d.m = m
-		return fmt.Sprintf("restored at phase %s\n", m.Phase())
+		out := fmt.Sprintf("restored at phase %s; pending:\n", m.Phase())
+		return out + d.render(loop.Ready{Commands: m.Pending()})
 	default:
 		return "error: unknown directive " + td.Cmd + "\n"
 	}
