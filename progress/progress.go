@@ -72,13 +72,16 @@ type KeyFunc func(Observation) Key
 // call written twice yields the same key; the calls of one turn are keyed as
 // a set, and failing checks as a set.
 func DefaultKey(o Observation) Key {
-	var scratch [512]byte // most observations fit: no allocation to hash them
-	b := scratch[:0]
-	field := func(p []byte) { // length-prefixed, so fields cannot run together
-		b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
-		b = append(b, p...)
+	// One buffer of the right size: canonicalising recursive JSON makes the
+	// compiler move any buffer to the heap, so it should at least be small.
+	size := 4 + len(o.Kind) + 8 + len(o.Problem) + len(o.Candidate)
+	for _, c := range o.Calls {
+		size += 12 + len(c.Tool) + len(c.Args) + len(c.Result)
 	}
-	field([]byte(o.Kind))
+	for _, f := range o.Failing {
+		size += 4 + len(f)
+	}
+	b := field(make([]byte, 0, size), []byte(o.Kind))
 	switch o.Kind {
 	case Action:
 		calls := o.Calls
@@ -95,25 +98,31 @@ func DefaultKey(o Observation) Key {
 			})
 		}
 		for _, c := range calls {
-			field([]byte(c.Tool))
+			b = field(b, []byte(c.Tool))
 			mark := len(b)
 			b = AppendCanonical(append(b, 0, 0, 0, 0), c.Args)
 			binary.BigEndian.PutUint32(b[mark:], uint32(len(b)-mark-4)) // the length, known now
-			field([]byte(c.Result))
+			b = field(b, []byte(c.Result))
 		}
 	case Attempt:
 		failing := slices.Clone(o.Failing)
 		slices.Sort(failing)
 		for _, f := range failing {
-			field([]byte(f))
+			b = field(b, []byte(f))
 		}
-		field([]byte{2})
-		field([]byte(o.Candidate))
+		b = field(b, []byte{2})
+		b = field(b, []byte(o.Candidate))
 	default:
-		field([]byte(o.Problem))
+		b = field(b, []byte(o.Problem))
 	}
 	sum := sha256.Sum256(b)
 	return Key(hex.EncodeToString(sum[:12]))
+}
+
+// field appends p length-prefixed, so that fields cannot run together.
+func field(b, p []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
+	return append(b, p...)
 }
 
 // Config tunes the Monitor. Zero fields take defaults.

@@ -203,7 +203,7 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 				return res, nil
 			}
 		}
-		queue = append(queue, r.carryOutAll(ctx, rd.Commands)...)
+		queue = r.carryOutAll(queue, ctx, rd.Commands)
 		// A cancelled run ends cancelled, whatever the interrupted work says.
 		if ctx.Err() != nil {
 			queue = []loop.Event{{Type: loop.EventCancel, Text: context.Cause(ctx).Error()}}
@@ -239,9 +239,9 @@ func (r *run) within(ctx context.Context, d time.Time) context.Context {
 // carryOutAll does the work of a batch of commands (several model calls
 // when alternatives are sampled, several Verify commands when they are
 // checked), in parallel, and returns their events in command order.
-func (r *run) carryOutAll(ctx context.Context, cmds []loop.Command) []loop.Event {
+func (r *run) carryOutAll(queue []loop.Event, ctx context.Context, cmds []loop.Command) []loop.Event {
 	if len(cmds) == 1 {
-		return r.carryOut(ctx, r.within(ctx, cmds[0].Deadline), cmds[0])
+		return r.carryOut(queue, ctx, r.within(ctx, cmds[0].Deadline), cmds[0])
 	}
 	// Batches are rare (samples, checks of several candidates): each
 	// command gets its own context rather than the shared one of within.
@@ -254,25 +254,24 @@ func (r *run) carryOutAll(ctx context.Context, cmds []loop.Command) []loop.Event
 		}
 		wg.Go(func() {
 			defer cancel()
-			out[i] = r.carryOut(ctx, cctx, c)
+			out[i] = r.carryOut(nil, ctx, cctx, c)
 		})
 	}
 	wg.Wait()
-	var events []loop.Event
 	for _, evs := range out {
-		events = append(events, evs...)
+		queue = append(queue, evs...)
 	}
-	return events
+	return queue
 }
 
 // carryOut does c's work under cctx, ctx bounded by c's deadline, and
-// returns the events that answer it.
-func (r *run) carryOut(ctx, cctx context.Context, c loop.Command) []loop.Event {
+// appends the events that answer it to queue.
+func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c loop.Command) []loop.Event {
 	switch c.Type {
 	case loop.CallModel:
-		return []loop.Event{r.callModel(cctx, c)}
+		return append(queue, r.callModel(cctx, c))
 	case loop.RunTools:
-		return r.runTools(cctx, c)
+		return r.runTools(queue, cctx, c)
 	case loop.Verify:
 		events := make([]loop.Event, len(c.Checks))
 		var wg sync.WaitGroup
@@ -280,11 +279,11 @@ func (r *run) carryOut(ctx, cctx context.Context, c loop.Command) []loop.Event {
 			wg.Go(func() { events[i] = r.check(cctx, c, name) })
 		}
 		wg.Wait()
-		return events
+		return append(queue, events...)
 	case loop.AskHuman:
-		return []loop.Event{r.ask(ctx, c)}
+		return append(queue, r.ask(ctx, c))
 	}
-	return nil
+	return queue
 }
 
 func (r *run) callModel(ctx context.Context, c loop.Command) (ev loop.Event) {
@@ -309,19 +308,17 @@ func failure(ctx context.Context, err error) *loop.Failure {
 	return &loop.Failure{Kind: "error", Message: err.Error()}
 }
 
-func (r *run) runTools(ctx context.Context, c loop.Command) []loop.Event {
+func (r *run) runTools(queue []loop.Event, ctx context.Context, c loop.Command) []loop.Event {
 	calls := make([]tool.Call, len(c.Calls))
 	for i, call := range c.Calls {
 		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}
 	}
-	results := r.exec.Run(ctx, r.reg, calls)
-	events := make([]loop.Event, len(results))
-	for i, res := range results {
-		events[i] = loop.Event{Type: loop.EventToolResult, Call: res.ID, Tool: &loop.ToolOutcome{
+	for _, res := range r.exec.Run(ctx, r.reg, calls) {
+		queue = append(queue, loop.Event{Type: loop.EventToolResult, Call: res.ID, Tool: &loop.ToolOutcome{
 			Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome),
-		}}
+		}})
 	}
-	return events
+	return queue
 }
 
 func (r *run) check(ctx context.Context, c loop.Command, name string) (ev loop.Event) {
