@@ -23,12 +23,9 @@ Exit 0 when identical, 1 at the first divergence (printed), 2 when the log
 cannot be read.
 `)
 	}
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitDone
-	}
-	if err != nil {
-		return exitUsage
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
 	}
 	if len(pos) != 1 {
 		fmt.Fprintln(m.Stderr, "ratchet replay: want exactly one log file")

@@ -64,6 +64,20 @@ Model strings: scripted:FILE (a recorded, offline test double).
 	}
 }
 
+// parseCommand parses a subcommand's flags. When parsing ends the command
+// (-h, or a bad flag the flag package has already reported), done is true
+// and code is the exit code.
+func parseCommand(fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
+	pos, err := parseInterleaved(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return nil, exitDone, true
+	case err != nil:
+		return nil, exitUsage, true
+	}
+	return pos, 0, false
+}
+
 // parseInterleaved parses flags that may come before or after positional
 // arguments, returning the positionals.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
@@ -101,12 +115,9 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
 	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars, e.g. 0.25")
 	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitDone
-	}
-	if err != nil {
-		return exitUsage
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
 	}
 	if errs := checkBudgetFlags(fs, f); len(errs) > 0 {
 		for _, err := range errs {

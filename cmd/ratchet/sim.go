@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"runtime/debug"
@@ -46,17 +45,15 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitDone
-	}
-	if err != nil {
-		return exitUsage
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
 	}
 	if len(pos) > 0 {
 		fmt.Fprintf(m.Stderr, "ratchet sim: unexpected argument %q\n", pos[0])
 		return exitUsage
 	}
+	var err error
 	if cfg.Ns, err = parseInts(*ns); err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet sim: --n: %v\n", err)
 		return exitUsage

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -44,12 +43,9 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterleaved(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitDone
-	}
-	if err != nil {
-		return exitUsage
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
 	}
 	if len(pos) < 2 {
 		fmt.Fprintln(m.Stderr, "ratchet verify: want a task file and at least one candidate file")
@@ -70,7 +66,7 @@ Flags:
 		printProblems(m.Stderr, "ratchet verify", err)
 		return exitUsage
 	}
-	code := exitDone
+	code = exitDone
 	var reports []fileReport
 	for _, path := range pos[1:] {
 		data, err := os.ReadFile(path)
