@@ -1,0 +1,128 @@
+// Package store keeps runs durable: a row per run, an append-only log of
+// its entries with sequence numbers, and snapshots of the loop core.
+//
+// The log is the source of truth (a run's state is the fold of its events);
+// snapshots are a cache that makes resume fast. Entries are opaque bytes to
+// the store: the observe package encodes and decodes them, so a store never
+// depends on the loop core's types.
+//
+// Implementations live in subpackages named after what they wrap
+// (store/sqlite, store/postgres) and all pass store/storetest. Every method
+// must be safe for concurrent use by many runs at once.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is wrapped by errors for a run or snapshot that does not
+// exist.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrExists is wrapped by CreateRun's error when the run ID is taken.
+var ErrExists = errors.New("store: run already exists")
+
+// ErrConflict is wrapped by Append's error when the entries do not continue
+// the log exactly: another writer appended first (optimistic concurrency),
+// or the sequence numbers have a gap or repeat. Nothing is written then.
+var ErrConflict = errors.New("store: sequence conflict")
+
+// Status values of a run that has not finished. A finished run's status is
+// the loop core's Result status ("done", "exhausted:steps", ...).
+const (
+	StatusRunning       = "running"
+	StatusAwaitingInput = "awaiting_input"
+)
+
+// Run is one row of the run table.
+type Run struct {
+	ID string
+	// Parent is the run that spawned this one (a sub-agent); "" for none.
+	Parent string
+	Goal   string
+	// Labels tag a run for filtering (e.g. an eval suite's label).
+	Labels []string
+	// Status is StatusRunning, StatusAwaitingInput or a final status.
+	Status string
+	// Question is what the run is waiting on while awaiting_input.
+	Question string
+	// Task is what is needed to rebuild the run's live objects on resume
+	// (the task file path and flags, as JSON); opaque to the store.
+	Task []byte
+	// Result is the final Result as JSON; nil until the run finishes.
+	Result     []byte
+	Steps      int64
+	CostMicros int64
+	Created    time.Time
+	Updated    time.Time
+}
+
+// Update changes the mutable fields of a run; nil fields are left alone.
+type Update struct {
+	Status     *string
+	Question   *string
+	Result     []byte // nil leaves it alone
+	Steps      *int64
+	CostMicros *int64
+	Updated    time.Time
+}
+
+// Filter selects runs for List. Zero fields match everything.
+type Filter struct {
+	// Status matches runs whose status is any of these; a value ending in
+	// ":" matches by prefix ("exhausted:" matches every exhausted run).
+	Status []string
+	// Label matches runs carrying this label.
+	Label  string
+	Parent string
+	// Limit caps the number of runs returned; 0 means no cap.
+	Limit int
+}
+
+// Entry is one line of a run's log.
+type Entry struct {
+	Seq  int64 // 1, 2, 3, ... with no gaps
+	Kind string
+	At   time.Time
+	Data []byte // the entry as observe encodes it
+}
+
+// Snapshot is a serialized loop core taken after the entry with sequence
+// number Seq.
+type Snapshot struct {
+	Seq  int64
+	Data []byte
+}
+
+// Store is the durable home of runs. Append must not return before the
+// entries are durable: the runner carries out no command until the events
+// before it are.
+type Store interface {
+	// CreateRun inserts r; it wraps ErrExists if r.ID is taken.
+	CreateRun(ctx context.Context, r Run) error
+	// Run returns one run; it wraps ErrNotFound if there is none.
+	Run(ctx context.Context, id string) (Run, error)
+	// UpdateRun changes a run; it wraps ErrNotFound if there is none.
+	UpdateRun(ctx context.Context, id string, u Update) error
+	// ListRuns returns the runs that match f, newest first.
+	ListRuns(ctx context.Context, f Filter) ([]Run, error)
+
+	// Append adds entries to a run's log atomically. entries[0].Seq must be
+	// one past the last stored Seq and the rest must follow without gaps;
+	// otherwise nothing is written and the error wraps ErrConflict.
+	Append(ctx context.Context, run string, entries []Entry) error
+	// Entries returns the run's entries with Seq > after, in order.
+	Entries(ctx context.Context, run string, after int64) ([]Entry, error)
+	// LastSeq returns the Seq of the run's last entry, 0 for none.
+	LastSeq(ctx context.Context, run string) (int64, error)
+
+	// SaveSnapshot stores a snapshot; older ones may be dropped.
+	SaveSnapshot(ctx context.Context, run string, s Snapshot) error
+	// LatestSnapshot returns the newest snapshot; it wraps ErrNotFound if
+	// the run has none.
+	LatestSnapshot(ctx context.Context, run string) (Snapshot, error)
+
+	Close() error
+}
