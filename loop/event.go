@@ -33,8 +33,13 @@ const (
 	// EventHumanUnavailable says no person can answer now: the run ends
 	// escalated, handing over its question.
 	EventHumanUnavailable EventType = "human_unavailable"
-	// EventCancel ends the run cancelled.
+	// EventCancel ends the run cancelled. A cancelled run can be resumed.
 	EventCancel EventType = "cancel"
+	// EventResume says a new process drives the run: the machine issues
+	// again the commands that were in flight (see Pending), and a cancelled
+	// run carries on from where it was cancelled. The time since the last
+	// event does not count against the time budget.
+	EventResume EventType = "resume"
 )
 
 // Event is the machine's only input. Time arrives here, never from a clock.

@@ -108,6 +108,15 @@ type state struct {
 	Phase Phase        `json:"phase"`
 	Start time.Time    `json:"start"`
 	Usage budget.Usage `json:"usage"`
+	// Last is the latest event time seen. Paused is the time that does not
+	// count against the time budget: spent waiting for a person, or with
+	// no process running the run (between the last event before a crash or
+	// a cancellation and the resume).
+	Last   time.Time     `json:"last"`
+	Paused time.Duration `json:"paused,omitempty"`
+	// Suspended is what a cancellation interrupted, kept so that the run
+	// can be resumed.
+	Suspended *suspended `json:"suspended,omitempty"`
 	// MaxCallCost is the costliest model call so far, the projection for
 	// the next one.
 	MaxCallCost budget.Micros `json:"max_call_cost,omitempty"`
@@ -137,6 +146,12 @@ type state struct {
 	Question   string           `json:"question,omitempty"`
 	StalledOn  progress.Pattern `json:"stalled_on,omitempty"`
 	Result     *Result          `json:"result,omitempty"`
+}
+
+// suspended is the phase and commands in flight when a run was cancelled.
+type suspended struct {
+	Phase    Phase    `json:"phase"`
+	Awaiting []string `json:"awaiting,omitempty"`
 }
 
 // New returns a machine for spec, which must be valid.
@@ -206,7 +221,7 @@ func (m *Machine) Abort(reason string) {
 
 // Step feeds one event to the machine.
 func (m *Machine) Step(ev Event) error {
-	if m.st.Phase == PhaseStopped {
+	if m.st.Phase == PhaseStopped && (ev.Type != EventResume || m.st.Suspended == nil) {
 		return ErrStopped
 	}
 	if i := slices.Index(m.st.Abandoned, ev.Call); i >= 0 && ev.Call != "" && (ev.Type == EventVerdict || ev.Type == EventCheckError) {
@@ -217,12 +232,22 @@ func (m *Machine) Step(ev Event) error {
 	if err := m.accept(ev); err != nil {
 		return err
 	}
+	if (ev.Type == EventResume || ev.Type == EventHumanReply) && ev.At.After(m.st.Last) {
+		// Nothing ran since the last event: a person was thinking, or no
+		// process was driving the run.
+		m.st.Paused += ev.At.Sub(m.st.Last)
+	}
+	if ev.At.After(m.st.Last) {
+		m.st.Last = ev.At
+	}
 	if !m.st.Start.IsZero() {
-		if el := ev.At.Sub(m.st.Start); el > m.st.Usage.Time {
+		if el := ev.At.Sub(m.st.Start) - m.st.Paused; el > m.st.Usage.Time {
 			m.st.Usage.Time = el
 		}
 	}
 	switch ev.Type {
+	case EventResume:
+		m.resume()
 	case EventStart:
 		m.st.Start = ev.At
 		m.st.History = append(m.st.History, model.Message{Role: model.User, Content: []model.Block{model.TextBlock(m.spec.Goal)}})
@@ -233,7 +258,11 @@ func (m *Machine) Step(ev Event) error {
 		if ev.Text != "" {
 			reason = ev.Text
 		}
+		interrupted := suspended{Phase: m.st.Phase, Awaiting: m.st.Awaiting}
 		m.stop(Cancelled, reason)
+		if interrupted.Phase != PhaseNew {
+			m.st.Suspended = &interrupted
+		}
 	case EventModelReply:
 		if m.st.Phase == PhaseSample {
 			m.onSample(ev.Call, ev.Reply, nil)
@@ -282,7 +311,7 @@ func (m *Machine) accept(ev Event) error {
 		if m.st.Phase != PhaseNew {
 			return bad("after start")
 		}
-	case EventCancel:
+	case EventCancel, EventResume:
 	case EventModelReply, EventModelError:
 		if (m.st.Phase != PhaseModel && m.st.Phase != PhaseSample) || !slices.Contains(m.st.Awaiting, ev.Call) {
 			return bad("for call " + strconv.Quote(ev.Call))
@@ -354,7 +383,7 @@ func (m *Machine) nextTurn() {
 		m.closingTurn()
 		return
 	}
-	m.callModel(model.PurposeStep, m.tools, m.spec.Policy.MaxOutputTokens, m.deadline(m.spec.Policy.Reserve.Time))
+	m.callModel(model.PurposeStep, m.tools, m.spec.Policy.MaxOutputTokens, m.spec.Policy.Reserve.Time)
 }
 
 // beginClosing marks the reserved last turn, begun because d is spent.
@@ -395,18 +424,32 @@ func (m *Machine) closingTurn() {
 	if m.spec.Mode != ModeGenerate {
 		tools = []model.ToolSpec{finishSpec}
 	}
-	m.callModel(model.PurposeClosing, tools, int(max(maxOut, 1)), m.deadline(0))
+	m.callModel(model.PurposeClosing, tools, int(max(maxOut, 1)), 0)
 }
 
-// deadline is the run's start plus the time limit less keep.
+// deadline is when the time budget less keep runs out: the run's start
+// plus the time limit and the time paused, less keep.
 func (m *Machine) deadline(keep time.Duration) time.Time {
 	if m.spec.Budget.Time < 0 {
 		return time.Time{}
 	}
-	return m.st.Start.Add(m.spec.Budget.Time - keep)
+	return m.st.Start.Add(m.st.Paused + m.spec.Budget.Time - keep)
 }
 
-func (m *Machine) callModel(p model.Purpose, tools []model.ToolSpec, maxOut int, deadline time.Time) {
+// resume carries on after the shell's process stopped: a cancelled run
+// returns to what the cancellation interrupted, and the commands in flight
+// are issued again (a resumed shell has no record of carrying them out).
+func (m *Machine) resume() {
+	if s := m.st.Suspended; s != nil {
+		m.st.Phase, m.st.Awaiting = s.Phase, s.Awaiting
+		m.st.Suspended, m.st.Result = nil, nil
+	}
+	for _, c := range m.Pending() {
+		m.emit(c)
+	}
+}
+
+func (m *Machine) callModel(p model.Purpose, tools []model.ToolSpec, maxOut int, keep time.Duration) {
 	m.st.CallSeq++
 	m.st.Step++
 	m.st.Usage.Steps++
@@ -414,16 +457,18 @@ func (m *Machine) callModel(p model.Purpose, tools []model.ToolSpec, maxOut int,
 	id := "m" + strconv.Itoa(m.st.CallSeq)
 	m.st.Awaiting = []string{id}
 	m.st.Phase = PhaseModel
-	m.st.Call = callParams{Purpose: p, MaxOut: maxOut, Deadline: deadline}
+	m.st.Call = callParams{Purpose: p, MaxOut: maxOut, Keep: keep}
 	m.emit(m.modelCommand(id))
 }
 
 // callParams are what a model call in flight was asked with beyond the
 // state itself, so that Pending can issue it again after a Restore.
 type callParams struct {
-	Purpose  model.Purpose `json:"purpose"`
-	MaxOut   int           `json:"max_out"`
-	Deadline time.Time     `json:"deadline,omitzero"`
+	Purpose model.Purpose `json:"purpose"`
+	MaxOut  int           `json:"max_out"`
+	// Keep is the time the call must leave of the budget: its deadline is
+	// computed when the command is built, so that it moves with pauses.
+	Keep time.Duration `json:"keep,omitempty"`
 }
 
 // modelCommand builds the CallModel command id of the current turn.
@@ -445,7 +490,7 @@ func (m *Machine) modelCommand(id string) Command {
 	default:
 		req.Tools = m.tools
 	}
-	return Command{Type: CallModel, ID: id, Deadline: c.Deadline, Request: req}
+	return Command{Type: CallModel, ID: id, Deadline: m.deadline(c.Keep), Request: req}
 }
 
 // Pending returns the commands in flight, built again from the state: what
@@ -1028,7 +1073,7 @@ func firstLine(s string) string {
 // --- snapshots ---
 
 // SnapshotVersion is the version of the Snapshot format.
-const SnapshotVersion = 1
+const SnapshotVersion = 2
 
 type snapshot struct {
 	Version int   `json:"version"`

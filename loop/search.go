@@ -96,7 +96,7 @@ func (m *Machine) sample() bool {
 	if len(ids) == 0 {
 		return false
 	}
-	m.st.Call = callParams{Purpose: model.PurposeSample, MaxOut: pol.MaxOutputTokens, Deadline: m.deadline(pol.Reserve.Time)}
+	m.st.Call = callParams{Purpose: model.PurposeSample, MaxOut: pol.MaxOutputTokens, Keep: pol.Reserve.Time}
 	for _, id := range ids {
 		m.emit(m.modelCommand(id))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
@@ -111,6 +112,7 @@ func EncodeCommand(c *loop.Command) ([]byte, error) {
 type Record struct {
 	Seq     int64           `json:"seq"`
 	Run     string          `json:"run"`
+	At      time.Time       `json:"at"`
 	Kind    Kind            `json:"kind"`
 	Spec    *loop.Spec      `json:"spec,omitempty"`
 	Event   *loop.Event     `json:"-"`
@@ -125,41 +127,51 @@ func ReadJSONL(r io.Reader) ([]Record, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for line := 1; sc.Scan(); line++ {
-		var raw struct {
-			Record
-			Event json.RawMessage `json:"event"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
+		rec, err := Decode(sc.Bytes())
+		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
-		}
-		rec := raw.Record
-		if len(raw.Event) > 0 {
-			var ev loop.Event
-			var inv struct {
-				Reply *struct {
-					Content []struct {
-						InvalidInput *string `json:"invalid_input"`
-					} `json:"content"`
-				} `json:"reply"`
-			}
-			if err := json.Unmarshal(raw.Event, &ev); err != nil {
-				return nil, fmt.Errorf("line %d: event: %w", line, err)
-			}
-			if err := json.Unmarshal(raw.Event, &inv); err != nil {
-				return nil, fmt.Errorf("line %d: event: %w", line, err)
-			}
-			if inv.Reply != nil && ev.Reply != nil {
-				for i, b := range inv.Reply.Content {
-					if b.InvalidInput != nil && i < len(ev.Reply.Content) {
-						ev.Reply.Content[i].Input = json.RawMessage(*b.InvalidInput)
-					}
-				}
-			}
-			rec.Event = &ev
 		}
 		out = append(out, rec)
 	}
 	return out, sc.Err()
+}
+
+// Decode reads one entry in the form Encode and JSONL write.
+func Decode(data []byte) (Record, error) {
+	var raw struct {
+		Record
+		Event json.RawMessage `json:"event"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Record{}, err
+	}
+	rec := raw.Record
+	if len(raw.Event) == 0 {
+		return rec, nil
+	}
+	var ev loop.Event
+	var inv struct {
+		Reply *struct {
+			Content []struct {
+				InvalidInput *string `json:"invalid_input"`
+			} `json:"content"`
+		} `json:"reply"`
+	}
+	if err := json.Unmarshal(raw.Event, &ev); err != nil {
+		return Record{}, fmt.Errorf("event: %w", err)
+	}
+	if err := json.Unmarshal(raw.Event, &inv); err != nil {
+		return Record{}, fmt.Errorf("event: %w", err)
+	}
+	if inv.Reply != nil && ev.Reply != nil {
+		for i, b := range inv.Reply.Content {
+			if b.InvalidInput != nil && i < len(ev.Reply.Content) {
+				ev.Reply.Content[i].Input = json.RawMessage(*b.InvalidInput)
+			}
+		}
+	}
+	rec.Event = &ev
+	return rec, nil
 }
 
 // Summarize returns the log form of a request.
@@ -181,16 +193,24 @@ func (j *JSONL) Observe(e Entry) {
 	if j.err != nil {
 		return
 	}
+	j.err = j.enc.Encode(logged(e))
+}
+
+// logged returns the value whose JSON is e's log form.
+func logged(e Entry) any {
 	le := loggedEntry{Entry: e}
 	if e.Command != nil {
 		le.Command = &loggedCommand{Command: e.Command, Request: Summarize(e.Command.Request)}
 	}
 	if e.Event != nil && hasInvalidInput(e.Event.Reply) {
-		j.err = j.enc.Encode(invalidInputEntry{loggedEntry: le, Event: withInvalidInput(e.Event)})
-		return
+		return invalidInputEntry{loggedEntry: le, Event: withInvalidInput(e.Event)}
 	}
-	j.err = j.enc.Encode(le)
+	return le
 }
+
+// Encode returns e's log form: one line of a JSONL log, without the
+// newline. It is what a store keeps for each entry.
+func Encode(e Entry) ([]byte, error) { return json.Marshal(logged(e)) }
 
 // Flush writes buffered entries and returns the first error seen.
 func (j *JSONL) Flush() error {

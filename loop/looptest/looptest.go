@@ -26,6 +26,7 @@
 //	  <answer>
 //	no-human
 //	cancel [at=DUR]
+//	resume [at=DUR]
 //	request          prints the messages of the latest model request
 //	snapshot         round-trips the machine through Snapshot/Restore and
 //	                 prints the commands Pending rebuilds
@@ -148,6 +149,8 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		ev.Type = loop.EventHumanUnavailable
 	case "cancel":
 		ev.Type, ev.Text = loop.EventCancel, strings.TrimSpace(td.Input)
+	case "resume":
+		ev.Type = loop.EventResume
 	case "request":
 		return renderMessages(d.lastRequest)
 	case "snapshot":
