@@ -23,6 +23,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
 )
@@ -50,6 +51,31 @@ type Asker interface {
 // ErrNoHuman says that no person can answer; the run ends escalated.
 var ErrNoHuman = errors.New("no person available")
 
+// ErrAwaitingInput, wrapped by an Asker's error, says that a person will
+// answer later: the run is left awaiting_input in the store with its
+// question, and Run returns an *AwaitingError. Resume with
+// ResumeOptions.Answer carries it on. It needs Config.Store.
+var ErrAwaitingInput = errors.New("awaiting input")
+
+// Later is an Asker for runs whose person answers out of band (ratchet
+// answer): every question leaves the run awaiting_input.
+var Later Asker = later{}
+
+type later struct{}
+
+func (later) Ask(context.Context, string) (string, error) { return "", ErrAwaitingInput }
+
+// AwaitingError is returned by Run and Resume when the run stopped to wait
+// for a person; it is not a failure.
+type AwaitingError struct {
+	Run      string
+	Question string
+}
+
+func (e *AwaitingError) Error() string {
+	return fmt.Sprintf("run %s is awaiting input: %s", e.Run, e.Question)
+}
+
 // Config says how to carry out a Task. Model is required; the zero value of
 // every other field means its default.
 type Config struct {
@@ -64,6 +90,23 @@ type Config struct {
 	Exec tool.ExecConfig
 	// Now is the clock that stamps events; default time.Now.
 	Now func() time.Time
+
+	// Store, when set, makes the run durable: its row and every entry are
+	// written to it, and the entries before a command are durable before
+	// the command is carried out (write-ahead), so Resume can carry on
+	// after a crash. A run with a Store needs no Observers to be kept.
+	Store store.Store
+	// SnapshotEvery is how many entries may follow the latest snapshot
+	// before another is taken; 0 means 200. Snapshots only make Resume
+	// faster: the entries alone are enough.
+	SnapshotEvery int
+	// Labels tag the run in the store (e.g. an eval suite's label).
+	Labels []string
+	// TaskInfo is what Resume needs to rebuild the Task (the CLI stores
+	// the task file and its flags), kept opaque on the run's row.
+	TaskInfo []byte
+	// Parent is the run that spawned this one, if any.
+	Parent string
 }
 
 // Run carries out task until the loop core finishes it. The Result is
@@ -127,6 +170,15 @@ type run struct {
 	exec        *tool.Executor
 	checks      map[string]verify.Verifier
 	seq         int64
+	// What the store has not yet been given, and the seq of the latest
+	// snapshot.
+	unsaved  []store.Entry
+	snapSeq  int64
+	saveErr  error
+	awaiting string // the question a person will answer later
+	// resumed names the RunTools commands re-issued by a resume: their
+	// non-idempotent calls may already have taken effect.
+	resumed map[string]bool
 }
 
 func newRun(task Task, cfg Config) (*run, error) {
@@ -153,6 +205,14 @@ func (r *run) record(e observe.Entry) {
 	for _, o := range r.cfg.Observers {
 		o.Observe(e)
 	}
+	if r.cfg.Store != nil && r.saveErr == nil {
+		data, err := observe.Encode(e)
+		if err != nil {
+			r.saveErr = fmt.Errorf("encode entry %d: %w", e.Seq, err)
+			return
+		}
+		r.unsaved = append(r.unsaved, store.Entry{Seq: e.Seq, Kind: string(e.Kind), At: e.At, Data: data})
+	}
 }
 
 // run drives the machine. Each command is carried out before the next event
@@ -165,14 +225,22 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 	if r.cfg.RunID == "" {
 		r.cfg.RunID = "run-" + strconv.FormatInt(start.UnixNano(), 10)
 	}
+	spec := r.m.Spec()
+	if err := r.create(ctx, start); err != nil {
+		return loop.Result{}, err
+	}
+	r.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
+	return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
+}
+
+// drive feeds queue to the machine and carries out its commands until the
+// run finishes or waits for a person.
+func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error) {
 	defer func() {
 		if r.cancelCtx != nil {
 			r.cancelCtx()
 		}
 	}()
-	spec := r.m.Spec()
-	r.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
-	queue := []loop.Event{{Type: loop.EventStart, At: start}}
 	for len(queue) > 0 {
 		// Appends only write past the queue's end, so the entry may point
 		// into it without a copy.
@@ -196,14 +264,25 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 			c := &rd.Commands[i]
 			r.record(observe.Entry{At: now, Kind: observe.KindCommand, Command: c})
 			if c.Type == loop.Finish {
-				res := *c.Result
-				if res.Status == loop.Failed {
-					return res, errors.New(res.Reason)
-				}
-				return res, nil
+				return r.finish(ctx, *c.Result)
+			}
+			if ev.Type == loop.EventResume && c.Type == loop.RunTools {
+				r.resumed = map[string]bool{c.ID: true}
 			}
 		}
+		if len(rd.Commands) == 0 {
+			continue
+		}
+		// Write-ahead: what led to these commands is durable before any of
+		// them is carried out.
+		if err := r.save(ctx); err != nil {
+			return r.abort(err)
+		}
 		queue = r.carryOutAll(queue, ctx, rd.Commands)
+		r.resumed = nil
+		if r.awaiting != "" {
+			return r.wait(ctx)
+		}
 		// A cancelled run ends cancelled, whatever the interrupted work says.
 		if ctx.Err() != nil {
 			queue = []loop.Event{{Type: loop.EventCancel, Text: context.Cause(ctx).Error()}}
@@ -281,7 +360,10 @@ func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c loop.Com
 		wg.Wait()
 		return append(queue, events...)
 	case loop.AskHuman:
-		return append(queue, r.ask(ctx, c))
+		if ev := r.ask(ctx, c); ev.Type != "" {
+			queue = append(queue, ev)
+		}
+		return queue
 	}
 	return queue
 }
@@ -312,6 +394,9 @@ func (r *run) runTools(queue []loop.Event, ctx context.Context, c loop.Command) 
 	calls := make([]tool.Call, len(c.Calls))
 	for i, call := range c.Calls {
 		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}
+	}
+	if r.resumed[c.ID] {
+		calls = r.settleUnknown(&queue, calls)
 	}
 	for _, res := range r.exec.Run(ctx, r.reg, calls) {
 		queue = append(queue, loop.Event{Type: loop.EventToolResult, Call: res.ID, Tool: &loop.ToolOutcome{
@@ -348,6 +433,10 @@ func (r *run) ask(ctx context.Context, c loop.Command) loop.Event {
 		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID}
 	}
 	answer, err := r.cfg.Human.Ask(ctx, c.Question)
+	if errors.Is(err, ErrAwaitingInput) && r.cfg.Store != nil {
+		r.awaiting = c.Question
+		return loop.Event{}
+	}
 	if err != nil {
 		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID, Text: err.Error()}
 	}

@@ -185,6 +185,15 @@ func (m *Model) Played() int {
 	return m.next
 }
 
+// Seek makes the next call play turn calls+1, as if calls calls had been
+// made: a resumed run (see runner.Resume) carries on the script where the
+// process that died left it.
+func (m *Model) Seek(calls int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.next, m.calls = max(calls, 0), max(calls, 0)
+}
+
 // noticeMu serializes notices, which may share a writer.
 var noticeMu sync.Mutex
 

@@ -1,0 +1,292 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/tool"
+)
+
+// UnknownOutcome is the output a model is shown for a call of a tool that
+// is not safe to run twice when a resumed run cannot tell whether it ran.
+const UnknownOutcome = "The outcome of this call is unknown: the run was interrupted while it was being carried out, and this tool is not safe to run twice, so it was not run again. Check whether it took effect before calling it again."
+
+// OutcomeUnknown classifies such a call's result.
+const OutcomeUnknown = "unknown"
+
+const defaultSnapshotEvery = 200
+
+// create inserts the run's row.
+func (r *run) create(ctx context.Context, start time.Time) error {
+	if r.cfg.Store == nil {
+		return nil
+	}
+	err := r.cfg.Store.CreateRun(ctx, store.Run{
+		ID: r.cfg.RunID, Parent: r.cfg.Parent, Goal: r.m.Spec().Goal, Labels: r.cfg.Labels,
+		Status: store.StatusRunning, Task: r.cfg.TaskInfo, Created: start, Updated: start,
+	})
+	if err != nil {
+		return fmt.Errorf("runner: %w", err)
+	}
+	return nil
+}
+
+// save makes the recorded entries durable and takes a snapshot when enough
+// entries have followed the last one. It outlives ctx's cancellation: a
+// cancelled run still keeps what happened.
+func (r *run) save(ctx context.Context) error {
+	if r.cfg.Store == nil {
+		return nil
+	}
+	if r.saveErr != nil {
+		return r.saveErr
+	}
+	if len(r.unsaved) == 0 {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	if err := r.cfg.Store.Append(ctx, r.cfg.RunID, r.unsaved); err != nil {
+		r.saveErr = fmt.Errorf("store: %w", err)
+		return r.saveErr
+	}
+	clear(r.unsaved)
+	r.unsaved = r.unsaved[:0]
+	every := int64(r.cfg.SnapshotEvery)
+	if every <= 0 {
+		every = defaultSnapshotEvery
+	}
+	if r.seq-r.snapSeq < every {
+		return nil
+	}
+	data, err := r.m.Snapshot()
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if err := r.cfg.Store.SaveSnapshot(ctx, r.cfg.RunID, store.Snapshot{Seq: r.seq, Data: data}); err != nil {
+		return fmt.Errorf("store: snapshot: %w", err)
+	}
+	r.snapSeq = r.seq
+	u := r.m.Usage()
+	steps, cost := int64(u.Steps), int64(u.Cost)
+	return r.cfg.Store.UpdateRun(ctx, r.cfg.RunID, store.Update{Steps: &steps, CostMicros: &cost, Updated: r.now()})
+}
+
+// finish records the final Result on the run's row.
+func (r *run) finish(ctx context.Context, res loop.Result) (loop.Result, error) {
+	var err error
+	if res.Status == loop.Failed {
+		err = errors.New(res.Reason)
+	}
+	if r.cfg.Store == nil {
+		return res, err
+	}
+	if serr := r.save(ctx); serr != nil {
+		return res, errors.Join(err, serr)
+	}
+	data, jerr := json.Marshal(res)
+	if jerr != nil {
+		return res, errors.Join(err, jerr)
+	}
+	status, steps, cost, empty := string(res.Status), int64(res.Usage.Steps), int64(res.Usage.Cost), ""
+	if uerr := r.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.cfg.RunID, store.Update{
+		Status: &status, Question: &empty, Result: data, Steps: &steps, CostMicros: &cost, Updated: r.now(),
+	}); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("store: %w", uerr))
+	}
+	return res, err
+}
+
+// abort ends the run failed because the store broke: what could not be
+// written is lost, so the run must not go on.
+func (r *run) abort(err error) (loop.Result, error) {
+	r.m.Abort("runner: " + err.Error())
+	res, _ := r.m.Result()
+	return res, fmt.Errorf("runner: %w", err)
+}
+
+// wait leaves the run awaiting a person's answer.
+func (r *run) wait(ctx context.Context) (loop.Result, error) {
+	if err := r.save(ctx); err != nil {
+		return r.abort(err)
+	}
+	status, q := store.StatusAwaitingInput, r.awaiting
+	if err := r.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.cfg.RunID, store.Update{Status: &status, Question: &q, Updated: r.now()}); err != nil {
+		return loop.Result{}, fmt.Errorf("runner: store: %w", err)
+	}
+	return loop.Result{}, &AwaitingError{Run: r.cfg.RunID, Question: q}
+}
+
+// settleUnknown answers, without running them, the calls of a resumed
+// RunTools command whose tools are not idempotent: they may have run
+// before the crash. It returns the calls that may run again.
+func (r *run) settleUnknown(queue *[]loop.Event, calls []tool.Call) []tool.Call {
+	again := calls[:0:0]
+	for _, c := range calls {
+		if t, ok := r.reg.Lookup(c.Name); !ok || t.Info().Idempotent {
+			again = append(again, c)
+			continue
+		}
+		*queue = append(*queue, loop.Event{Type: loop.EventToolResult, Call: c.ID, Tool: &loop.ToolOutcome{
+			Output: UnknownOutcome, IsError: true, Outcome: OutcomeUnknown,
+		}})
+	}
+	return again
+}
+
+// ResumeOptions say how to carry on a stored run.
+type ResumeOptions struct {
+	// Answer, when set, is a person's reply to the question the run is
+	// awaiting.
+	Answer *string
+}
+
+// Seeker is implemented by models whose replies depend on how many calls
+// came before (the scripted model plays turn n on call n). Resume tells
+// such a model how many calls the run has had answered, so that a new
+// process carries on where the old one stopped.
+type Seeker interface {
+	Seek(calls int)
+}
+
+// ErrFinished is wrapped by Resume's error for a run that has ended with a
+// status other than cancelled.
+var ErrFinished = errors.New("run has finished")
+
+// Resume carries on the run cfg.RunID from cfg.Store after its process
+// stopped (a crash, a cancellation, or waiting for a person). It rebuilds
+// the loop core from the latest snapshot and the events after it, then
+// carries out what was in flight: a recorded tool result is reused, a call
+// of an idempotent tool without a recorded result runs again, a call of a
+// non-idempotent one is answered UnknownOutcome, and model calls in flight
+// are made again (and charged). task must compile to the spec the run
+// started with.
+func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loop.Result, error) {
+	if cfg.Store == nil || cfg.RunID == "" {
+		return loop.Result{}, errors.New("runner: resume needs a store and a run ID")
+	}
+	row, err := cfg.Store.Run(ctx, cfg.RunID)
+	if err != nil {
+		return loop.Result{}, fmt.Errorf("runner: %w", err)
+	}
+	switch row.Status {
+	case store.StatusRunning, store.StatusAwaitingInput, string(loop.Cancelled):
+	default:
+		return loop.Result{}, fmt.Errorf("runner: run %s: %w (%s)", cfg.RunID, ErrFinished, row.Status)
+	}
+	r, err := newRun(task, cfg)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	recs, err := load(ctx, cfg.Store, cfg.RunID)
+	if errors.Is(err, errNoLog) {
+		// The process died before it recorded anything: start afresh.
+		start := r.now()
+		spec := r.m.Spec()
+		r.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
+		return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
+	}
+	if err != nil {
+		return loop.Result{}, err
+	}
+	if err := sameSpec(recs[0].Spec, r.m.Spec()); err != nil {
+		return loop.Result{}, fmt.Errorf("runner: run %s: %w", cfg.RunID, err)
+	}
+	from := int64(0)
+	if snap, err := cfg.Store.LatestSnapshot(ctx, cfg.RunID); err == nil {
+		m, err := loop.Restore(snap.Data, task.Policy.Key)
+		if err != nil {
+			return loop.Result{}, fmt.Errorf("runner: run %s: %w", cfg.RunID, err)
+		}
+		r.m, from, r.snapSeq = m, snap.Seq, snap.Seq
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return loop.Result{}, fmt.Errorf("runner: %w", err)
+	}
+	answered := 0
+	for _, rec := range recs {
+		if rec.Event == nil {
+			continue
+		}
+		if t := rec.Event.Type; t == loop.EventModelReply || t == loop.EventModelError {
+			answered++
+		}
+		if rec.Seq <= from {
+			continue
+		}
+		if err := r.m.Step(*rec.Event); err != nil {
+			return loop.Result{}, fmt.Errorf("runner: run %s: entry %d does not replay: %w", cfg.RunID, rec.Seq, err)
+		}
+		r.m.Advance()
+	}
+	if s, ok := cfg.Model.(Seeker); ok {
+		s.Seek(answered)
+	}
+	r.seq = recs[len(recs)-1].Seq
+	at := r.now()
+	queue := []loop.Event{{Type: loop.EventResume, At: at}}
+	if opts.Answer != nil {
+		if r.m.Phase() != loop.PhaseHuman {
+			return loop.Result{}, fmt.Errorf("runner: run %s is not awaiting input", cfg.RunID)
+		}
+		cmds := r.m.Pending()
+		queue = []loop.Event{{Type: loop.EventHumanReply, At: at, Call: cmds[0].ID, Text: *opts.Answer}}
+	}
+	if row.Status != store.StatusRunning {
+		status, empty := store.StatusRunning, ""
+		if err := cfg.Store.UpdateRun(ctx, cfg.RunID, store.Update{Status: &status, Question: &empty, Updated: at}); err != nil {
+			return loop.Result{}, fmt.Errorf("runner: %w", err)
+		}
+	}
+	return r.drive(ctx, queue)
+}
+
+var errNoLog = errors.New("the run has no log")
+
+// load reads a run's whole log.
+func load(ctx context.Context, s store.Store, id string) ([]observe.Record, error) {
+	entries, err := s.Entries(ctx, id, 0)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("runner: run %s: %w", id, errNoLog)
+	}
+	recs := make([]observe.Record, len(entries))
+	for i, e := range entries {
+		if recs[i], err = observe.Decode(e.Data); err != nil {
+			return nil, fmt.Errorf("runner: run %s entry %d: %w", id, e.Seq, err)
+		}
+		recs[i].Seq = e.Seq
+	}
+	if recs[0].Kind != observe.KindRun || recs[0].Spec == nil {
+		return nil, fmt.Errorf("runner: run %s: the log does not begin with the run's spec", id)
+	}
+	return recs, nil
+}
+
+// sameSpec checks that the task being resumed is the one that was run.
+func sameSpec(recorded *loop.Spec, now loop.Spec) error {
+	a, err := json.Marshal(recorded)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(now)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(a, b) {
+		return errors.New("the task has changed since the run started (its spec differs from the recorded one); resume needs the same task")
+	}
+	return nil
+}
+
+// LoadLog reads a stored run's log, for inspection and replay.
+func LoadLog(ctx context.Context, s store.Store, id string) ([]observe.Record, error) {
+	return load(ctx, s, id)
+}
