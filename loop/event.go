@@ -54,6 +54,10 @@ type Event struct {
 	Error   *Failure        `json:"error,omitempty"`
 	// Text is a person's answer or a cancellation reason.
 	Text string `json:"text,omitempty"`
+	// Approved answers an AskHuman command that carries an Approval: true
+	// runs the call, false refuses it (Text may say why). When nil, Text is
+	// read: "approve" or "yes" approves, anything else refuses.
+	Approved *bool `json:"approved,omitempty"`
 }
 
 // ToolOutcome is what one tool call produced, already trimmed by the shell.
@@ -109,8 +113,10 @@ type Command struct {
 	// Verify.
 	Candidate *verify.Candidate `json:"candidate,omitempty"`
 	Checks    []string          `json:"checks,omitempty"`
-	// AskHuman.
-	Question string `json:"question,omitempty"`
+	// AskHuman. Approval is set when the question is whether to run that
+	// tool call (a permission rule said ask).
+	Question string    `json:"question,omitempty"`
+	Approval *ToolCall `json:"approval,omitempty"`
 	// Finish.
 	Result *Result `json:"result,omitempty"`
 }

@@ -77,6 +77,7 @@ type pendingCall struct {
 	Args     json.RawMessage // may be invalid JSON: see MarshalJSON
 	Result   *ToolOutcome    // set when known
 	Dispatch bool
+	Approved bool // a person approved it (a permission rule said ask)
 }
 
 // pendingCallJSON is pendingCall's snapshot form: arguments as a string,
@@ -88,10 +89,11 @@ type pendingCallJSON struct {
 	Args     string       `json:"args"`
 	Result   *ToolOutcome `json:"result,omitempty"`
 	Dispatch bool         `json:"dispatch,omitempty"`
+	Approved bool         `json:"approved,omitempty"`
 }
 
 func (c pendingCall) MarshalJSON() ([]byte, error) {
-	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch})
+	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch, c.Approved})
 }
 
 func (c *pendingCall) UnmarshalJSON(data []byte) error {
@@ -99,7 +101,7 @@ func (c *pendingCall) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch}
+	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch, j.Approved}
 	return nil
 }
 
@@ -144,6 +146,8 @@ type state struct {
 	Closing    bool             `json:"closing,omitempty"`
 	ClosingDim budget.Dimension `json:"closing_dim,omitempty"`
 	Question   string           `json:"question,omitempty"`
+	// Approving is the tool call whose approval Question asks for.
+	Approving string `json:"approving,omitempty"`
 	StalledOn  progress.Pattern `json:"stalled_on,omitempty"`
 	Result     *Result          `json:"result,omitempty"`
 }
@@ -289,12 +293,20 @@ func (m *Machine) Step(ev Event) error {
 			m.stop(Failed, "a check could not run: "+ev.Error.Message)
 		}
 	case EventHumanReply:
+		if m.st.Approving != "" {
+			m.onApproval(ev)
+			break
+		}
 		m.st.Fires = 0
 		m.st.Monitor.Reset()
 		m.st.Outbox = append(m.st.Outbox, model.TextBlock("You were stuck, so a person was asked: "+m.st.Question+"\nTheir answer: "+ev.Text))
 		m.st.Question = ""
 		m.nextTurn()
 	case EventHumanUnavailable:
+		if m.st.Approving != "" {
+			m.refuseApproval("nobody could approve it now")
+			break
+		}
 		m.stop(Escalated, "stopped making progress ("+string(m.st.StalledOn)+") and no person could answer now")
 	}
 	return nil
@@ -522,7 +534,7 @@ func (m *Machine) Pending() []Command {
 		}
 		return out
 	case PhaseHuman:
-		return []Command{{Type: AskHuman, ID: "h" + strconv.Itoa(m.st.Step), Question: m.st.Question}}
+		return []Command{m.askCommand()}
 	}
 	return nil
 }
@@ -705,10 +717,24 @@ func (m *Machine) dispatchTools() {
 		case budgetLeft == 0:
 			problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
 		}
+		var rule *Permission
+		if problem == "" && !c.Approved {
+			if rule = m.permission(c.Name, c.Args); rule != nil && rule.Action == Deny {
+				problem, text = "denied", fmt.Sprintf("tool %q not run: the task's permissions refuse this call (rule: %s); do it another way or finish", c.Name, rule)
+			}
+		}
 		if problem != "" {
 			c.Result = &ToolOutcome{Output: text, IsError: true, Outcome: problem}
 			m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 			continue
+		}
+		if rule != nil && rule.Action == Ask {
+			// One specific question at a time; the turn's calls run together
+			// once every approval is in.
+			m.st.Approving, m.st.Question = c.ID, approvalQuestion(c, rule)
+			m.st.Phase = PhaseHuman
+			m.emit(m.askCommand())
+			return
 		}
 		if budgetLeft > 0 {
 			budgetLeft--
@@ -723,6 +749,45 @@ func (m *Machine) dispatchTools() {
 	m.st.Usage.ToolCalls += len(run)
 	m.st.Phase = PhaseTools
 	m.emit(Command{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: run})
+}
+
+// askCommand is the AskHuman command for the current question.
+func (m *Machine) askCommand() Command {
+	c := Command{Type: AskHuman, ID: "h" + strconv.Itoa(m.st.Step), Question: m.st.Question}
+	if i := m.callIndex(m.st.Approving); m.st.Approving != "" && i >= 0 {
+		pc := m.st.Calls[i]
+		c.ID = "h" + strconv.Itoa(m.st.Step) + "." + pc.ID
+		c.Approval = &ToolCall{ID: pc.ID, Name: pc.Name, Args: pc.Args}
+	}
+	return c
+}
+
+// onApproval applies a person's answer about the call being approved and
+// goes on dispatching the turn's calls.
+func (m *Machine) onApproval(ev Event) {
+	ok, why := approved(ev)
+	if !ok {
+		reason := "a person refused this call"
+		if why = strings.TrimSpace(why); why != "" && !strings.EqualFold(why, "deny") {
+			reason += ": " + why
+		}
+		m.refuseApproval(reason)
+		return
+	}
+	m.st.Calls[m.callIndex(m.st.Approving)].Approved = true
+	m.st.Approving, m.st.Question = "", ""
+	m.dispatchTools()
+}
+
+// refuseApproval answers the call being approved with the reason it was
+// not run, and goes on dispatching the turn's calls.
+func (m *Machine) refuseApproval(reason string) {
+	c := &m.st.Calls[m.callIndex(m.st.Approving)]
+	m.st.Approving, m.st.Question = "", ""
+	text := fmt.Sprintf("tool %q not run: %s", c.Name, reason)
+	c.Result = &ToolOutcome{Output: text, IsError: true, Outcome: "denied"}
+	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "denied", Text: text})
+	m.dispatchTools()
 }
 
 func (m *Machine) toolList() string {
@@ -965,7 +1030,7 @@ func (m *Machine) observe(o progress.Observation) bool {
 	m.note(Note{Type: NoteIntervention, Step: m.st.Step, Pattern: pat, Rung: rung, Text: "escalated: " + q})
 	m.st.Question = q
 	m.st.Phase = PhaseHuman
-	m.emit(Command{Type: AskHuman, ID: "h" + strconv.Itoa(m.st.Step), Question: q})
+	m.emit(m.askCommand())
 	return false
 }
 

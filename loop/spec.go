@@ -33,7 +33,10 @@ type Spec struct {
 	// Checks gate done: a candidate is accepted only when every check has
 	// passed. Cheap checks run first; expensive ones only if all cheap passed.
 	Checks []Check       `json:"checks"`
-	Budget budget.Limits `json:"budget"`
+	// Permissions decide which tool calls run, ask a person first, or are
+	// refused; see Permission.
+	Permissions []Permission  `json:"permissions,omitempty"`
+	Budget      budget.Limits `json:"budget"`
 	Policy Policy        `json:"policy"`
 }
 
@@ -140,6 +143,11 @@ func (s Spec) Validate() error {
 		seen[t.Name] = true
 		if len(t.InputSchema) > 0 && !json.Valid(t.InputSchema) {
 			add("tools[%d] %q: input schema is not valid JSON", i, t.Name)
+		}
+	}
+	for i, p := range s.Permissions {
+		if err := p.Validate(); err != nil {
+			add("permissions[%d]: %v", i, err)
 		}
 	}
 	switch s.Mode {

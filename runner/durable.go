@@ -145,6 +145,9 @@ type ResumeOptions struct {
 	// Answer, when set, is a person's reply to the question the run is
 	// awaiting.
 	Answer *string
+	// Approved, when set, answers an approval question (a tool call a
+	// permission rule said to ask about); Answer may then give a reason.
+	Approved *bool
 }
 
 // Seeker is implemented by models whose replies depend on how many calls
@@ -230,12 +233,22 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 	r.seq = recs[len(recs)-1].Seq
 	at := r.now()
 	queue := []loop.Event{{Type: loop.EventResume, At: at}}
-	if opts.Answer != nil {
+	if opts.Answer != nil || opts.Approved != nil {
 		if r.m.Phase() != loop.PhaseHuman {
 			return loop.Result{}, fmt.Errorf("runner: run %s is not awaiting input", cfg.RunID)
 		}
-		cmds := r.m.Pending()
-		queue = []loop.Event{{Type: loop.EventHumanReply, At: at, Call: cmds[0].ID, Text: *opts.Answer}}
+		ask := r.m.Pending()[0]
+		if (opts.Approved != nil) != (ask.Approval != nil) {
+			if ask.Approval != nil {
+				return loop.Result{}, fmt.Errorf("runner: run %s asks for an approval (approve or deny), not an answer: %s", cfg.RunID, ask.Question)
+			}
+			return loop.Result{}, fmt.Errorf("runner: run %s asks a question (answer it), not for an approval: %s", cfg.RunID, ask.Question)
+		}
+		ev := loop.Event{Type: loop.EventHumanReply, At: at, Call: ask.ID, Approved: opts.Approved}
+		if opts.Answer != nil {
+			ev.Text = *opts.Answer
+		}
+		queue = []loop.Event{ev}
 	}
 	if row.Status != store.StatusRunning {
 		status, empty := store.StatusRunning, ""

@@ -38,8 +38,11 @@ type Task struct {
 	Instructions string
 	Tools        []tool.Tool
 	Checks       verify.Tiers
-	Budget       budget.Limits
-	Policy       loop.Policy
+	// Permissions decide which tool calls run, need a person's approval,
+	// or are refused (see loop.Permission).
+	Permissions []loop.Permission
+	Budget      budget.Limits
+	Policy      loop.Policy
 }
 
 // Asker puts a question to a person and returns the answer. It returns an
@@ -133,7 +136,7 @@ func (t Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, 
 	if err != nil {
 		return loop.Spec{}, nil, nil, err
 	}
-	spec := loop.Spec{Mode: t.Mode, Goal: t.Goal, Instructions: t.Instructions, Tools: reg.Specs(), Budget: t.Budget, Policy: t.Policy}
+	spec := loop.Spec{Mode: t.Mode, Goal: t.Goal, Instructions: t.Instructions, Tools: reg.Specs(), Permissions: t.Permissions, Budget: t.Budget, Policy: t.Policy}
 	byName := map[string]verify.Verifier{}
 	add := func(v verify.Verifier, tier verify.Tier) {
 		name := v.Name()

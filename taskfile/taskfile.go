@@ -21,6 +21,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/internal/yamlerr"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/sandbox"
@@ -57,6 +58,9 @@ type File struct {
 	// CopyWorkspace runs the task on a fresh copy of the workspace, leaving
 	// the original untouched.
 	CopyWorkspace bool
+	// Permissions decide which tool calls run, need a person's approval or
+	// are refused; first match wins, no match allows.
+	Permissions []loop.Permission
 }
 
 // Effort is the task file's effort: section.
@@ -231,7 +235,7 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "budget", "progress", "effort", "escalate"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "mode":
 			p.f.Mode = p.str(v, key)
@@ -268,6 +272,8 @@ func (p *parser) top(n *yaml.Node) {
 		case "checks":
 			checks = v
 			p.checks(v)
+		case "permissions":
+			p.permissions(v)
 		case "budget":
 			p.budget(v)
 		case "progress":
@@ -293,6 +299,37 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	if p.f.Mode == "generate" && len(p.f.Tools) > 0 {
 		p.errorf(n, "generate mode has no tools (every reply is a candidate); remove tools: or use mode: agent")
+	}
+}
+
+func (p *parser) permissions(n *yaml.Node) {
+	for _, r := range p.nodes(n, "permissions") {
+		var perm loop.Permission
+		p.fields(r, "permission", []string{"tool", "args", "action"}, func(key string, v *yaml.Node) {
+			switch key {
+			case "tool":
+				perm.Tool = p.str(v, "tool")
+			case "action":
+				perm.Action = loop.Action(p.str(v, "action"))
+			case "args":
+				if v.Kind != yaml.MappingNode {
+					p.errorf(v, "args must map argument names to glob patterns, e.g. {path: \"*.md\"}")
+					return
+				}
+				for i := 0; i+1 < len(v.Content); i += 2 {
+					perm.Args = append(perm.Args, loop.ArgPattern{Name: v.Content[i].Value, Pattern: p.str(v.Content[i+1], "args."+v.Content[i].Value)})
+				}
+			}
+		})
+		if r.Kind != yaml.MappingNode {
+			continue
+		}
+		if perm.Action == "" {
+			p.errorf(r, "a permission needs action: allow, ask or deny")
+		} else if err := perm.Validate(); err != nil {
+			p.errorf(r, "permission: %v", err)
+		}
+		p.f.Permissions = append(p.f.Permissions, perm)
 	}
 }
 

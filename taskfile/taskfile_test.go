@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/verify"
 )
@@ -385,7 +386,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, budget, progress, effort, escalate)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
@@ -557,4 +558,50 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("parsed, but Verifiers fails: %v", err)
 		}
 	})
+}
+
+func TestParsePermissions(t *testing.T) {
+	data := `goal: g
+checks: [{equals: "1"}]
+permissions:
+  - {tool: remove_*, action: deny}
+  - tool: write_file
+    args: {path: "*.py"}
+    action: ask
+  - {action: allow}
+`
+	f, err := taskfile.Parse([]byte(data), "p.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []loop.Permission{
+		{Tool: "remove_*", Action: loop.Deny},
+		{Tool: "write_file", Args: []loop.ArgPattern{{Name: "path", Pattern: "*.py"}}, Action: loop.Ask},
+		{Action: loop.Allow},
+	}
+	if diff := cmp.Diff(want, f.Permissions); diff != "" {
+		t.Errorf("permissions (-want +got):\n%s", diff)
+	}
+
+	bad := `goal: g
+checks: [{equals: "1"}]
+permissions:
+  - {tool: x, action: maybe}
+  - {tool: "[", action: deny}
+  - {tool: y}
+  - {tool: z, action: ask, args: [path]}
+  - {tool: w, action: ask, colour: red}
+`
+	_, err = taskfile.Parse([]byte(bad), "p.yaml")
+	wantErr := `p.yaml:4: permission: action "maybe" is not allow, ask or deny
+p.yaml:5: permission: tool pattern "[": syntax error in pattern
+p.yaml:6: a permission needs action: allow, ask or deny
+p.yaml:7: args must map argument names to glob patterns, e.g. {path: "*.md"}
+p.yaml:8: unknown field "colour" in permission (known: tool, args, action)`
+	if err == nil {
+		t.Fatal("no problems reported")
+	}
+	if diff := cmp.Diff(wantErr, err.Error()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
 }

@@ -235,6 +235,7 @@ func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), 
 		Goal:         tf.Goal,
 		Instructions: tf.Instructions,
 		Checks:       checks,
+		Permissions:  tf.Permissions,
 		Budget:       tf.Budget,
 		Mode:         loop.Mode(tf.Mode),
 		Policy: loop.Policy{

@@ -9,7 +9,7 @@
 //	     [holdout=(e)] [steps=N] [model_calls=N] [tool_calls=N]
 //	     [total_tokens=N] [cost=USD] [time=DUR] [escalate] [window=N]
 //	     [patience=N] [max_reply_bytes=N] [samples=N] [threshold=X]
-//	     [high_stakes] [key=failing]
+//	     [high_stakes] [key=failing] [allow|ask|deny=(tool[:arg=glob],…)]
 //	  <goal>
 //	start [at=DUR]
 //	reply [call=ID] [at=DUR] [in=N] [out=N] [cost=USD] [unknown_cost]
@@ -203,6 +203,16 @@ func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 		case "tools":
 			for _, name := range arg.Vals {
 				s.Tools = append(s.Tools, model.ToolSpec{Name: name, Description: "test tool " + name, InputSchema: json.RawMessage(`{"type":"object"}`)})
+			}
+		case "allow", "ask", "deny":
+			// tool or tool:arg=glob
+			for _, v := range arg.Vals {
+				p := loop.Permission{Action: loop.Action(arg.Key), Tool: v}
+				if name, pat, ok := strings.Cut(v, ":"); ok {
+					argName, glob, _ := strings.Cut(pat, "=")
+					p.Tool, p.Args = name, []loop.ArgPattern{{Name: argName, Pattern: glob}}
+				}
+				s.Permissions = append(s.Permissions, p)
 			}
 		case "cheap", "expensive", "holdout":
 			for _, name := range arg.Vals {
