@@ -147,9 +147,9 @@ type state struct {
 	ClosingDim budget.Dimension `json:"closing_dim,omitempty"`
 	Question   string           `json:"question,omitempty"`
 	// Approving is the tool call whose approval Question asks for.
-	Approving string `json:"approving,omitempty"`
-	StalledOn  progress.Pattern `json:"stalled_on,omitempty"`
-	Result     *Result          `json:"result,omitempty"`
+	Approving string           `json:"approving,omitempty"`
+	StalledOn progress.Pattern `json:"stalled_on,omitempty"`
+	Result    *Result          `json:"result,omitempty"`
 }
 
 // suspended is the phase and commands in flight when a run was cancelled.

@@ -32,12 +32,12 @@ type Spec struct {
 	Tools []model.ToolSpec `json:"tools,omitempty"`
 	// Checks gate done: a candidate is accepted only when every check has
 	// passed. Cheap checks run first; expensive ones only if all cheap passed.
-	Checks []Check       `json:"checks"`
+	Checks []Check `json:"checks"`
 	// Permissions decide which tool calls run, ask a person first, or are
 	// refused; see Permission.
 	Permissions []Permission  `json:"permissions,omitempty"`
 	Budget      budget.Limits `json:"budget"`
-	Policy Policy        `json:"policy"`
+	Policy      Policy        `json:"policy"`
 }
 
 // Mode is how the model submits candidates.

@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ratchetloop/ratchet/budget"
-	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/verify"
 )
