@@ -34,6 +34,7 @@ const (
 	ReadFile  = "read_file"
 	WriteFile = "write_file"
 	EditFile  = "edit_file"
+	AppendFile = "append_file"
 )
 
 // ErrOutside is matched (with [errors.Is]) by the error a tool returns for a
@@ -71,6 +72,8 @@ func New(dir string) (*Workspace, error) {
 		// Not idempotent: once applied, the same edit finds no old_text, or
 		// applies again where new_text contains old_text.
 		tool.Func(EditFile, editDescription, ws.editFile),
+		// Not idempotent: each call adds its text again.
+		tool.Func(AppendFile, appendDescription, ws.appendFile),
 	}
 	return ws, nil
 }
@@ -78,8 +81,8 @@ func New(dir string) (*Workspace, error) {
 // Close closes the workspace directory. Tools called afterwards fail.
 func (ws *Workspace) Close() error { return ws.root.Close() }
 
-// Tools returns list_files, read_file, write_file and edit_file, in that
-// order. The caller may modify the returned slice.
+// Tools returns list_files, read_file, write_file, edit_file and
+// append_file, in that order. The caller may modify the returned slice.
 func (ws *Workspace) Tools() []tool.Tool { return slices.Clone(ws.tools) }
 
 // Lookup returns the workspace tools with the given names, in the given

@@ -159,6 +159,7 @@ func TestTools(t *testing.T) {
 		{"read_file", true, []string{"max_lines", "offset_line", "path"}, []string{"path"}},
 		{"write_file", true, []string{"content", "path"}, []string{"path", "content"}},
 		{"edit_file", false, []string{"new_text", "old_text", "path"}, []string{"path", "old_text", "new_text"}},
+		{"append_file", false, []string{"path", "text"}, []string{"path", "text"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
@@ -177,7 +178,7 @@ func TestLookup(t *testing.T) {
 	}{
 		{names: nil, want: []string{}},
 		{names: []string{"edit_file", "read_file"}, want: []string{"edit_file", "read_file"}},
-		{names: []string{"read_file", "rm"}, wantErr: `workspace: unknown tool "rm"; available tools: list_files, read_file, write_file, edit_file`},
+		{names: []string{"read_file", "rm"}, wantErr: `workspace: unknown tool "rm"; available tools: list_files, read_file, write_file, edit_file, append_file`},
 		{names: []string{"rm", "cat"}, wantErr: `unknown tools "rm", "cat"; available tools:`},
 	}
 	for _, tt := range tests {
@@ -745,5 +746,35 @@ func TestConcurrentEdits(t *testing.T) {
 	want := strings.NewReplacer("<", "[", ">", "]").Replace(b.String())
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("file after edits (-want +got):\n%s", diff)
+	}
+}
+
+func TestAppendFile(t *testing.T) {
+	dir := t.TempDir()
+	ws, err := workspace.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	tools, err := workspace.Lookup(ws, []string{workspace.AppendFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := tools[0]
+	for _, line := range []string{"one\n", "two\n"} {
+		args, _ := json.Marshal(map[string]string{"path": "log.txt", "text": line})
+		out, err := app.Run(context.Background(), args)
+		if err != nil || out != "appended 4 bytes to log.txt" {
+			t.Fatalf("append: %q %v", out, err)
+		}
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "log.txt"))
+	if string(got) != "one\ntwo\n" {
+		t.Errorf("file = %q", got)
+	}
+	for _, bad := range []string{`{"path":"../x","text":"a"}`, `{"path":".","text":"a"}`, `{"path":"no/such/dir/x","text":"a"}`} {
+		if out, err := app.Run(context.Background(), json.RawMessage(bad)); err == nil {
+			t.Errorf("%s: no error (%q)", bad, out)
+		}
 	}
 }

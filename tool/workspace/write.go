@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"strings"
 	"syscall"
@@ -20,6 +21,13 @@ const maxEditBytes = 16 << 20
 const writeDescription = `Create a file in the workspace, or replace all of its content, creating missing parent directories. Prefer edit_file to change part of an existing file.`
 
 const editDescription = `Replace one exact occurrence of old_text with new_text in a file in the workspace. old_text must match the file exactly, including whitespace, indentation and line breaks, and must occur exactly once: include enough surrounding lines to make it unique. Use write_file to create a file.`
+
+const appendDescription = `Append text to the end of a file in the workspace, creating the file (but not its directories) if it does not exist. The text is added as is: end it with a newline to add whole lines.`
+
+type appendArgs struct {
+	Path string `json:"path" jsonschema:"the file to append to, relative to the workspace root, such as \"log.txt\""`
+	Text string `json:"text" jsonschema:"the text to add at the end of the file"`
+}
 
 type writeArgs struct {
 	Path    string `json:"path" jsonschema:"the file to write, relative to the workspace root, such as \"src/main.go\""`
@@ -188,3 +196,30 @@ func notFound(arg, text, old string) error {
 
 // squeeze replaces every run of whitespace in s by one space and trims it.
 func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func (ws *Workspace) appendFile(ctx context.Context, in appendArgs) (string, error) {
+	p, err := clean(in.Path)
+	if err != nil {
+		return "", err
+	}
+	if p == "." {
+		return "", fmt.Errorf(`%w: path %q is the workspace root; give the path of a file, such as "log.txt"`, tool.ErrInvalidArgs, in.Path)
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	f, err := ws.root.OpenFile(osPath(p), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return "", fail(in.Path, err)
+	}
+	_, werr := io.WriteString(f, in.Text)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return "", fail(in.Path, werr)
+	}
+	return fmt.Sprintf("appended %s to %s", plural(len(in.Text), "byte"), p), nil
+}
