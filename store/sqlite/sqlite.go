@@ -1,0 +1,501 @@
+// Package sqlite is the default store: one SQLite file in WAL mode, on the
+// pure-Go modernc.org/sqlite driver (no cgo).
+//
+// Durability: every write commits with synchronous=FULL, so when Append
+// returns its entries have been fsynced to the write-ahead log and survive a
+// crash of the process or of the machine.
+//
+// Writes go through one writer goroutine per Store that commits whatever is
+// pending from every run in one transaction (group commit): SQLite has a
+// single writer, and one fsync shared by many runs is what lets a hundred
+// concurrent loops append thousands of events a second. Each write runs in
+// its own savepoint, so a conflict fails only its caller. Reads use a small
+// pool of connections and never wait for the writer (WAL readers see the
+// last commit).
+//
+// Several processes may open the same file (a running loop and `ratchet
+// answer`, say): SQLite's file locks serialize their writers, with
+// Config.BusyTimeout as the patience.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	driver "modernc.org/sqlite"
+
+	"github.com/ratchetloop/ratchet/store"
+)
+
+// Config says where the database is and how to use it. Path is required;
+// the zero value of every other field means its default.
+type Config struct {
+	// Path is the database file. It and its directory are created if
+	// missing. DefaultPath gives the conventional location.
+	Path string
+	// BusyTimeout is how long a write waits for another process holding the
+	// database's write lock before failing; default 10s.
+	BusyTimeout time.Duration
+	// MaxBatch caps the writes committed in one transaction; default 512.
+	MaxBatch int
+	// Readers caps the connections used for reads; default 4.
+	Readers int
+}
+
+// DefaultPath returns where ratchet keeps its database unless told
+// otherwise: $RATCHET_DB if set, else $XDG_STATE_HOME/ratchet/ratchet.db,
+// else ~/.local/state/ratchet/ratchet.db. It does not create anything (Open
+// creates the directory).
+func DefaultPath() (string, error) {
+	if p := os.Getenv("RATCHET_DB"); p != "" {
+		return p, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "ratchet", "ratchet.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("sqlite: no default database path: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "ratchet", "ratchet.db"), nil
+}
+
+// Store is a store.Store in one SQLite file.
+type Store struct {
+	db *sql.DB // readers
+	w  *writer
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path with the default
+// configuration.
+func Open(path string) (*Store, error) { return New(Config{Path: path}) }
+
+// New opens (creating if needed) the database cfg describes and brings its
+// schema up to date.
+func New(cfg Config) (*Store, error) {
+	var problems []string
+	if cfg.Path == "" {
+		problems = append(problems, "Path is empty")
+	}
+	if cfg.BusyTimeout < 0 {
+		problems = append(problems, "BusyTimeout is negative")
+	}
+	if cfg.MaxBatch < 0 {
+		problems = append(problems, "MaxBatch is negative")
+	}
+	if cfg.Readers < 0 {
+		problems = append(problems, "Readers is negative")
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("sqlite: invalid config: %s", strings.Join(problems, "; "))
+	}
+	if cfg.BusyTimeout == 0 {
+		cfg.BusyTimeout = 10 * time.Second
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = 512
+	}
+	if cfg.Readers == 0 {
+		cfg.Readers = 4
+	}
+	if dir := filepath.Dir(cfg.Path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+	}
+
+	// Every connection gets these; journal_mode is set once below since it
+	// is a property of the file.
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(FULL)")
+	dsn := "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
+
+	// SQLite's own Linux builds commit with fdatasync; the transpiled
+	// library needs telling. Same durability, less journal traffic.
+	driver.Fdatasync(true)
+
+	ctx := context.Background()
+	wdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetConnMaxIdleTime(0)
+	wdb.SetConnMaxLifetime(0)
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	fail := func(err error) (*Store, error) {
+		conn.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fail(err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("journal mode is %q, not wal (WAL needs a local file system)", mode))
+	}
+	if err := migrate(ctx, conn); err != nil {
+		return fail(err)
+	}
+
+	rdb, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return fail(err)
+	}
+	rdb.SetMaxOpenConns(cfg.Readers)
+	rdb.SetMaxIdleConns(cfg.Readers)
+	return &Store{db: rdb, w: startWriter(wdb, conn, cfg.MaxBatch)}, nil
+}
+
+// Close waits for the writes in flight, then closes the database. Calls
+// after Close fail.
+func (s *Store) Close() error {
+	err := s.w.close()
+	return errors.Join(err, s.db.Close())
+}
+
+// CreateRun implements store.Store.
+func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	if r.ID == "" {
+		return errors.New("sqlite: create run: empty ID")
+	}
+	labels, err := json.Marshal(nonNil(r.Labels))
+	if err != nil {
+		return fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
+	}
+	err = s.w.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `INSERT INTO runs
+			(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			r.ID, r.Parent, r.Goal, string(labels), r.Status, r.Question, r.Task, r.Result,
+			r.Steps, r.CostMicros, r.Created.UnixMicro(), r.Updated.UnixMicro())
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrExists
+		}
+		for _, l := range r.Labels {
+			if _, err := c.ExecContext(ctx, `INSERT INTO run_labels (label, run) VALUES (?, ?) ON CONFLICT DO NOTHING`, l, r.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
+	}
+	return nil
+}
+
+const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated`
+
+type scanner interface{ Scan(...any) error }
+
+func scanRun(sc scanner) (store.Run, error) {
+	var (
+		r                store.Run
+		labels           string
+		created, updated int64
+	)
+	if err := sc.Scan(&r.ID, &r.Parent, &r.Goal, &labels, &r.Status, &r.Question, &r.Task, &r.Result,
+		&r.Steps, &r.CostMicros, &created, &updated); err != nil {
+		return store.Run{}, err
+	}
+	if err := json.Unmarshal([]byte(labels), &r.Labels); err != nil {
+		return store.Run{}, fmt.Errorf("labels of run %q: %w", r.ID, err)
+	}
+	if len(r.Labels) == 0 {
+		r.Labels = nil
+	}
+	r.Created = fromMicros(created)
+	r.Updated = fromMicros(updated)
+	return r, nil
+}
+
+// Run implements store.Store.
+func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Run{}, fmt.Errorf("sqlite: run %q: %w", id, err)
+	}
+	return r, nil
+}
+
+// UpdateRun implements store.Store.
+func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error {
+	var (
+		set  []string
+		args []any
+	)
+	add := func(col string, v any) {
+		set = append(set, col+" = ?")
+		args = append(args, v)
+	}
+	if u.Status != nil {
+		add("status", *u.Status)
+	}
+	if u.Question != nil {
+		add("question", *u.Question)
+	}
+	if u.Result != nil {
+		add("result", u.Result)
+	}
+	if u.Steps != nil {
+		add("steps", *u.Steps)
+	}
+	if u.CostMicros != nil {
+		add("cost_micros", *u.CostMicros)
+	}
+	if !u.Updated.IsZero() {
+		add("updated", u.Updated.UnixMicro())
+	}
+	query := `SELECT 1 FROM runs WHERE id = ?`
+	if len(set) > 0 {
+		query = `UPDATE runs SET ` + strings.Join(set, ", ") + ` WHERE id = ? RETURNING 1`
+	}
+	args = append(args, id)
+	err := s.w.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var one int
+		err := c.QueryRowContext(ctx, query, args...).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: update run %q: %w", id, err)
+	}
+	return nil
+}
+
+// ListRuns implements store.Store.
+func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if len(f.Status) > 0 {
+		var or []string
+		for _, st := range f.Status {
+			if strings.HasSuffix(st, ":") {
+				or = append(or, "substr(status, 1, ?) = ?")
+				args = append(args, len(st), st)
+			} else {
+				or = append(or, "status = ?")
+				args = append(args, st)
+			}
+		}
+		where = append(where, "("+strings.Join(or, " OR ")+")")
+	}
+	if f.Label != "" {
+		where = append(where, "id IN (SELECT run FROM run_labels WHERE label = ?)")
+		args = append(args, f.Label)
+	}
+	if f.Parent != "" {
+		where = append(where, "parent = ?")
+		args = append(args, f.Parent)
+	}
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY created DESC, n DESC`
+	if f.Limit > 0 {
+		query += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	defer rows.Close()
+	var runs []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list runs: %w", err)
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list runs: %w", err)
+	}
+	return runs, nil
+}
+
+// maxRowsPerInsert keeps a multi-row INSERT under SQLite's limit of 32766
+// bound parameters (5 per entry).
+const maxRowsPerInsert = 1000
+
+// Append implements store.Store. If ctx ends before the write is taken into
+// a transaction, nothing is written and ctx's error is returned; once taken,
+// Append waits for the commit.
+func (s *Store) Append(ctx context.Context, run string, entries []store.Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if err := contiguous(entries); err != nil {
+		return fmt.Errorf("sqlite: append to run %q: %w", run, err)
+	}
+	err := s.w.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var last int64
+		err := c.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, run).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if entries[0].Seq != last+1 {
+			return fmt.Errorf("%w: entries start at %d, the log ends at %d", store.ErrConflict, entries[0].Seq, last)
+		}
+		for len(entries) > 0 {
+			chunk := entries[:min(len(entries), maxRowsPerInsert)]
+			entries = entries[len(chunk):]
+			var q strings.Builder
+			q.WriteString(`INSERT INTO entries (run, seq, kind, at, data) VALUES `)
+			args := make([]any, 0, 5*len(chunk))
+			for i, e := range chunk {
+				if i > 0 {
+					q.WriteString(", ")
+				}
+				q.WriteString("(?, ?, ?, ?, ?)")
+				args = append(args, run, e.Seq, e.Kind, e.At.UnixMicro(), nonNil(e.Data))
+			}
+			if _, err := c.ExecContext(ctx, q.String(), args...); err != nil {
+				return err
+			}
+			last = chunk[len(chunk)-1].Seq
+		}
+		_, err = c.ExecContext(ctx, `UPDATE runs SET last_seq = ? WHERE id = ?`, last, run)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: append to run %q: %w", run, err)
+	}
+	return nil
+}
+
+// contiguous reports a gap or repeat inside entries.
+func contiguous(entries []store.Entry) error {
+	for i := 1; i < len(entries); i++ {
+		if entries[i].Seq != entries[i-1].Seq+1 {
+			return fmt.Errorf("%w: entry %d has seq %d after %d", store.ErrConflict, i, entries[i].Seq, entries[i-1].Seq)
+		}
+	}
+	return nil
+}
+
+// Entries implements store.Store.
+func (s *Store) Entries(ctx context.Context, run string, after int64) ([]store.Entry, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, kind, at, data FROM entries WHERE run = ? AND seq > ? ORDER BY seq`, run, after)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: entries of run %q: %w", run, err)
+	}
+	defer rows.Close()
+	var out []store.Entry
+	for rows.Next() {
+		var (
+			e  store.Entry
+			at int64
+		)
+		if err := rows.Scan(&e.Seq, &e.Kind, &at, &e.Data); err != nil {
+			return nil, fmt.Errorf("sqlite: entries of run %q: %w", run, err)
+		}
+		e.At = fromMicros(at)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: entries of run %q: %w", run, err)
+	}
+	if len(out) == 0 {
+		// Tell an empty log from a missing run.
+		if _, err := s.LastSeq(ctx, run); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// LastSeq implements store.Store.
+func (s *Store) LastSeq(ctx context.Context, run string) (int64, error) {
+	var last int64
+	err := s.db.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, run).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: last seq of run %q: %w", run, err)
+	}
+	return last, nil
+}
+
+// SaveSnapshot implements store.Store; it keeps only the run's latest
+// snapshot.
+func (s *Store) SaveSnapshot(ctx context.Context, run string, snap store.Snapshot) error {
+	err := s.w.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+		var one int
+		err := c.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, run).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		_, err = c.ExecContext(ctx, `INSERT INTO snapshots (run, seq, data) VALUES (?, ?, ?)
+			ON CONFLICT (run) DO UPDATE SET seq = excluded.seq, data = excluded.data`,
+			run, snap.Seq, nonNil(snap.Data))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: save snapshot of run %q: %w", run, err)
+	}
+	return nil
+}
+
+// LatestSnapshot implements store.Store.
+func (s *Store) LatestSnapshot(ctx context.Context, run string) (store.Snapshot, error) {
+	var snap store.Snapshot
+	err := s.db.QueryRowContext(ctx, `SELECT seq, data FROM snapshots WHERE run = ?`, run).Scan(&snap.Seq, &snap.Data)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Snapshot{}, fmt.Errorf("sqlite: latest snapshot of run %q: %w", run, err)
+	}
+	return snap, nil
+}
+
+// fromMicros is the inverse of time.Time.UnixMicro, in UTC.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// nonNil turns nil into an empty value, for NOT NULL columns.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
