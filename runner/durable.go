@@ -231,6 +231,10 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 		s.Seek(answered)
 	}
 	r.seq = recs[len(recs)-1].Seq
+	if res, ok := r.m.Result(); ok && res.Status != loop.Cancelled {
+		// The run finished, but its process died before the row said so.
+		return r.finish(ctx, res)
+	}
 	at := r.now()
 	queue := []loop.Event{{Type: loop.EventResume, At: at}}
 	if opts.Answer != nil || opts.Approved != nil {

@@ -66,6 +66,9 @@ type dying struct {
 	mu      sync.Mutex
 	appends int
 	n       int
+	// finalUpdate kills the process at the update that records the
+	// Result, after every append succeeded.
+	finalUpdate bool
 }
 
 var errDied = errors.New("process died")
@@ -87,7 +90,7 @@ func (d *dying) Append(ctx context.Context, run string, e []store.Entry) error {
 }
 
 func (d *dying) UpdateRun(ctx context.Context, id string, u store.Update) error {
-	if d.dead(false) {
+	if d.dead(false) || (d.finalUpdate && u.Result != nil) {
 		return errDied
 	}
 	return d.Store.UpdateRun(ctx, id, u)
@@ -225,6 +228,37 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 				t.Errorf("kill %d: %s answered %d times", n, k, c)
 			}
 		}
+	}
+}
+
+// TestResumeAfterDeathAtTheLastUpdate: a run whose log is complete but
+// whose row was never told it finished is settled by Resume.
+func TestResumeAfterDeathAtTheLastUpdate(t *testing.T) {
+	ctx := context.Background()
+	st := &dying{Store: memory.New(), finalUpdate: true}
+	fx := &sideEffects{}
+	cfg := runner.Config{Model: newScripted(t, journalScript()), Store: st, RunID: "r"}
+	res, err := runner.Run(ctx, journalTask(fx), cfg)
+	if !errors.Is(err, errDied) || res.Status != loop.Done {
+		t.Fatalf("%v %s", err, res.Status)
+	}
+	if row, _ := st.Run(ctx, "r"); row.Status != store.StatusRunning {
+		t.Fatalf("row status %q, want running", row.Status)
+	}
+	st.finalUpdate = false
+	cfg.Model = newScripted(t, journalScript())
+	again, err := runner.Resume(ctx, journalTask(fx), cfg, runner.ResumeOptions{})
+	if err != nil || again.Status != loop.Done {
+		t.Fatalf("resume: %v %s", err, again.Status)
+	}
+	if row, _ := st.Run(ctx, "r"); row.Status != "done" || row.Result == nil {
+		t.Errorf("row = %q %s", row.Status, row.Result)
+	}
+	if n, _ := st.LastSeq(ctx, "r"); fx.lines == nil || n == 0 {
+		t.Error("nothing recorded")
+	}
+	if len(fx.lines) != 2 {
+		t.Errorf("journal %q: resume re-ran a tool", fx.lines)
 	}
 }
 

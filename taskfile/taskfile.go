@@ -155,7 +155,7 @@ var Languages = []string{"python", "go", "json", "yaml"}
 var ExecFormats = []string{"pytest", "go", "node", "exit"}
 
 // ToolNames are the tools a task file can name: the workspace file tools.
-var ToolNames = []string{"list_files", "read_file", "write_file", "edit_file"}
+var ToolNames = []string{"list_files", "read_file", "write_file", "edit_file", "append_file"}
 
 // Load reads and parses the task file at path.
 func Load(path string) (*File, error) {

@@ -18,11 +18,19 @@ const (
 	exitNotDone = 1 // the run ended, not done
 	exitUsage   = 2 // bad usage or config
 	exitInfra   = 3 // infrastructure failed
+	// exitWaiting (4, runs.go): the run waits for a person.
 )
 
 func main() {
+	// The first SIGINT or SIGTERM cancels the run, which then ends
+	// cancelled with its log flushed (and can be resumed); a second one
+	// kills the process at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 	os.Exit(m.Run(ctx, os.Args[1:]))
 }
@@ -38,12 +46,22 @@ const usage = `ratchet runs AI agent loops with a checked definition of done.
 
 Usage:
   ratchet run TASK.yaml [flags]   run a task file; see 'ratchet run -h'
+  ratchet ls [flags]              list runs: status, goal, steps, cost, age
+  ratchet show RUN [--events]     a run's Result, attempts, verdicts and usage (or its log)
+  ratchet resume RUN              carry on a run whose process stopped (crash, Ctrl-C)
+  ratchet answer RUN TEXT         answer the question a waiting run asks, and carry it on
+  ratchet approve RUN             approve the tool call a waiting run asks about
+  ratchet deny RUN [WHY]          refuse it
   ratchet verify TASK.yaml FILE…  run a task's checks on candidate files, no model
-  ratchet replay LOG.jsonl        re-drive the core over a recorded run; exit 1 if it diverges
+  ratchet replay RUN|LOG.jsonl    re-drive the core over a recorded run; exit 1 if it diverges
   ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet version                 print the version
 
-Exit codes: 0 done, 1 ended not done, 2 usage or config error, 3 infrastructure failure.
+Runs are kept in a database: --db or $RATCHET_DB (a SQLite file or a
+postgres:// DSN), default $XDG_STATE_HOME/ratchet/ratchet.db.
+
+Exit codes: 0 done, 1 ended not done, 2 usage or config error, 3 infrastructure
+failure, 4 waiting for a person.
 `
 
 // Run dispatches to a subcommand and returns the exit code.
@@ -58,7 +76,13 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	case "verify":
 		return m.verifyCmd(ctx, args[1:])
 	case "replay":
-		return m.replayCmd(args[1:])
+		return m.replayCmd(ctx, args[1:])
+	case "ls":
+		return m.lsCmd(ctx, args[1:])
+	case "show":
+		return m.showCmd(ctx, args[1:])
+	case "resume", "answer", "approve", "deny":
+		return m.resumeCmd(ctx, args[0], args[1:])
 	case "sim":
 		return m.simCmd(ctx, args[1:])
 	case "version", "--version":

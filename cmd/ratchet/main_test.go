@@ -116,16 +116,14 @@ func TestQuickstart(t *testing.T) {
 	if n := strings.Count(c.stderr, wantNotice); n != 1 || !strings.Contains(c.stderr, notice) {
 		t.Errorf("stderr has the scripted-model notice %d times, want once:\n%s", n, c.stderr)
 	}
-	// The event log goes under XDG_STATE_HOME and is named on stderr.
-	m := regexp.MustCompile(`(?m)^events: (.*)$`).FindStringSubmatch(c.stderr)
-	if m == nil {
-		t.Fatalf("stderr names no event log:\n%s", c.stderr)
+	// The run is kept in the default database under XDG_STATE_HOME and
+	// named on stderr.
+	m := regexp.MustCompile(`(?m)^run: (\S+) \(ratchet show (\S+)\)$`).FindStringSubmatch(c.stderr)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("stderr names no run:\n%s", c.stderr)
 	}
-	if dir := filepath.Join(c.state, "ratchet", "runs"); filepath.Dir(m[1]) != dir || !strings.HasSuffix(m[1], ".jsonl") {
-		t.Errorf("event log %s, want a .jsonl file in %s", m[1], dir)
-	}
-	if st, err := os.Stat(m[1]); err != nil || st.Size() == 0 {
-		t.Errorf("event log %s: %v (size %v), want a non-empty file", m[1], err, st)
+	if st, err := os.Stat(filepath.Join(c.state, "ratchet", "ratchet.db")); err != nil || st.Size() == 0 {
+		t.Errorf("run database: %v (size %v), want a non-empty file", err, st)
 	}
 }
 
@@ -217,21 +215,6 @@ func TestLogFile(t *testing.T) {
 	if kinds[observe.KindEvent] == 0 || kinds[observe.KindCommand] == 0 {
 		t.Errorf("log entry kinds %v, want events and commands", kinds)
 	}
-	// The default location is not used.
-	if _, err := os.Stat(filepath.Join(c.state, "ratchet")); !os.IsNotExist(err) {
-		t.Errorf("--log: the default log directory was created too (%v)", err)
-	}
-}
-
-func TestNoLog(t *testing.T) {
-	c := run(t, nil, "run", "--no-log", quickstart)
-	c.wantCode(t, exitDone)
-	if strings.Contains(c.stderr, "events:") {
-		t.Errorf("--no-log: stderr names an event log:\n%s", c.stderr)
-	}
-	if _, err := os.Stat(filepath.Join(c.state, "ratchet")); !os.IsNotExist(err) {
-		t.Errorf("--no-log: the log directory exists (%v)", err)
-	}
 }
 
 func TestFlagsAfterTaskFile(t *testing.T) {
@@ -311,28 +294,28 @@ func TestModelSelection(t *testing.T) {
 		}
 	})
 	t.Run("RATCHET_MODEL when the file has none", func(t *testing.T) {
-		c := run(t, map[string]string{"RATCHET_MODEL": right}, "run", "--no-log", task)
+		c := run(t, map[string]string{"RATCHET_MODEL": right}, "run", task)
 		c.wantCode(t, exitDone)
 		if !strings.Contains(c.stderr, `scripted model "right-first-time"`) {
 			t.Errorf("stderr = %q, want the notice of the RATCHET_MODEL script", c.stderr)
 		}
 	})
 	t.Run("the file's model over RATCHET_MODEL", func(t *testing.T) {
-		c := run(t, map[string]string{"RATCHET_MODEL": right}, "run", "--no-log", broken)
+		c := run(t, map[string]string{"RATCHET_MODEL": right}, "run", broken)
 		c.wantCode(t, exitUsage)
 		if !strings.Contains(c.stderr, "missing.yaml") {
 			t.Errorf("stderr = %q, want the file's model (missing.yaml) to be tried", c.stderr)
 		}
 	})
 	t.Run("--model over the file", func(t *testing.T) {
-		c := run(t, nil, "run", "--no-log", "--model", right, broken)
+		c := run(t, nil, "run", "--model", right, broken)
 		c.wantCode(t, exitDone)
 		if !strings.Contains(c.stderr, `scripted model "right-first-time"`) {
 			t.Errorf("stderr = %q, want the notice of the --model script", c.stderr)
 		}
 	})
 	t.Run("--model over RATCHET_MODEL", func(t *testing.T) {
-		c := run(t, map[string]string{"RATCHET_MODEL": right}, "run", "--no-log", "--model", unnamed, task)
+		c := run(t, map[string]string{"RATCHET_MODEL": right}, "run", "--model", unnamed, task)
 		c.wantCode(t, exitDone)
 		if !strings.Contains(c.stderr, `scripted model "scripted"`) {
 			t.Errorf("stderr = %q, want the notice of the --model script", c.stderr)
@@ -413,7 +396,7 @@ func TestBudgetFlags(t *testing.T) {
 		{[]string{"--steps", "-1"}, func(l budget.Limits) bool { return l.Steps == budget.Unlimited }},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			c := run(t, nil, append([]string{"run", "--json", "--no-log", quickstart}, tc.args...)...)
+			c := run(t, nil, append([]string{"run", "--json", quickstart}, tc.args...)...)
 			c.wantCode(t, exitDone)
 			if l := c.result(t).Limits; !tc.want(l) {
 				t.Errorf("limits %+v do not reflect %v", l, tc.args)
@@ -510,7 +493,7 @@ func TestRunHelp(t *testing.T) {
 				t.Errorf("run %s: help lacks %q:\n%s", arg, want, c.stderr)
 			}
 		}
-		for _, flag := range []string{"model", "json", "quiet", "log", "no-log", "steps", "model-calls", "tool-calls", "tokens", "cost", "time"} {
+		for _, flag := range []string{"model", "json", "quiet", "log", "db", "label", "no-wait", "steps", "model-calls", "tool-calls", "tokens", "cost", "time"} {
 			if !strings.Contains(c.stderr, "\n  -"+flag+" ") && !strings.Contains(c.stderr, "\n  -"+flag+"\n") {
 				t.Errorf("run %s: help does not list -%s", arg, flag)
 			}
@@ -541,7 +524,7 @@ func TestEveryToolLoads(t *testing.T) {
 		"task.yaml":  "goal: Say the magic word.\nmodel: scripted:turns.yaml\ntools: [" + strings.Join(taskfile.ToolNames, ", ") + "]\nchecks: [{equals: please}]\n",
 		"turns.yaml": rightTurns,
 	})
-	c := run(t, nil, "run", "--no-log", "--quiet", filepath.Join(dir, "task.yaml"))
+	c := run(t, nil, "run", "--quiet", filepath.Join(dir, "task.yaml"))
 	c.wantCode(t, exitDone)
 }
 

@@ -1,27 +1,35 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/replay"
+	"github.com/ratchetloop/ratchet/runner"
 )
 
 // replayCmd re-drives the current core over a recorded log.
-func (m *Main) replayCmd(args []string) int {
+func (m *Main) replayCmd(ctx context.Context, args []string) int {
+	var db string
 	fs := flag.NewFlagSet("ratchet replay", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
+	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: ratchet replay LOG.jsonl
+		fmt.Fprint(fs.Output(), `Usage: ratchet replay RUN|LOG.jsonl [--db DB]
 
-Feeds the events of a recorded run (the JSONL log of 'ratchet run') to this
-build of the loop core and checks that it issues the same commands and notes.
-Exit 0 when identical, 1 at the first divergence (printed), 2 when the log
-cannot be read.
+Feeds the events of a recorded run (a run in the database, or a JSONL log
+written by 'ratchet run --log') to this build of the loop core and checks
+that it issues the same commands and notes. Exit 0 when identical, 1 at the
+first divergence (printed), 2 when the log cannot be read.
+
+Flags:
 `)
+		fs.PrintDefaults()
 	}
 	pos, code, done := parseCommand(fs, args)
 	if done {
@@ -32,13 +40,7 @@ cannot be read.
 		fs.Usage()
 		return exitUsage
 	}
-	f, err := os.Open(pos[0])
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet replay: %v\n", err)
-		return exitUsage
-	}
-	defer f.Close()
-	records, err := observe.ReadJSONL(f)
+	records, err := m.records(ctx, pos[0], db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet replay: %s: %v\n", pos[0], err)
 		return exitUsage
@@ -55,4 +57,22 @@ cannot be read.
 	}
 	fmt.Fprintf(m.Stdout, "%s: run %s replayed: %d events, %d notes and commands, identical\n", pos[0], sum.Run, sum.Events, sum.Outputs)
 	return exitDone
+}
+
+// records reads a run's log from a JSONL file, or else from the database.
+func (m *Main) records(ctx context.Context, arg, db string) ([]observe.Record, error) {
+	f, err := os.Open(arg)
+	if err == nil {
+		defer f.Close()
+		return observe.ReadJSONL(f)
+	}
+	if !errors.Is(err, os.ErrNotExist) || strings.ContainsAny(arg, "/\\") || strings.HasSuffix(arg, ".jsonl") {
+		return nil, err
+	}
+	s, err := m.openStore(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return runner.LoadLog(ctx, s, arg)
 }

@@ -32,7 +32,9 @@ type runFlags struct {
 	json          bool
 	quiet         bool
 	log           string
-	noLog         bool
+	db            string
+	noWait        bool
+	labels        []string
 	unsafeSandbox bool
 	steps         int
 	modelCalls    int
@@ -40,6 +42,10 @@ type runFlags struct {
 	tokens        int64
 	cost          float64
 	time          time.Duration
+	// taskFile is the task file's absolute path; workspace, when set, is
+	// the workspace copy a resumed run goes on working in.
+	taskFile  string
+	workspace string
 }
 
 func (m *Main) runUsage(fs *flag.FlagSet) func() {
@@ -98,16 +104,26 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// addRunFlags declares the flags shared by run and resume.
+func (f *runFlags) addOutput(fs *flag.FlagSet) {
+	fs.BoolVar(&f.json, "json", false, "print the Result as JSON on stdout; progress goes to stderr")
+	fs.BoolVar(&f.quiet, "quiet", false, "print only the final status line (or, with --json, nothing but the JSON)")
+	fs.StringVar(&f.db, "db", "", "the run database: a SQLite file or a postgres:// DSN (default $RATCHET_DB, else "+defaultDBHint+")")
+	fs.BoolVar(&f.noWait, "no-wait", false, "never wait for a person: a stuck run ends escalated, and calls needing approval are refused")
+}
+
 func (m *Main) runCmd(ctx context.Context, args []string) int {
 	var f runFlags
 	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = m.runUsage(fs)
 	fs.StringVar(&f.model, "model", "", "model to use, e.g. scripted:turns.yaml (overrides the task file)")
-	fs.BoolVar(&f.json, "json", false, "print the Result as JSON on stdout; progress goes to stderr")
-	fs.BoolVar(&f.quiet, "quiet", false, "print only the final status line (or, with --json, nothing but the JSON)")
-	fs.StringVar(&f.log, "log", "", "write the event log (JSONL, docs/events.md) here (default $XDG_STATE_HOME/ratchet/runs/RUN.jsonl;\nXDG_STATE_HOME defaults to ~/.local/state)")
-	fs.BoolVar(&f.noLog, "no-log", false, "do not write an event log")
+	f.addOutput(fs)
+	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
+	fs.Func("label", "tag the run (repeatable), for 'ratchet ls --label'", func(s string) error {
+		f.labels = append(f.labels, s)
+		return nil
+	})
 	fs.BoolVar(&f.unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
 	fs.IntVar(&f.steps, "steps", 0, "limit on model turns")
 	fs.IntVar(&f.modelCalls, "model-calls", 0, "limit on model calls")
@@ -130,16 +146,36 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-
-	task, mdl, cleanup, err := m.load(pos[0], f)
+	if abs, err := filepath.Abs(pos[0]); err == nil {
+		f.taskFile = abs
+	}
+	task, mdl, cleanup, err := m.load(pos[0], &f)
 	if err != nil {
 		printProblems(m.Stderr, "ratchet run", err)
 		return exitUsage
 	}
 	defer cleanup()
-
+	db, err := m.openStore(ctx, f.db)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		return exitInfra
+	}
+	defer db.Close()
+	info, err := json.Marshal(f.info())
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		return exitInfra
+	}
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	cfg := runner.Config{Model: mdl, RunID: runID}
+	cfg := runner.Config{Model: mdl, RunID: runID, Store: db, Labels: f.labels, TaskInfo: info}
+	return m.carryOn("ratchet run", task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
+		return runner.Run(ctx, task, cfg)
+	})
+}
+
+// carryOn runs (or resumes) a stored run with the terminal's observers and
+// reports how it ended.
+func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFlags, start func(runner.Config) (loop.Result, error)) int {
 	progressOut := m.Stdout
 	if f.json {
 		progressOut = m.Stderr
@@ -149,30 +185,33 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 			Live: isTerminal(progressOut), Limits: task.Budget, Width: terminalWidth(progressOut),
 		}))
 	}
-	logPath := ""
 	closeLog := func() error { return nil }
-	if !f.noLog {
-		if logPath, err = m.logPath(f.log, runID); err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet run: event log: %v\n", err)
-			return exitInfra
-		}
-		lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if f.log != "" {
+		lf, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet run: event log: %v\n", err)
+			fmt.Fprintf(m.Stderr, "%s: event log: %v\n", name, err)
 			return exitInfra
 		}
 		jl := observe.NewJSONL(lf)
 		cfg.Observers = append(cfg.Observers, jl)
 		closeLog = func() error { return errors.Join(jl.Flush(), lf.Close()) }
 	}
-	if in, ok := m.Stdin.(*os.File); ok && term.IsTerminal(int(in.Fd())) && task.Policy.Escalate {
-		cfg.Human = &terminalAsker{in: bufio.NewReader(in), out: m.Stderr}
-	}
+	cfg.Human = m.human(f)
 
-	res, runErr := runner.Run(ctx, task, cfg)
+	res, runErr := start(cfg)
 	logErr := closeLog()
+	var awaiting *runner.AwaitingError
+	if errors.As(runErr, &awaiting) {
+		fmt.Fprintf(m.Stderr, "%s: run %s is waiting for a person:\n  %s\n", name, awaiting.Run, awaiting.Question)
+		fmt.Fprintf(m.Stderr, "reply with: ratchet answer %[1]s \"...\"  (or, for an approval: ratchet approve %[1]s / ratchet deny %[1]s \"why\")\n", awaiting.Run)
+		if logErr != nil {
+			fmt.Fprintf(m.Stderr, "%s: event log %s is incomplete: %v\n", name, f.log, logErr)
+			return exitInfra
+		}
+		return exitWaiting
+	}
 	if res.Status == "" { // the run never started
-		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", runErr)
+		fmt.Fprintf(m.Stderr, "%s: %v\n", name, runErr)
 		return exitUsage
 	}
 	switch {
@@ -180,7 +219,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}
 	case f.quiet:
@@ -189,35 +228,55 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	if logErr != nil {
 		// The run's record is incomplete: that is an infrastructure failure
 		// whatever the run's status.
-		fmt.Fprintf(m.Stderr, "ratchet run: event log %s is incomplete: %v\n", logPath, logErr)
+		fmt.Fprintf(m.Stderr, "%s: event log %s is incomplete: %v\n", name, f.log, logErr)
 		return exitInfra
 	}
-	if logPath != "" && !f.quiet {
-		fmt.Fprintf(m.Stderr, "events: %s\n", logPath)
+	if !f.quiet {
+		fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
 	}
 	switch {
+	case runErr != nil:
+		// Infrastructure failed: the run ended failed, or its record could
+		// not be completed whatever its status.
+		if res.Reason != runErr.Error() {
+			fmt.Fprintf(m.Stderr, "%s: %v\n", name, runErr)
+		}
+		return exitInfra
 	case res.Status == loop.Done:
 		return exitDone
-	case res.Status == loop.Failed:
-		return exitInfra
 	}
 	return exitNotDone
 }
 
+// human is who answers a run's questions: the person at the terminal, or,
+// when nobody is there, whoever runs 'ratchet answer' later.
+func (m *Main) human(f runFlags) runner.Asker {
+	if f.noWait {
+		return nil
+	}
+	if in, ok := m.Stdin.(*os.File); ok && term.IsTerminal(int(in.Fd())) {
+		return &terminalAsker{in: bufio.NewReader(in), out: m.Stderr}
+	}
+	return runner.Later
+}
+
 // load reads the task file and builds the task and its model.
-func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), error) {
+func (m *Main) load(path string, f *runFlags) (runner.Task, model.Model, func(), error) {
 	nop := func() {}
 	tf, err := taskfile.Load(path)
 	if err != nil {
 		return runner.Task{}, nil, nop, err
 	}
-	if tf.CopyWorkspace {
+	switch {
+	case f.workspace != "":
+		tf.Workspace = f.workspace
+	case tf.CopyWorkspace:
 		dir, err := copyWorkspace(tf.Workspace)
 		if err != nil {
 			return runner.Task{}, nil, nop, fmt.Errorf("%s: copy_workspace: %w", tf.Path, err)
 		}
 		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", dir)
-		tf.Workspace = dir
+		tf.Workspace, f.workspace = dir, dir
 	}
 	spec, base := f.model, ""
 	switch {
@@ -246,7 +305,7 @@ func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), 
 			HighStakes:          tf.Effort.HighStakes,
 		},
 	}
-	overrideBudget(&task.Budget, f)
+	overrideBudget(&task.Budget, *f)
 	cleanup := nop
 	if len(tf.Tools) > 0 {
 		ws, err := workspace.New(tf.Workspace)

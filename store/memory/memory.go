@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ratchetloop/ratchet/store"
 )
@@ -38,14 +39,20 @@ func clone(b []byte) []byte {
 	return append([]byte{}, b...)
 }
 
+// at keeps a time as the durable stores do: UTC, to the microsecond.
+func at(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
 func copyRun(r store.Run) store.Run {
 	r.Labels = slices.Clone(r.Labels)
 	r.Task, r.Result = clone(r.Task), clone(r.Result)
-	r.Created, r.Updated = r.Created.UTC(), r.Updated.UTC()
+	r.Created, r.Updated = at(r.Created), at(r.Updated)
 	return r
 }
 
-func (s *Store) CreateRun(_ context.Context, r store.Run) error {
+func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.runs[r.ID]; ok {
@@ -70,7 +77,10 @@ func (s *Store) get(id string) (*run, error) {
 	return r, nil
 }
 
-func (s *Store) Run(_ context.Context, id string) (store.Run, error) {
+func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Run{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -80,7 +90,10 @@ func (s *Store) Run(_ context.Context, id string) (store.Run, error) {
 	return copyRun(r.info), nil
 }
 
-func (s *Store) UpdateRun(_ context.Context, id string, u store.Update) error {
+func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -103,7 +116,7 @@ func (s *Store) UpdateRun(_ context.Context, id string, u store.Update) error {
 		r.info.CostMicros = *u.CostMicros
 	}
 	if !u.Updated.IsZero() {
-		r.info.Updated = u.Updated.UTC()
+		r.info.Updated = at(u.Updated)
 	}
 	return nil
 }
@@ -125,7 +138,10 @@ func Matches(f store.Filter, r store.Run) bool {
 	return f.Parent == "" || r.Parent == f.Parent
 }
 
-func (s *Store) ListRuns(_ context.Context, f store.Filter) ([]store.Run, error) {
+func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var rs []*run
@@ -150,7 +166,10 @@ func (s *Store) ListRuns(_ context.Context, f store.Filter) ([]store.Run, error)
 	return out, nil
 }
 
-func (s *Store) Append(_ context.Context, id string, entries []store.Entry) error {
+func (s *Store) Append(ctx context.Context, id string, entries []store.Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -165,13 +184,16 @@ func (s *Store) Append(_ context.Context, id string, entries []store.Entry) erro
 	}
 	for _, e := range entries {
 		e.Data = clone(e.Data)
-		e.At = e.At.UTC()
+		e.At = at(e.At)
 		r.entries = append(r.entries, e)
 	}
 	return nil
 }
 
-func (s *Store) Entries(_ context.Context, id string, after int64) ([]store.Entry, error) {
+func (s *Store) Entries(ctx context.Context, id string, after int64) ([]store.Entry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -189,7 +211,10 @@ func (s *Store) Entries(_ context.Context, id string, after int64) ([]store.Entr
 	return out, nil
 }
 
-func (s *Store) LastSeq(_ context.Context, id string) (int64, error) {
+func (s *Store) LastSeq(ctx context.Context, id string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -199,7 +224,10 @@ func (s *Store) LastSeq(_ context.Context, id string) (int64, error) {
 	return int64(len(r.entries)), nil
 }
 
-func (s *Store) SaveSnapshot(_ context.Context, id string, snap store.Snapshot) error {
+func (s *Store) SaveSnapshot(ctx context.Context, id string, snap store.Snapshot) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)
@@ -212,7 +240,10 @@ func (s *Store) SaveSnapshot(_ context.Context, id string, snap store.Snapshot) 
 	return nil
 }
 
-func (s *Store) LatestSnapshot(_ context.Context, id string) (store.Snapshot, error) {
+func (s *Store) LatestSnapshot(ctx context.Context, id string) (store.Snapshot, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Snapshot{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, err := s.get(id)

@@ -1,0 +1,380 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/store/sqlite"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// exitWaiting: the run is waiting for a person (ratchet answer/approve/deny).
+const exitWaiting = 4
+
+const defaultDBHint = "$XDG_STATE_HOME/ratchet/ratchet.db, XDG_STATE_HOME defaulting to ~/.local/state"
+
+// openStore opens the run database: flagValue, else $RATCHET_DB, else the
+// default SQLite file. A postgres:// or postgresql:// DSN opens PostgreSQL.
+func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, error) {
+	where := flagValue
+	if where == "" {
+		where = m.Getenv("RATCHET_DB")
+	}
+	if strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://") {
+		return nil, errors.New("run database: PostgreSQL is not wired in yet")
+	}
+	if where == "" {
+		dir := m.Getenv("XDG_STATE_HOME")
+		if dir == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return nil, fmt.Errorf("run database: %w (set RATCHET_DB or --db)", err)
+			}
+			dir = filepath.Join(home, ".local", "state")
+		}
+		where = filepath.Join(dir, "ratchet", "ratchet.db")
+	}
+	if err := os.MkdirAll(filepath.Dir(where), 0o755); err != nil {
+		return nil, fmt.Errorf("run database: %w", err)
+	}
+	s, err := sqlite.Open(where)
+	if err != nil {
+		return nil, fmt.Errorf("run database %s: %w", where, err)
+	}
+	return s, nil
+}
+
+// taskInfo is what a run's row keeps to rebuild its task on resume.
+type taskInfo struct {
+	TaskFile      string        `json:"task_file"`
+	Workspace     string        `json:"workspace,omitempty"`
+	Model         string        `json:"model,omitempty"`
+	UnsafeSandbox bool          `json:"unsafe_sandbox,omitempty"`
+	Steps         int           `json:"steps,omitempty"`
+	ModelCalls    int           `json:"model_calls,omitempty"`
+	ToolCalls     int           `json:"tool_calls,omitempty"`
+	Tokens        int64         `json:"tokens,omitempty"`
+	Cost          float64       `json:"cost,omitempty"`
+	Time          time.Duration `json:"time,omitempty"`
+}
+
+func (f runFlags) info() taskInfo {
+	return taskInfo{
+		TaskFile: f.taskFile, Workspace: f.workspace, Model: f.model, UnsafeSandbox: f.unsafeSandbox,
+		Steps: f.steps, ModelCalls: f.modelCalls, ToolCalls: f.toolCalls, Tokens: f.tokens, Cost: f.cost, Time: f.time,
+	}
+}
+
+func (i taskInfo) flags() runFlags {
+	return runFlags{
+		taskFile: i.TaskFile, workspace: i.Workspace, model: i.Model, unsafeSandbox: i.UnsafeSandbox,
+		steps: i.Steps, modelCalls: i.ModelCalls, toolCalls: i.ToolCalls, tokens: i.Tokens, cost: i.Cost, time: i.Time,
+	}
+}
+
+// resumeCmd carries on a run after its process stopped; answerCmd carries
+// on a run awaiting a person with their reply. They share everything but
+// the reply.
+func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
+	var f runFlags
+	fs := flag.NewFlagSet("ratchet "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	f.addOutput(fs)
+	usage := map[string]string{
+		"resume":  "resume RUN        carry on a run whose process stopped (crash, Ctrl-C)",
+		"answer":  "answer RUN TEXT   answer the question a run is waiting on, and carry it on",
+		"approve": "approve RUN       approve the tool call a run is waiting on, and carry it on",
+		"deny":    "deny RUN [WHY]    refuse the tool call a run is waiting on, and carry it on",
+	}[name]
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: ratchet %s\n\nFlags:\n", usage)
+		fs.PrintDefaults()
+	}
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	want := map[string][2]int{"resume": {1, 1}, "answer": {2, 2}, "approve": {1, 1}, "deny": {1, 2}}[name]
+	if len(pos) < want[0] || len(pos) > want[1] {
+		fmt.Fprintf(m.Stderr, "Usage: ratchet %s\n", usage)
+		return exitUsage
+	}
+	var opts runner.ResumeOptions
+	switch name {
+	case "answer":
+		opts.Answer = &pos[1]
+	case "approve", "deny":
+		yes := name == "approve"
+		opts.Approved = &yes
+		if len(pos) == 2 {
+			opts.Answer = &pos[1]
+		}
+	}
+	db, err := m.openStore(ctx, f.db)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
+		return exitInfra
+	}
+	defer db.Close()
+	row, err := db.Run(ctx, pos[0])
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
+		return exitUsage
+	}
+	var info taskInfo
+	if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
+		fmt.Fprintf(m.Stderr, "ratchet %s: run %s was not started by 'ratchet run' (it keeps no task file to resume from)\n", name, row.ID)
+		return exitUsage
+	}
+	rf := info.flags()
+	rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
+	task, mdl, cleanup, err := m.load(info.TaskFile, &rf)
+	if err != nil {
+		printProblems(m.Stderr, "ratchet "+name, err)
+		return exitUsage
+	}
+	defer cleanup()
+	cfg := runner.Config{Model: mdl, RunID: row.ID, Store: db}
+	return m.carryOn("ratchet "+name, task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
+		return runner.Resume(ctx, task, cfg, opts)
+	})
+}
+
+// lsCmd lists stored runs.
+func (m *Main) lsCmd(ctx context.Context, args []string) int {
+	var (
+		db, status, label string
+		limit             int
+		asJSON            bool
+	)
+	fs := flag.NewFlagSet("ratchet ls", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
+	fs.StringVar(&status, "status", "", "only runs with these statuses, comma-separated; a trailing colon matches a family (exhausted:, stalled:)")
+	fs.StringVar(&label, "label", "", "only runs with this label")
+	fs.IntVar(&limit, "limit", 20, "at most this many runs, newest first (0 for all)")
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: ratchet ls [flags]\n\nLists runs, newest first: status, goal, steps, cost and age.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	s, err := m.openStore(ctx, db)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet ls: %v\n", err)
+		return exitInfra
+	}
+	defer s.Close()
+	filter := store.Filter{Label: label, Limit: limit}
+	if status != "" {
+		filter.Status = strings.Split(status, ",")
+	}
+	runs, err := s.ListRuns(ctx, filter)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet ls: %v\n", err)
+		return exitInfra
+	}
+	if asJSON {
+		type row struct {
+			ID         string    `json:"id"`
+			Status     string    `json:"status"`
+			Goal       string    `json:"goal"`
+			Labels     []string  `json:"labels,omitempty"`
+			Steps      int64     `json:"steps"`
+			CostMicros int64     `json:"cost_micros"`
+			Question   string    `json:"question,omitempty"`
+			Created    time.Time `json:"created"`
+			Updated    time.Time `json:"updated"`
+		}
+		out := make([]row, len(runs))
+		for i, r := range runs {
+			out[i] = row{r.ID, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated}
+		}
+		return m.printJSON("ratchet ls", out)
+	}
+	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATUS\tSTEPS\tCOST\tAGE\tGOAL")
+	now := time.Now()
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Status, r.Steps, budget.Micros(r.CostMicros), age(now.Sub(r.Created)), oneLine(r.Goal, 60))
+	}
+	tw.Flush()
+	if len(runs) == 0 {
+		fmt.Fprintln(m.Stderr, "no runs match")
+	}
+	return exitDone
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func (m *Main) printJSON(name string, v any) int {
+	enc := json.NewEncoder(m.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
+		return exitInfra
+	}
+	return exitDone
+}
+
+// showCmd prints one run: its Result, attempts, verdicts and usage.
+func (m *Main) showCmd(ctx context.Context, args []string) int {
+	var (
+		db             string
+		events, asJSON bool
+	)
+	fs := flag.NewFlagSet("ratchet show", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
+	fs.BoolVar(&events, "events", false, "print the run's event log (JSONL, docs/events.md) instead")
+	fs.BoolVar(&asJSON, "json", false, "print the Result as JSON")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: ratchet show RUN [flags]\n\nPrints a run's Result, attempts, verdicts and usage.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	s, err := m.openStore(ctx, db)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
+		return exitInfra
+	}
+	defer s.Close()
+	row, err := s.Run(ctx, pos[0])
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
+		return exitUsage
+	}
+	if events {
+		entries, err := s.Entries(ctx, row.ID, 0)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
+			return exitInfra
+		}
+		for _, e := range entries {
+			m.Stdout.Write(e.Data)
+			io.WriteString(m.Stdout, "\n")
+		}
+		return exitDone
+	}
+	var res *loop.Result
+	if row.Result != nil {
+		res = new(loop.Result)
+		if err := json.Unmarshal(row.Result, res); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet show: run %s: stored result: %v\n", row.ID, err)
+			return exitInfra
+		}
+	}
+	if asJSON {
+		return m.printJSON("ratchet show", struct {
+			ID       string       `json:"id"`
+			Status   string       `json:"status"`
+			Goal     string       `json:"goal"`
+			Labels   []string     `json:"labels,omitempty"`
+			Question string       `json:"question,omitempty"`
+			Created  time.Time    `json:"created"`
+			Result   *loop.Result `json:"result,omitempty"`
+		}{row.ID, row.Status, row.Goal, row.Labels, row.Question, row.Created, res})
+	}
+	w := m.Stdout
+	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, row.Status, oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
+	if len(row.Labels) > 0 {
+		fmt.Fprintf(w, "labels:  %s\n", strings.Join(row.Labels, ", "))
+	}
+	if row.Status == store.StatusAwaitingInput {
+		fmt.Fprintf(w, "waiting: %s\n", row.Question)
+	}
+	if res == nil {
+		fmt.Fprintf(w, "steps:   %d so far (no Result yet; 'ratchet resume %s' carries it on if its process stopped)\n", row.Steps, row.ID)
+		return exitDone
+	}
+	fmt.Fprintf(w, "reason:  %s\n", res.Reason)
+	if res.Question != "" {
+		fmt.Fprintf(w, "question: %s\n", res.Question)
+	}
+	if res.Best != nil {
+		fmt.Fprintf(w, "best:    attempt %d (accepted=%v, confidence %.2f)\n%s\n", res.Best.N, res.Best.Accepted, res.Best.Confidence, indent(res.Best.Answer))
+	}
+	fmt.Fprintf(w, "attempts:\n")
+	for _, a := range res.Attempts {
+		fmt.Fprintf(w, "  %s\n", a.Summary)
+		for i, v := range append(append([]verify.Verdict(nil), a.Verdicts...), a.Holdout...) {
+			mark := "FAIL"
+			if v.OK {
+				mark = "ok"
+			}
+			holdout := ""
+			if i >= len(a.Verdicts) {
+				holdout = "holdout, "
+			}
+			fmt.Fprintf(w, "    %-4s %s (%s%s)%s\n", mark, v.Check, holdout, v.Provenance, detail(v.Detail))
+		}
+	}
+	fmt.Fprintf(w, "usage:\n")
+	for _, d := range budget.Dimensions {
+		fmt.Fprintf(w, "  %-14s %s\n", d, budget.Format(d, res.Usage.Get(d))+limitText(d, res.Limits))
+	}
+	return exitDone
+}
+
+func limitText(d budget.Dimension, l budget.Limits) string {
+	if v := l.Limit(d); v != budget.Unlimited {
+		return " of " + budget.Format(d, v)
+	}
+	return ""
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+func detail(s string) string {
+	if s = oneLine(s, 100); s != "" {
+		return ": " + s
+	}
+	return ""
+}
