@@ -61,7 +61,7 @@ func (p *parser) mcpServers(n *yaml.Node) {
 			case "command":
 				command = v
 				s.Command = p.strList(v, field)
-				if v.Kind == yaml.SequenceNode && (len(s.Command) == 0 || s.Command[0] == "") {
+				if (v.Kind == yaml.SequenceNode || v.Kind == yaml.ScalarNode) && (len(s.Command) == 0 || s.Command[0] == "") {
 					p.errorf(v, "mcp.command needs the program first, e.g. [npx, -y, \"@modelcontextprotocol/server-filesystem\", \"${WORKSPACE}\"]")
 				}
 				for i, arg := range s.Command {

@@ -521,6 +521,8 @@ func FuzzParse(f *testing.F) {
 		"goal: g\n",
 		"goal: g\nchecks: [{regex: '('}]\n",
 		"goal: g\nchecks: {",
+		"goal: g\nchecks: [{equals: a}]\nmcp:\n  - {name: fs, command: [npx, '${WORKSPACE}'], env: {A: '${B}'}, tools: [t], prefix: p_, timeout: 1s}\n  - {name: h, url: 'http://h/${X}', headers: {H: v}}\n",
+		"goal: g\nchecks: [{equals: a}]\nmcp: [{name: a, command: ''}, {name: a, url: x, command: y}]\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -555,6 +557,15 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, err := tf.Verifiers(taskfile.Env{}); err != nil {
 			t.Errorf("parsed, but Verifiers fails: %v", err)
+		}
+		cfgs, err := tf.MCPConfigs(taskfile.Env{Getenv: func(string) string { return "v" }})
+		if err != nil {
+			t.Errorf("parsed, but MCPConfigs fails: %v", err)
+		}
+		for _, c := range cfgs {
+			if err := c.Validate(); err != nil {
+				t.Errorf("parsed, but MCP server %q is invalid: %v", c.Name, err)
+			}
 		}
 	})
 }

@@ -88,8 +88,8 @@ type Config struct {
 	StopTimeout time.Duration
 }
 
-// validate reports every problem with c at once.
-func (c Config) validate() error {
+// Validate reports every problem with c at once; Connect calls it first.
+func (c Config) Validate() error {
 	var errs []error
 	problem := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Name == "" {
@@ -151,7 +151,7 @@ type Server struct {
 // until Close. Errors name the server and, for a stdio server, end with
 // the tail of its stderr.
 func Connect(ctx context.Context, cfg Config) (*Server, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("MCP server %q: %w", cfg.Name, err)
 	}
 	if cfg.StartTimeout <= 0 {
