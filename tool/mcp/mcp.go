@@ -16,6 +16,9 @@
 // result the server flags isError is a tool error, an observation for the
 // model like any other.
 //
+// The tool list is read once, by Connect: a run's tools are fixed, so a
+// server's later changes to its list are not followed.
+//
 // A stdio server runs with a scrubbed environment: only PATH, HOME and LANG
 // are inherited, plus what [Config.Env] sets, so API keys never leak to a
 // server unless the configuration names them. Its stderr is kept (the last
@@ -29,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"runtime/debug"
@@ -143,7 +147,6 @@ type Server struct {
 	proc    *process // nil for HTTP
 
 	closeOnce sync.Once
-	closeErr  error
 }
 
 // Connect starts or reaches the server, completes the handshake and lists
@@ -339,19 +342,20 @@ func (s *Server) Name() string { return s.name }
 func (s *Server) Tools() []tool.Tool { return slices.Clone(s.tools) }
 
 // Close ends the session and, for a stdio server, stops its process and any
-// it started. Calls still in flight fail. Close is idempotent.
+// it started: it closes the server's input, waits StopTimeout for it to
+// exit, then signals it, and finally kills its process group. Calls still
+// in flight fail. Close is idempotent and returns nil: how a server exits
+// once its session is over is not worth reporting.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		if s.session != nil {
-			// A server that exits with a signal or an error status on
-			// shutdown is not worth reporting; the session is over.
 			_ = s.session.Close()
 		}
 		if s.proc != nil {
 			s.proc.stop()
 		}
 	})
-	return s.closeErr
+	return nil
 }
 
 // mcpTool is one of a server's tools.
@@ -391,7 +395,7 @@ func (s *Server) callError(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		// The executor reports the timeout or cancellation itself.
 		return context.Cause(ctx)
-	case errors.Is(err, sdk.ErrConnectionClosed):
+	case errors.Is(err, sdk.ErrConnectionClosed), errors.Is(err, io.EOF):
 		return fmt.Errorf("MCP server %q is not running any more (%v)", s.name, err)
 	case errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams:
 		return fmt.Errorf("%w: MCP server %q: %s", tool.ErrInvalidArgs, s.name, werr.Message)

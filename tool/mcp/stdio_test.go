@@ -59,6 +59,12 @@ func runStdioServer() {
 			}
 			return text("done"), nil
 		})
+	s.AddTool(&sdk.Tool{Name: "crash", Description: "Exits the server.", InputSchema: empty},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			fmt.Fprintln(os.Stderr, "test server: crashing")
+			os.Exit(2)
+			return nil, nil
+		})
 	if err := s.Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "test server:", err)
 		os.Exit(1)
@@ -183,6 +189,23 @@ func alive(pid int) bool {
 	// The state follows the command name in parentheses.
 	rest := stat[strings.LastIndexByte(string(stat), ')')+1:]
 	return !strings.HasPrefix(strings.TrimSpace(string(rest)), "Z")
+}
+
+// TestStdioCrash: a server that dies is a tool error for the call in
+// flight and for every later call, never a hang or a panic.
+func TestStdioCrash(t *testing.T) {
+	s, err := mcp.Connect(context.Background(), selfServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, name := range []string{"crash", "env"} {
+		res := runTool(t, s, name)
+		if res.Outcome != tool.OutcomeToolError || !strings.Contains(res.Output, `MCP server "self" is not running any more`) {
+			t.Errorf("call %d (%s): %s %q", i, name, res.Outcome, res.Output)
+
+		}
+	}
 }
 
 func TestStdioStartErrors(t *testing.T) {
