@@ -310,7 +310,7 @@ func (m *Main) startMCP(ctx context.Context, tf *taskfile.File, builtin []tool.T
 	problem := func(i int, msg string) {
 		problems = append(problems, taskfile.Problem{File: tf.Path, Line: tf.MCP[i].Line, Msg: msg})
 	}
-	owner := map[string]string{} // tool name → who offers it
+	owner := map[string]string{"finish": "the loop's own finish tool"} // tool name → who offers it
 	for _, t := range builtin {
 		owner[t.Info().Name] = "the workspace tool " + t.Info().Name
 	}

@@ -143,6 +143,7 @@ func TestEverythingStdio(t *testing.T) {
 }
 
 func TestEverythingAllTools(t *testing.T) {
+	t.Parallel() // node is slow to start
 	bin := reference(t, "mcp-server-everything")
 	s := mustConnect(t, mcp.Config{Name: "everything", Command: []string{bin}})
 	// Every tool the server lists is acceptable to the registry as is.
@@ -166,6 +167,7 @@ func freePort(t *testing.T) int {
 }
 
 func TestEverythingHTTP(t *testing.T) {
+	t.Parallel() // node is slow to start
 	bin := reference(t, "mcp-server-everything")
 	port := freePort(t)
 	cmd := exec.Command(bin, "streamableHttp")
@@ -199,6 +201,7 @@ func TestEverythingHTTP(t *testing.T) {
 }
 
 func TestFilesystem(t *testing.T) {
+	t.Parallel() // node is slow to start
 	bin := reference(t, "mcp-server-filesystem")
 	root := t.TempDir()
 	allowed := filepath.Join(root, "allowed")
@@ -239,6 +242,7 @@ func TestFilesystem(t *testing.T) {
 // TestRunWithMCPTool is a whole run: a scripted model calls a tool of
 // server-everything, sees its result and finishes with it.
 func TestRunWithMCPTool(t *testing.T) {
+	t.Parallel() // node is slow to start
 	bin := reference(t, "mcp-server-everything")
 	s := mustConnect(t, mcp.Config{Name: "everything", Command: []string{bin}, Tools: []string{"get-sum"}})
 	sure := 0.95
