@@ -250,3 +250,53 @@ func TestStdioStartErrors(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCall measures one call through the executor, over the SDK's
+// in-memory transport and over stdio to a Go server (this test binary).
+func BenchmarkCall(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  func() mcp.Config
+	}{
+		{"inmemory", func() mcp.Config {
+			ct, st := sdk.NewInMemoryTransports()
+			if _, err := newFake().server().Connect(context.Background(), st, nil); err != nil {
+				b.Fatal(err)
+			}
+			return mcp.Config{Name: "fake", Transport: ct}
+		}},
+		{"stdio", func() mcp.Config {
+			return mcp.Config{Name: "self", Command: []string{exe}, Env: map[string]string{serverEnv: "1"}, StopTimeout: 500 * time.Millisecond}
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			s, err := mcp.Connect(context.Background(), tc.cfg())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			reg, err := tool.NewRegistry(s.Tools()...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			name := "env"
+			if _, ok := reg.Lookup("echo"); ok {
+				name = "echo"
+			}
+			ex := tool.NewExecutor(tool.ExecConfig{})
+			call := tool.Call{Name: name, Args: json.RawMessage(`{"message":"hi"}`)}
+			if name == "env" {
+				call.Args = nil
+			}
+			for b.Loop() {
+				if res := ex.RunOne(context.Background(), reg, call); res.IsError {
+					b.Fatal(res.Output)
+				}
+			}
+		})
+	}
+}
