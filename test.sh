@@ -22,6 +22,19 @@ command -v gcc >/dev/null || apt_install gcc libc6-dev
 [ -x /usr/bin/bwrap ] && [ -x /usr/bin/prlimit ] && /usr/bin/python3 -c 'import pytest' 2>/dev/null ||
 	apt_install bubblewrap util-linux python3 python3-pytest
 
+# The MCP tests run the reference servers from npm, installed (pinned) into
+# .cache/npm, which git ignores; tool/mcp's tests look for them there.
+command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
+mcp_servers=(@modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/server-filesystem@2026.8.31)
+mcp_installed() {
+	local spec pkg ver
+	for spec in "${mcp_servers[@]}"; do
+		pkg=${spec%@*} ver=${spec##*@}
+		grep -qs "\"version\": \"$ver\"" ".cache/npm/node_modules/$pkg/package.json" || return 1
+	done
+}
+mcp_installed || npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error "${mcp_servers[@]}"
+
 go version
 
 echo "== go vet"

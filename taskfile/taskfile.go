@@ -61,6 +61,8 @@ type File struct {
 	// Permissions decide which tool calls run, need a person's approval or
 	// are refused; first match wins, no match allows.
 	Permissions []loop.Permission
+	// MCP lists the MCP servers whose tools join the run's tools.
+	MCP []MCPServer
 }
 
 // Effort is the task file's effort: section.
@@ -235,7 +237,7 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "mode":
 			p.f.Mode = p.str(v, key)
@@ -286,6 +288,8 @@ func (p *parser) top(n *yaml.Node) {
 			})
 		case "escalate":
 			p.f.Escalate = p.bool(v, key)
+		case "mcp":
+			p.mcpServers(v)
 		}
 	})
 	if p.f.Workspace == "" {
@@ -297,8 +301,8 @@ func (p *parser) top(n *yaml.Node) {
 	if checks == nil {
 		p.errorf(n, "checks are missing: ratchet never accepts an unchecked answer (add e.g. `checks: [{equals: \"42\"}]`)")
 	}
-	if p.f.Mode == "generate" && len(p.f.Tools) > 0 {
-		p.errorf(n, "generate mode has no tools (every reply is a candidate); remove tools: or use mode: agent")
+	if p.f.Mode == "generate" && (len(p.f.Tools) > 0 || len(p.f.MCP) > 0) {
+		p.errorf(n, "generate mode has no tools (every reply is a candidate); remove tools: and mcp: or use mode: agent")
 	}
 }
 
@@ -715,6 +719,9 @@ type Env struct {
 	// Sandbox returns the runner for exec checks; called only if the file
 	// has one.
 	Sandbox func() (sandbox.Runner, error)
+	// Getenv reads the environment for ${NAME} references in the mcp:
+	// section; nil reads nothing.
+	Getenv func(string) string
 }
 
 // Verifiers builds the file's checks. Errors name the check's line.

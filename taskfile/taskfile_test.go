@@ -386,7 +386,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
@@ -522,6 +522,8 @@ func FuzzParse(f *testing.F) {
 		"goal: g\n",
 		"goal: g\nchecks: [{regex: '('}]\n",
 		"goal: g\nchecks: {",
+		"goal: g\nchecks: [{equals: a}]\nmcp:\n  - {name: fs, command: [npx, '${WORKSPACE}'], env: {A: '${B}'}, tools: [t], prefix: p_, timeout: 1s}\n  - {name: h, url: 'http://h/${X}', headers: {H: v}}\n",
+		"goal: g\nchecks: [{equals: a}]\nmcp: [{name: a, command: ''}, {name: a, url: x, command: y}]\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -556,6 +558,15 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, err := tf.Verifiers(taskfile.Env{}); err != nil {
 			t.Errorf("parsed, but Verifiers fails: %v", err)
+		}
+		cfgs, err := tf.MCPConfigs(taskfile.Env{Getenv: func(string) string { return "v" }})
+		if err != nil {
+			t.Errorf("parsed, but MCPConfigs fails: %v", err)
+		}
+		for _, c := range cfgs {
+			if err := c.Validate(); err != nil {
+				t.Errorf("parsed, but MCP server %q is invalid: %v", c.Name, err)
+			}
 		}
 	})
 }

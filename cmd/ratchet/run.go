@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -24,6 +25,8 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
+	"github.com/ratchetloop/ratchet/tool"
+	"github.com/ratchetloop/ratchet/tool/mcp"
 	"github.com/ratchetloop/ratchet/tool/workspace"
 )
 
@@ -149,7 +152,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	if abs, err := filepath.Abs(pos[0]); err == nil {
 		f.taskFile = abs
 	}
-	task, mdl, cleanup, err := m.load(pos[0], &f)
+	task, mdl, cleanup, err := m.load(ctx, pos[0], &f)
 	if err != nil {
 		printProblems(m.Stderr, "ratchet run", err)
 		return exitUsage
@@ -260,8 +263,10 @@ func (m *Main) human(f runFlags) runner.Asker {
 	return runner.Later
 }
 
-// load reads the task file and builds the task and its model.
-func (m *Main) load(path string, f *runFlags) (runner.Task, model.Model, func(), error) {
+// load reads the task file and builds the task and its model. cleanup
+// releases what the task holds (the workspace, MCP servers) once the run
+// is over.
+func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task, model.Model, func(), error) {
 	nop := func() {}
 	tf, err := taskfile.Load(path)
 	if err != nil {
@@ -318,16 +323,96 @@ func (m *Main) load(path string, f *runFlags) (runner.Task, model.Model, func(),
 			return runner.Task{}, nil, nop, fmt.Errorf("%s: tools: %w", tf.Path, err)
 		}
 	}
-	if _, _, err := task.Spec(); err != nil {
-		cleanup()
-		return runner.Task{}, nil, nop, fmt.Errorf("%s: %w", tf.Path, err)
-	}
 	mdl, err := m.openModel(spec, base)
 	if err != nil {
 		cleanup()
 		return runner.Task{}, nil, nop, err
 	}
+	// MCP servers start last, once everything cheaper to check is right.
+	if len(tf.MCP) > 0 {
+		servers, err := m.startMCP(ctx, tf, task.Tools, f.quiet)
+		if err != nil {
+			cleanup()
+			return runner.Task{}, nil, nop, err
+		}
+		closeWorkspace := cleanup
+		cleanup = func() {
+			closeMCP(servers)
+			closeWorkspace()
+		}
+		for _, s := range servers {
+			task.Tools = append(task.Tools, s.Tools()...)
+		}
+	}
+	if _, _, err := task.Spec(); err != nil {
+		cleanup()
+		return runner.Task{}, nil, nop, fmt.Errorf("%s: %w", tf.Path, err)
+	}
 	return task, mdl, cleanup, nil
+}
+
+// startMCP connects to the task file's MCP servers, all at once, and checks
+// that their tools' names clash neither with builtin's nor with each
+// other's. Problems name the server's line in the file.
+func (m *Main) startMCP(ctx context.Context, tf *taskfile.File, builtin []tool.Tool, quiet bool) ([]*mcp.Server, error) {
+	cfgs, err := tf.MCPConfigs(taskfile.Env{Getenv: m.Getenv})
+	if err != nil {
+		return nil, err
+	}
+	servers := make([]*mcp.Server, len(cfgs))
+	errs := make([]error, len(cfgs))
+	var wg sync.WaitGroup
+	for i, cfg := range cfgs {
+		wg.Go(func() { servers[i], errs[i] = mcp.Connect(ctx, cfg) })
+	}
+	wg.Wait()
+	var problems taskfile.Problems
+	problem := func(i int, msg string) {
+		problems = append(problems, taskfile.Problem{File: tf.Path, Line: tf.MCP[i].Line, Msg: msg})
+	}
+	owner := map[string]string{"finish": "the loop's own finish tool"} // tool name → who offers it
+	for _, t := range builtin {
+		owner[t.Info().Name] = "the workspace tool " + t.Info().Name
+	}
+	for i, s := range servers {
+		if errs[i] != nil {
+			problem(i, errs[i].Error())
+			continue
+		}
+		for _, t := range s.Tools() {
+			name := t.Info().Name
+			if other, clash := owner[name]; clash {
+				problem(i, fmt.Sprintf("MCP server %q: its tool %s clashes with %s; give the server a prefix: such as %s_", s.Name(), name, other, s.Name()))
+				continue
+			}
+			owner[name] = fmt.Sprintf("a tool of MCP server %q", s.Name())
+		}
+	}
+	if len(problems) > 0 {
+		closeMCP(servers)
+		return nil, problems
+	}
+	if !quiet {
+		for _, s := range servers {
+			names := make([]string, 0, len(s.Tools()))
+			for _, t := range s.Tools() {
+				names = append(names, t.Info().Name)
+			}
+			fmt.Fprintf(m.Stderr, "ratchet: MCP server %s offers %s\n", s.Name(), strings.Join(names, ", "))
+		}
+	}
+	return servers, nil
+}
+
+// closeMCP closes the servers that started, all at once.
+func closeMCP(servers []*mcp.Server) {
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		if s != nil {
+			wg.Go(func() { s.Close() })
+		}
+	}
+	wg.Wait()
 }
 
 func overrideBudget(b *budget.Limits, f runFlags) {

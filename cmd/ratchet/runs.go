@@ -141,7 +141,7 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 	}
 	rf := info.flags()
 	rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
-	task, mdl, cleanup, err := m.load(info.TaskFile, &rf)
+	task, mdl, cleanup, err := m.load(ctx, info.TaskFile, &rf)
 	if err != nil {
 		printProblems(m.Stderr, "ratchet "+name, err)
 		return exitUsage
