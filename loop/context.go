@@ -91,6 +91,10 @@ const summaryHeader = "Summary of your earlier work (older turns were summarised
 // elisionMark ends an old tool output cut by the fallback trimming.
 const elisionMark = " bytes of this old tool output elided to save context; call the tool again if you need them]"
 
+// compactRetry is how many steps after a failed or skipped compaction the
+// next may be tried.
+const compactRetry = 3
+
 // elideKeep is how much of an old tool output the fallback keeps.
 const elideKeep = 512
 
@@ -121,7 +125,7 @@ func (m *Machine) maybeCompact(need budget.Usage) bool {
 	if pol.CompactAt <= 0 || m.st.Closing {
 		return false
 	}
-	if m.st.CompactStep > 0 && (m.st.Step <= m.st.CompactStep || (m.st.CompactFailed && m.st.Step < m.st.CompactStep+pol.KeepTurns)) {
+	if m.st.CompactStep > 0 && (m.st.Step <= m.st.CompactStep || (m.st.CompactFailed && m.st.Step < m.st.CompactStep+compactRetry)) {
 		return false // just tried: give the run some turns first
 	}
 	est := m.estimateInput()
