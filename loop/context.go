@@ -356,7 +356,9 @@ func (m *Machine) updateScratchpad(args json.RawMessage) *ToolOutcome {
 	}
 	pad, err := parseScratchpad(args, old)
 	if err != nil {
-		return &ToolOutcome{Output: "scratchpad not updated: " + err.Error(), IsError: true, Outcome: "invalid_args"}
+		text := "scratchpad not updated: " + err.Error()
+		m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "bad_scratchpad", Text: text})
+		return &ToolOutcome{Output: text, IsError: true, Outcome: "invalid_args"}
 	}
 	m.st.Scratchpad = &pad
 	return &ToolOutcome{Output: "scratchpad updated; it is shown to you every turn.", Outcome: "ok"}
