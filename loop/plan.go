@@ -172,7 +172,7 @@ func (m *Machine) planTool(name string, args json.RawMessage) *ToolOutcome {
 		}
 		p.Steps = append(p.Steps[:p.Current:p.Current], steps...)
 		p.Replan = false
-		text := fmt.Sprintf("plan accepted: %d steps. Work on step %d now: %s", len(steps), p.Current+1, p.Steps[p.Current].Do)
+		text := fmt.Sprintf("plan accepted (%d new steps). Work on step %d now: %s", len(steps), p.Current+1, p.Steps[p.Current].Do)
 		m.note(Note{Type: NotePlan, Step: m.st.Step, Text: m.planText()})
 		return &ToolOutcome{Output: text, Outcome: "ok"}
 	}
@@ -191,7 +191,7 @@ func (m *Machine) planTool(name string, args json.RawMessage) *ToolOutcome {
 	s := &p.Steps[p.Current]
 	s.Result = result
 	if s.Check == "none" {
-		return &ToolOutcome{Output: m.advancePlan(), Outcome: "ok"}
+		return &ToolOutcome{Output: fmt.Sprintf("step %d done. ", p.Current+1) + m.advancePlan(), Outcome: "ok"}
 	}
 	p.Due = true
 	return &ToolOutcome{Output: fmt.Sprintf("step %d submitted: its check %s runs after this turn's tools, and you will be told the outcome", p.Current+1, s.Check), Outcome: "ok"}
@@ -204,9 +204,9 @@ func (m *Machine) advancePlan() string {
 	p.Current++
 	m.note(Note{Type: NotePlan, Step: m.st.Step, Text: fmt.Sprintf("step %d of %d done", p.Current, len(p.Steps))})
 	if p.Current >= len(p.Steps) {
-		return fmt.Sprintf("step %d done. Every step of the plan is done: call finish with your answer.", p.Current)
+		return "Every step of the plan is done: call finish with your answer."
 	}
-	return fmt.Sprintf("step %d done. Now step %d: %s", p.Current, p.Current+1, p.Steps[p.Current].Do)
+	return fmt.Sprintf("Now step %d: %s", p.Current+1, p.Steps[p.Current].Do)
 }
 
 // planCheck issues the current step's check, if one is due. It reports
@@ -256,7 +256,7 @@ func (m *Machine) onPlanVerdict(v verify.Verdict) {
 	if v.Where != "" {
 		detail = "at " + v.Where + ": " + detail
 	}
-	text := fmt.Sprintf("Step %d (%s) failed its check %s: %s\nReplan: call submit_plan with revised steps for the remaining work; the %d steps done so far stay done.", n, clip(p.Steps[p.Current].Do, 120), v.Check, detail, p.Current)
+	text := fmt.Sprintf("Step %d (%s) failed its check %s: %s\nReplan: call submit_plan with revised steps for the remaining work; the steps done so far (%d) stay done.", n, clip(p.Steps[p.Current].Do, 120), v.Check, detail, p.Current)
 	p.Replan = true
 	m.note(Note{Type: NotePlan, Step: m.st.Step, Problem: "step_failed", Text: text})
 	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
