@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
+	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/tool/workspace"
 )
 
@@ -131,7 +133,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 
-	task, mdl, cleanup, err := m.load(pos[0], f)
+	task, exec, mdl, cleanup, err := m.load(pos[0], f)
 	if err != nil {
 		printProblems(m.Stderr, "ratchet run", err)
 		return exitUsage
@@ -139,7 +141,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	defer cleanup()
 
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	cfg := runner.Config{Model: mdl, RunID: runID}
+	cfg := runner.Config{Model: mdl, RunID: runID, Exec: exec}
 	progressOut := m.Stdout
 	if f.json {
 		progressOut = m.Stderr
@@ -205,16 +207,28 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 }
 
 // load reads the task file and builds the task and its model.
-func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), error) {
+func (m *Main) load(path string, f runFlags) (runner.Task, tool.ExecConfig, model.Model, func(), error) {
+	task, mdl, cleanup, tf, err := m.loadTask(path, f)
+	var exec tool.ExecConfig
+	if tf != nil {
+		// The task file's tool_output: caps; "default" bounds the rest.
+		d := tf.ToolOutput["default"]
+		exec = tool.ExecConfig{MaxOutputBytes: d.MaxBytes, MaxOutputLines: d.MaxLines, Output: maps.Clone(tf.ToolOutput)}
+		delete(exec.Output, "default")
+	}
+	return task, exec, mdl, cleanup, err
+}
+
+func (m *Main) loadTask(path string, f runFlags) (runner.Task, model.Model, func(), *taskfile.File, error) {
 	nop := func() {}
 	tf, err := taskfile.Load(path)
 	if err != nil {
-		return runner.Task{}, nil, nop, err
+		return runner.Task{}, nil, nop, nil, err
 	}
 	if tf.CopyWorkspace {
 		dir, err := copyWorkspace(tf.Workspace)
 		if err != nil {
-			return runner.Task{}, nil, nop, fmt.Errorf("%s: copy_workspace: %w", tf.Path, err)
+			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: copy_workspace: %w", tf.Path, err)
 		}
 		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", dir)
 		tf.Workspace = dir
@@ -229,7 +243,7 @@ func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), 
 	}
 	checks, err := tf.Verifiers(m.checkEnv(spec, f.unsafeSandbox))
 	if err != nil {
-		return runner.Task{}, nil, nop, err
+		return runner.Task{}, nil, nop, nil, err
 	}
 	task := runner.Task{
 		Goal:         tf.Goal,
@@ -243,6 +257,11 @@ func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), 
 			ConfidenceThreshold: tf.Effort.ConfidenceThreshold,
 			Samples:             tf.Effort.Samples,
 			HighStakes:          tf.Effort.HighStakes,
+			CompactAt:           tf.Context.CompactAt,
+			KeepTurns:           tf.Context.KeepTurns,
+			SummaryTokens:       tf.Context.SummaryTokens,
+			Scratchpad:          tf.Context.Scratchpad,
+			Plan:                tf.Plan,
 		},
 	}
 	overrideBudget(&task.Budget, f)
@@ -250,24 +269,24 @@ func (m *Main) load(path string, f runFlags) (runner.Task, model.Model, func(), 
 	if len(tf.Tools) > 0 {
 		ws, err := workspace.New(tf.Workspace)
 		if err != nil {
-			return runner.Task{}, nil, nop, fmt.Errorf("%s: workspace: %w", tf.Path, err)
+			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: workspace: %w", tf.Path, err)
 		}
 		cleanup = func() { ws.Close() }
 		if task.Tools, err = workspace.Lookup(ws, tf.Tools); err != nil {
 			cleanup()
-			return runner.Task{}, nil, nop, fmt.Errorf("%s: tools: %w", tf.Path, err)
+			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: tools: %w", tf.Path, err)
 		}
 	}
 	if _, _, err := task.Spec(); err != nil {
 		cleanup()
-		return runner.Task{}, nil, nop, fmt.Errorf("%s: %w", tf.Path, err)
+		return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: %w", tf.Path, err)
 	}
 	mdl, err := m.openModel(spec, base)
 	if err != nil {
 		cleanup()
-		return runner.Task{}, nil, nop, err
+		return runner.Task{}, nil, nop, nil, err
 	}
-	return task, mdl, cleanup, nil
+	return task, mdl, cleanup, tf, nil
 }
 
 func overrideBudget(b *budget.Limits, f runFlags) {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestContextFeatures runs a task file that turns on plan mode, the
+// scratchpad, compaction and a per-tool output cap, end to end with a
+// scripted model whose expect: lines assert what each request carries,
+// then replays the log.
+func TestContextFeatures(t *testing.T) {
+	var big strings.Builder
+	for i := 1; i <= 300; i++ {
+		big.WriteString(strings.Repeat("w", 40) + "\n")
+	}
+	dir := write(t, map[string]string{
+		"big.txt": big.String(),
+		"task.yaml": `goal: How many lines does big.txt have? Finish with the number.
+model: scripted:turns.yaml
+tools: [read_file]
+checks: [{equals: "300"}]
+plan: true
+context:
+  compact_at: 1000
+  keep_turns: 1
+  scratchpad: true
+tool_output:
+  read_file: {max_lines: 20}
+`,
+		"turns.yaml": `name: context-features
+turns:
+  - expect: ["[Plan] Before acting, call submit_plan"]
+    tools:
+      - name: submit_plan
+        args: {steps: [{do: read big.txt, check: none}, {do: count its lines, check: none}]}
+  - expect: ["plan accepted", "[Plan: step 1 of 2] read big.txt", "[Your scratchpad is empty"]
+    text: Reading.
+    tools:
+      - name: update_scratchpad
+        args: {plan: "read big.txt, then count"}
+      - name: read_file
+        args: {path: big.txt}
+  - expect: ["The transcript to summarise", "[assistant calls submit_plan"]
+    text: "Task: count the lines of big.txt. Facts found: the plan has 2 steps."
+  - expect: ["call read_file again with a smaller max_lines", "lines elided", "[Your scratchpad]", "read big.txt, then count"]
+    tools:
+      - name: step_done
+        args: {result: "read the first page"}
+  - expect: ["step 1 done"]
+    text: "Task: count the lines of big.txt. Facts found: the read was cut; 300 lines per the header."
+  - expect: ["[Plan: step 2 of 2] count its lines"]
+    tools:
+      - name: step_done
+        args: {result: "300"}
+  - finish: {answer: "300", confidence: 0.9}
+`,
+	})
+	log := filepath.Join(t.TempDir(), "run.jsonl")
+	c := run(t, nil, "run", "--json", "--quiet", "--log", log, filepath.Join(dir, "task.yaml"))
+	c.wantCode(t, exitDone)
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"purpose":"compact"`, `"problem":"compacted"`, `"input_estimate":`, `"type":"plan"`} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("the log has no %s", want)
+		}
+	}
+	c = run(t, nil, "replay", log)
+	c.wantCode(t, exitDone)
+	if !strings.Contains(c.stdout, "identical") {
+		t.Errorf("replay: %v", c)
+	}
+}
