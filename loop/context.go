@@ -91,6 +91,10 @@ const summaryHeader = "Summary of your earlier work (older turns were summarised
 // elisionMark ends an old tool output cut by the fallback trimming.
 const elisionMark = " bytes of this old tool output elided to save context; call the tool again if you need them]"
 
+// minMiddle: the middle must be at least 1/minMiddle of the history for a
+// compaction to be worth its call.
+const minMiddle = 4
+
 // compactRetry is how many steps after a failed or skipped compaction the
 // next may be tried.
 const compactRetry = 3
@@ -135,6 +139,13 @@ func (m *Machine) maybeCompact(need budget.Usage) bool {
 	cut := m.keepFrom()
 	if cut < 2 {
 		return false // no middle: the goal and the kept turns are all there is
+	}
+	var middle int64
+	for _, msg := range m.st.History[1:cut] {
+		middle += messageWeight(msg)
+	}
+	if middle*minMiddle < m.st.HistoryBytes {
+		return false // too little to gain: the kept turns are most of it
 	}
 	m.st.Compact = &compaction{From: 1, To: cut, Before: est}
 	m.st.CompactStep = m.st.Step

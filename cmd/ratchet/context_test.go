@@ -43,15 +43,19 @@ turns:
         args: {plan: "read big.txt, then count"}
       - name: read_file
         args: {path: big.txt}
-  - expect: ["The transcript to summarise", "[assistant calls submit_plan"]
-    text: "Task: count the lines of big.txt. Facts found: the plan has 2 steps."
   - expect: ["call read_file again with a smaller max_lines", "lines elided", "[Your scratchpad]", "read big.txt, then count"]
     tools:
+      - name: read_file
+        args: {path: big.txt, offset_line: 150}
+  - expect: ["The transcript to summarise", "[assistant calls submit_plan", "read big.txt, then count"]
+    text: "Task: count the lines of big.txt. Facts found: it has 300 lines (read_file header)."
+  - expect: ["[Your scratchpad]", "[Plan: step 1 of 2]", "big.txt (lines 150"]
+    tools:
       - name: step_done
-        args: {result: "read the first page"}
-  - expect: ["step 1 done"]
-    text: "Task: count the lines of big.txt. Facts found: the read was cut; 300 lines per the header."
-  - expect: ["[Plan: step 2 of 2] count its lines"]
+        args: {result: "read it: 300 lines"}
+  - expect: ["A summary of the work before this transcript", "it has 300 lines"]
+    text: "Task: count the lines of big.txt. Facts found: 300 lines. Step 1 is done."
+  - expect: ["step 1 done", "[Plan: step 2 of 2] count its lines"]
     tools:
       - name: step_done
         args: {result: "300"}
@@ -65,10 +69,15 @@ turns:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"purpose":"compact"`, `"problem":"compacted"`, `"input_estimate":`, `"type":"plan"`} {
-		if !strings.Contains(string(data), want) {
-			t.Errorf("the log has no %s", want)
+	// A failed compaction is not fatal, so an unmet expect: on a compaction
+	// turn would not fail the run: the log must show both succeeded.
+	for want, n := range map[string]int{`"purpose":"compact"`: 2, `"problem":"compacted"`: 2, `"problem":"compact_failed"`: 0, `"type":"plan"`: 3} {
+		if got := strings.Count(string(data), want); got != n {
+			t.Errorf("the log has %s %d times, want %d", want, got, n)
 		}
+	}
+	if !strings.Contains(string(data), `"input_estimate":`) {
+		t.Error("the log has no input estimates")
 	}
 	c = run(t, nil, "replay", log)
 	c.wantCode(t, exitDone)
