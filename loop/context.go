@@ -286,7 +286,7 @@ func (m *Machine) elide(to int, problem, why string) {
 	m.setHistory(h)
 	after := m.estimateInput()
 	m.note(Note{Type: NoteContext, Step: m.st.Step, Problem: problem, TokensBefore: before, TokensAfter: after,
-		Text: fmt.Sprintf("%s; fell back to trimming: %d old tool outputs in messages 1–%d cut to %d bytes: ~%d → ~%d input tokens", why, n, to-1, elideKeep, before, after)})
+		Text: fmt.Sprintf("%s; fell back to trimming: old tool outputs in messages 1–%d cut to %d bytes (%d cut now): ~%d → ~%d input tokens", why, to-1, elideKeep, n, before, after)})
 }
 
 // setHistory replaces the history and sizes it again.
