@@ -428,8 +428,8 @@ func (m *Machine) pinned() string {
 			parts = append(parts, "[Your scratchpad is empty: update_scratchpad keeps notes that survive.]")
 		}
 	}
-	if f := m.planFocus(); f != "" {
-		parts = append(parts, f)
+	if f := m.planFocus(); f != "" && !m.st.Closing {
+		parts = append(parts, f) // the closing turn may only finish
 	}
 	return strings.Join(parts, "\n\n")
 }
