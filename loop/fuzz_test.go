@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -361,4 +363,126 @@ func FuzzCoreTools(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzCompaction drives a run with compaction on through replies, tool
+// results and compaction outcomes chosen by the input, and checks every
+// request: the goal first and verbatim, tool calls and results paired, the
+// estimate exact, and the latest feedback in the last message.
+func FuzzCompaction(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, uint8(1), uint16(300))
+	f.Add([]byte{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}, uint8(2), uint16(200))
+	f.Add([]byte{7, 1, 7, 2, 7, 0, 7, 5, 7, 6, 7, 1, 7, 2, 7, 4}, uint8(3), uint16(1000))
+	f.Fuzz(func(t *testing.T, choices []byte, keep uint8, threshold uint16) {
+		const goal = "fuzz the history"
+		spec := Spec{
+			Goal:   goal,
+			Tools:  []model.ToolSpec{{Name: "look", Description: "look", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Checks: []Check{{Name: "equals", Tier: verify.Cheap}},
+			Budget: budget.Limits{Steps: 200, ModelCalls: 400, ToolCalls: 400},
+			Policy: Policy{Samples: -1, CompactAt: int64(threshold) + 200, KeepTurns: int(keep%4) + 1, Scratchpad: true, Progress: progress.Config{Window: 50, Patience: 50}},
+		}
+		m, err := New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Unix(0, 0)
+		step := func(ev Event) Ready {
+			ev.At = at
+			if err := m.Step(ev); err != nil {
+				t.Fatalf("Step %s: %v", ev.Type, err)
+			}
+			rd := m.Ready()
+			m.Advance()
+			return rd
+		}
+		rd := step(Event{Type: EventStart})
+		latest := ""
+		for i, c := range choices {
+			if m.Phase() != PhaseModel {
+				return
+			}
+			cmd := rd.Commands[len(rd.Commands)-1]
+			req := cmd.Request
+			if cmd.InputEstimate != EstimateTokens(*req) {
+				t.Fatalf("choice %d: estimate %d, EstimateTokens %d", i, cmd.InputEstimate, EstimateTokens(*req))
+			}
+			if req.Purpose == model.PurposeCompact {
+				var r Event
+				switch c % 3 {
+				case 0:
+					r = Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{Content: []model.Block{model.TextBlock(fmt.Sprintf("summary %d", i))}}}
+				case 1:
+					r = Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{}}
+				default:
+					r = Event{Type: EventModelError, Call: cmd.ID, Error: &Failure{Kind: "error", Message: "overloaded"}}
+				}
+				rd = step(r)
+				continue
+			}
+			if got := req.Messages[0].Content[0].Text; got != goal {
+				t.Fatalf("choice %d: first block %q, not the goal", i, got)
+			}
+			if err := pairing(req.Messages); err != nil {
+				t.Fatalf("choice %d: %v", i, err)
+			}
+			if latest != "" {
+				last := req.Messages[len(req.Messages)-1]
+				found := false
+				for _, b := range last.Content {
+					found = found || strings.Contains(b.Text, latest)
+				}
+				if !found {
+					t.Fatalf("choice %d: the latest feedback %q is not in the last message", i, latest)
+				}
+			}
+			var content []model.Block
+			switch c % 8 {
+			case 0: // text only: an observation
+				content = []model.Block{model.TextBlock("thinking")}
+				latest = "Your reply called no tool"
+			case 1: // a wrong answer
+				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("f%d", i), Name: FinishTool, Input: json.RawMessage(`{"answer":"x","confidence":0.9}`)}}
+			case 2: // two calls, one unknown
+				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("b%d", i), Name: "nope"}}
+			case 3: // a scratchpad update and a call
+				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: ScratchpadTool, Input: json.RawMessage(`{"findings":"f"}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}}
+			default: // one call
+				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}
+			}
+			rd = step(Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{Content: content}})
+			for len(rd.Commands) == 1 && (rd.Commands[0].Type == RunTools || rd.Commands[0].Type == Verify) {
+				switch c := rd.Commands[0]; c.Type {
+				case RunTools:
+					for _, tc := range c.Calls {
+						latest = fmt.Sprintf("output of %s: %s", tc.ID, strings.Repeat("z", int(threshold)%3000))
+						rd = step(Event{Type: EventToolResult, Call: tc.ID, Tool: &ToolOutcome{Output: latest}})
+					}
+				case Verify:
+					rd = step(Event{Type: EventVerdict, Call: c.ID, Verdict: &verify.Verdict{Check: "equals", Detail: "expected y"}})
+					latest = "expected y"
+				}
+			}
+		}
+	})
+}
+
+// pairing reports a request whose tool calls and results do not pair up
+// (looptest.CheckPairing, which this package cannot import).
+func pairing(msgs []model.Message) error {
+	for i, m := range msgs {
+		for _, b := range m.Content {
+			switch b.Type {
+			case model.ToolUse:
+				if i+1 >= len(msgs) || !slices.ContainsFunc(msgs[i+1].Content, func(r model.Block) bool { return r.Type == model.ToolResult && r.ID == b.ID }) {
+					return fmt.Errorf("message %d: tool_use %s unanswered", i, b.ID)
+				}
+			case model.ToolResult:
+				if i == 0 || !slices.ContainsFunc(msgs[i-1].Content, func(u model.Block) bool { return u.Type == model.ToolUse && u.ID == b.ID }) {
+					return fmt.Errorf("message %d: tool_result %s answers nothing", i, b.ID)
+				}
+			}
+		}
+	}
+	return nil
 }

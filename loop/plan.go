@@ -245,6 +245,7 @@ func (m *Machine) onPlanVerdict(v verify.Verdict) {
 	p := m.st.Plan
 	p.Due, p.CheckID = false, ""
 	m.st.Awaiting = nil
+	m.st.Usage.Cost += v.Cost
 	n := p.Current + 1
 	if v.OK {
 		text := fmt.Sprintf("Step %d passed its check %s. ", n, v.Check) + m.advancePlan()
