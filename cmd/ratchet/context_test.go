@@ -35,7 +35,7 @@ turns:
   - expect: ["[Plan] Before acting, call submit_plan"]
     tools:
       - name: submit_plan
-        args: {steps: [{do: read big.txt, check: none}, {do: count its lines, check: none}]}
+        args: {steps: [{do: read big.txt, check: none}, {do: count its lines, check: equals}]}
   - expect: ["plan accepted", "[Plan: step 1 of 2] read big.txt", "[Your scratchpad is empty"]
     text: Reading.
     tools:
@@ -59,7 +59,8 @@ turns:
     tools:
       - name: step_done
         args: {result: "300"}
-  - finish: {answer: "300", confidence: 0.9}
+  - expect: ["Step 2 passed its check equals", "Every step of the plan is done"]
+    finish: {answer: "300", confidence: 0.9}
 `,
 	})
 	log := filepath.Join(t.TempDir(), "run.jsonl")
@@ -71,7 +72,7 @@ turns:
 	}
 	// A failed compaction is not fatal, so an unmet expect: on a compaction
 	// turn would not fail the run: the log must show both succeeded.
-	for want, n := range map[string]int{`"purpose":"compact"`: 2, `"problem":"compacted"`: 2, `"problem":"compact_failed"`: 0, `"type":"plan"`: 3} {
+	for want, n := range map[string]int{`"purpose":"compact"`: 2, `"problem":"compacted"`: 2, `"problem":"compact_failed"`: 0, `"type":"plan"`: 3, `"type":"verify","id":"p1"`: 1} {
 		if got := strings.Count(string(data), want); got != n {
 			t.Errorf("the log has %s %d times, want %d", want, got, n)
 		}
