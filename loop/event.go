@@ -108,6 +108,10 @@ type Command struct {
 	Deadline time.Time   `json:"deadline,omitzero"`
 	// CallModel. Request.Messages is shared with the machine: read-only.
 	Request *model.Request `json:"request,omitempty"`
+	// InputEstimate is the core's estimate of Request's input tokens,
+	// made before sending (see EstimateTokens); compare it with the
+	// reply's usage.
+	InputEstimate int64 `json:"input_estimate,omitempty"`
 	// RunTools.
 	Calls []ToolCall `json:"calls,omitempty"`
 	// Verify.
@@ -143,6 +147,14 @@ const (
 	NoteRejected NoteType = "rejected"
 	// NoteClosing: the ordinary budget is spent; the reserved turn begins.
 	NoteClosing NoteType = "closing"
+	// NoteContext: the history was compacted, or trimmed instead (Problem
+	// says which: compacted, compact_failed, compact_skipped);
+	// TokensBefore and TokensAfter are the estimated input tokens of the
+	// next step request before and after.
+	NoteContext NoteType = "context"
+	// NotePlan: plan mode accepted a plan, finished a step or saw a step
+	// fail its check (Problem "step_failed").
+	NotePlan NoteType = "plan"
 )
 
 // Note records a decision of the machine.
@@ -156,6 +168,9 @@ type Note struct {
 	Pattern progress.Pattern      `json:"pattern,omitempty"`
 	Rung    progress.Intervention `json:"rung,omitempty"`
 	Attempt int                   `json:"attempt,omitempty"`
+	// TokensBefore and TokensAfter size a context note's change.
+	TokensBefore int64 `json:"tokens_before,omitempty"`
+	TokensAfter  int64 `json:"tokens_after,omitempty"`
 }
 
 // Ready is what the shell must do after a Step, in order: record Notes, then

@@ -2,11 +2,15 @@ package loop
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -179,4 +183,306 @@ func TestExtractCandidate(t *testing.T) {
 			t.Errorf("ExtractCandidate(%q) = (%q, %v, %v), want (%q, %v, %v)", tc.text, answer, conf, stated, tc.answer, tc.conf, tc.stated)
 		}
 	}
+}
+
+// FuzzParseScratchpad: update_scratchpad arguments are model output. The
+// parser never panics, accepts only an object of known string sections,
+// and what it accepts round-trips.
+func FuzzParseScratchpad(f *testing.F) {
+	for _, s := range []string{
+		`{"plan":"a"}`, `{"findings":"b","open_questions":"c"}`, `{}`, `{"plan":1}`, `{"notes":"x"}`,
+		`[]`, ``, `null`, `{"plan":null}`, `{"plan":"` + strings.Repeat("x", 4001) + `"}`, `{"plan":"a","plan":"b"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		old := Scratchpad{Plan: "old plan", Findings: "old findings"}
+		got, err := parseScratchpad(raw, old)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		var back map[string]*string
+		if json.Unmarshal(raw, &back) != nil {
+			t.Fatalf("accepted %q, which is not a JSON object of strings", raw)
+		}
+		want := old
+		folded := map[string]bool{}
+		for k := range back {
+			if folded[strings.ToLower(k)] {
+				return // keys differing only in case: which wins depends on order
+			}
+			folded[strings.ToLower(k)] = true
+		}
+		for k, v := range back {
+			if v == nil {
+				t.Fatalf("accepted null section %q in %q", k, raw)
+			}
+			// encoding/json matches field names without regard to case.
+			switch strings.ToLower(k) {
+			case "plan":
+				want.Plan = strings.TrimSpace(*v)
+			case "findings":
+				want.Findings = strings.TrimSpace(*v)
+			case "open_questions":
+				want.OpenQuestions = strings.TrimSpace(*v)
+			default:
+				t.Fatalf("accepted unknown section %q", k)
+			}
+		}
+		// Duplicate keys: encoding/json keeps the last, as the parser does.
+		if got != want {
+			t.Fatalf("parsed %q as %+v, want %+v", raw, got, want)
+		}
+		for _, s := range []string{got.Plan, got.Findings, got.OpenQuestions} {
+			if len(s) > maxScratchpadSection {
+				t.Fatalf("accepted a section of %d bytes", len(s))
+			}
+		}
+	})
+}
+
+// FuzzParsePlan: submit_plan and step_done arguments are model output. The
+// parsers never panic; an accepted plan has 1 to maxPlanSteps steps, each
+// with something to do and a known check, exactly as sent.
+func FuzzParsePlan(f *testing.F) {
+	for _, s := range []string{
+		`{"steps":[{"do":"a","check":"none"}]}`, `{"steps":[{"do":"a","check":"tests"},{"do":"b","check":"lint"}]}`,
+		`{"steps":[]}`, `{"steps":[{"do":"","check":"none"}]}`, `{"steps":[{"do":"a"}]}`, `{"steps":"a"}`,
+		`{"steps":[{"do":"a","check":"none","x":1}]}`, `[]`, ``, `{"result":"r"}`, `{"result":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	checks := []string{"tests", "format"}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if r, err := parseStepDone(raw); err == nil {
+			var back struct{ Result *string }
+			if json.Unmarshal(raw, &back) != nil || back.Result == nil || *back.Result != r {
+				t.Fatalf("step_done accepted %q as %q", raw, r)
+			}
+		}
+		steps, err := parsePlan(raw, checks)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		if len(steps) == 0 || len(steps) > maxPlanSteps {
+			t.Fatalf("accepted %d steps", len(steps))
+		}
+		var back struct {
+			Steps []struct{ Do, Check string }
+		}
+		if json.Unmarshal(raw, &back) != nil || len(back.Steps) != len(steps) {
+			t.Fatalf("accepted %q, which does not decode to %d steps", raw, len(steps))
+		}
+		for i, s := range steps {
+			if s.Do == "" || (s.Check != "none" && !slices.Contains(checks, s.Check)) {
+				t.Fatalf("step %d accepted: %+v", i, s)
+			}
+			if s.Do != strings.TrimSpace(back.Steps[i].Do) || s.Check != strings.TrimSpace(back.Steps[i].Check) {
+				t.Fatalf("step %d parsed as %+v, sent as %+v", i, s, back.Steps[i])
+			}
+		}
+	})
+}
+
+// FuzzCoreTools: a plan-mode machine with a scratchpad, fed two calls of
+// the core's own tools (or others) with any arguments, answers every one,
+// keeps the history paired and always asks for something next.
+func FuzzCoreTools(f *testing.F) {
+	f.Add("submit_plan", `{"steps":[{"do":"a","check":"equals"}]}`, "step_done", `{"result":"r"}`, "update_scratchpad", `{"plan":"p"}`)
+	f.Add("update_scratchpad", `{"plan":"p"}`, "add", `{}`, "step_done", `{"result":"r"}`)
+	f.Add("submit_plan", `{"steps":[{"do":"a","check":"none"}]}`, "finish", `{"answer":"a","confidence":1}`, "add", `{}`)
+	f.Fuzz(func(t *testing.T, name1, args1, name2, args2, name3, args3 string) {
+		spec := Spec{
+			Goal:   "fuzz",
+			Tools:  []model.ToolSpec{{Name: "add", Description: "add", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Checks: []Check{{Name: "equals", Tier: verify.Cheap}},
+			Policy: Policy{Samples: -1, Scratchpad: true, Plan: true},
+		}
+		m, err := New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Unix(0, 0)
+		step := func(ev Event) Ready {
+			ev.At = at
+			if err := m.Step(ev); err != nil {
+				t.Fatalf("Step %s: %v", ev.Type, err)
+			}
+			rd := m.Ready()
+			m.Advance()
+			return rd
+		}
+		rd := step(Event{Type: EventStart})
+		turns := [][2]string{{name1, args1}, {name2, args2}, {name3, args3}}
+		for i := 0; i < 2 && m.Phase() != PhaseStopped; i++ {
+			if len(rd.Commands) != 1 || rd.Commands[0].Type != CallModel {
+				t.Fatalf("turn %d: want one call_model, got %+v", i, rd.Commands)
+			}
+			var content []model.Block
+			for k, c := range turns[i : i+2] {
+				content = append(content, model.Block{Type: model.ToolUse, ID: fmt.Sprintf("t%d_%d", i, k), Name: c[0], Input: json.RawMessage(c[1])})
+			}
+			rd = step(Event{Type: EventModelReply, Call: rd.Commands[0].ID, Reply: &model.Response{Content: content}})
+			for len(rd.Commands) == 1 && rd.Commands[0].Type != CallModel && rd.Commands[0].Type != Finish {
+				switch c := rd.Commands[0]; c.Type {
+				case RunTools:
+					for _, tc := range c.Calls {
+						if tc.Name == ScratchpadTool || tc.Name == SubmitPlanTool || tc.Name == StepDoneTool {
+							t.Fatalf("the core's own tool %s was sent to the shell", tc.Name)
+						}
+						rd = step(Event{Type: EventToolResult, Call: tc.ID, Tool: &ToolOutcome{Output: "ok"}})
+					}
+				case Verify:
+					rd = step(Event{Type: EventVerdict, Call: c.ID, Verdict: &verify.Verdict{Check: c.Checks[0], OK: len(args3)%2 == 0}})
+				default:
+					t.Fatalf("unexpected command %s", c.Type)
+				}
+			}
+			if m.Phase() != PhaseModel && m.Phase() != PhaseStopped {
+				t.Fatalf("phase %s after a full turn", m.Phase())
+			}
+			if m.Phase() == PhaseModel {
+				for _, c := range m.Pending() {
+					if c.InputEstimate != EstimateTokens(*c.Request) {
+						t.Fatalf("estimate %d, EstimateTokens %d", c.InputEstimate, EstimateTokens(*c.Request))
+					}
+				}
+			}
+			data, err := m.Snapshot()
+			if err != nil {
+				t.Fatalf("snapshot: %v", err)
+			}
+			if _, err := Restore(data, nil); err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzCompaction drives a run with compaction on through replies, tool
+// results and compaction outcomes chosen by the input, and checks every
+// request: the goal first and verbatim, tool calls and results paired, the
+// estimate exact, and the latest feedback in the last message.
+func FuzzCompaction(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, uint8(1), uint16(300))
+	f.Add([]byte{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3}, uint8(2), uint16(200))
+	f.Add([]byte{7, 1, 7, 2, 7, 0, 7, 5, 7, 6, 7, 1, 7, 2, 7, 4}, uint8(3), uint16(1000))
+	f.Fuzz(func(t *testing.T, choices []byte, keep uint8, threshold uint16) {
+		const goal = "fuzz the history"
+		spec := Spec{
+			Goal:   goal,
+			Tools:  []model.ToolSpec{{Name: "look", Description: "look", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Checks: []Check{{Name: "equals", Tier: verify.Cheap}},
+			Budget: budget.Limits{Steps: 200, ModelCalls: 400, ToolCalls: 400},
+			Policy: Policy{Samples: -1, CompactAt: int64(threshold) + 200, KeepTurns: int(keep%4) + 1, Scratchpad: true, Progress: progress.Config{Window: 50, Patience: 50}},
+		}
+		m, err := New(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Unix(0, 0)
+		step := func(ev Event) Ready {
+			ev.At = at
+			if err := m.Step(ev); err != nil {
+				t.Fatalf("Step %s: %v", ev.Type, err)
+			}
+			rd := m.Ready()
+			m.Advance()
+			return rd
+		}
+		rd := step(Event{Type: EventStart})
+		latest := ""
+		for i, c := range choices {
+			if m.Phase() != PhaseModel {
+				return
+			}
+			cmd := rd.Commands[len(rd.Commands)-1]
+			req := cmd.Request
+			if cmd.InputEstimate != EstimateTokens(*req) {
+				t.Fatalf("choice %d: estimate %d, EstimateTokens %d", i, cmd.InputEstimate, EstimateTokens(*req))
+			}
+			if req.Purpose == model.PurposeCompact {
+				var r Event
+				switch c % 3 {
+				case 0:
+					r = Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{Content: []model.Block{model.TextBlock(fmt.Sprintf("summary %d", i))}}}
+				case 1:
+					r = Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{}}
+				default:
+					r = Event{Type: EventModelError, Call: cmd.ID, Error: &Failure{Kind: "error", Message: "overloaded"}}
+				}
+				rd = step(r)
+				continue
+			}
+			if got := req.Messages[0].Content[0].Text; got != goal {
+				t.Fatalf("choice %d: first block %q, not the goal", i, got)
+			}
+			if err := pairing(req.Messages); err != nil {
+				t.Fatalf("choice %d: %v", i, err)
+			}
+			if latest != "" {
+				last := req.Messages[len(req.Messages)-1]
+				found := false
+				for _, b := range last.Content {
+					found = found || strings.Contains(b.Text, latest)
+				}
+				if !found {
+					t.Fatalf("choice %d: the latest feedback %q is not in the last message", i, latest)
+				}
+			}
+			var content []model.Block
+			switch c % 8 {
+			case 0: // text only: an observation
+				content = []model.Block{model.TextBlock("thinking")}
+				latest = "Your reply called no tool"
+			case 1: // a wrong answer
+				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("f%d", i), Name: FinishTool, Input: json.RawMessage(`{"answer":"x","confidence":0.9}`)}}
+			case 2: // two calls, one unknown
+				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("b%d", i), Name: "nope"}}
+			case 3: // a scratchpad update and a call
+				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: ScratchpadTool, Input: json.RawMessage(`{"findings":"f"}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}}
+			default: // one call
+				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}
+			}
+			rd = step(Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{Content: content}})
+			for len(rd.Commands) == 1 && (rd.Commands[0].Type == RunTools || rd.Commands[0].Type == Verify) {
+				switch c := rd.Commands[0]; c.Type {
+				case RunTools:
+					for _, tc := range c.Calls {
+						latest = fmt.Sprintf("output of %s: %s", tc.ID, strings.Repeat("z", int(threshold)%3000))
+						rd = step(Event{Type: EventToolResult, Call: tc.ID, Tool: &ToolOutcome{Output: latest}})
+					}
+				case Verify:
+					rd = step(Event{Type: EventVerdict, Call: c.ID, Verdict: &verify.Verdict{Check: "equals", Detail: "expected y"}})
+					latest = "expected y"
+				}
+			}
+		}
+	})
+}
+
+// pairing reports a request whose tool calls and results do not pair up
+// (looptest.CheckPairing, which this package cannot import).
+func pairing(msgs []model.Message) error {
+	for i, m := range msgs {
+		for _, b := range m.Content {
+			switch b.Type {
+			case model.ToolUse:
+				if i+1 >= len(msgs) || !slices.ContainsFunc(msgs[i+1].Content, func(r model.Block) bool { return r.Type == model.ToolResult && r.ID == b.ID }) {
+					return fmt.Errorf("message %d: tool_use %s unanswered", i, b.ID)
+				}
+			case model.ToolResult:
+				if i == 0 || !slices.ContainsFunc(msgs[i-1].Content, func(u model.Block) bool { return u.Type == model.ToolUse && u.ID == b.ID }) {
+					return fmt.Errorf("message %d: tool_result %s answers nothing", i, b.ID)
+				}
+			}
+		}
+	}
+	return nil
 }

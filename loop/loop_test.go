@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 
 	"github.com/ratchetloop/ratchet/loop/looptest"
+	"github.com/ratchetloop/ratchet/model"
 )
 
 // TestScripts runs every scenario in testdata. Rewrite expected output with
@@ -32,6 +33,29 @@ func TestDeterministic(t *testing.T) {
 		}
 		if len(first) == 0 {
 			t.Errorf("%s: produced no output", f)
+		}
+	}
+}
+
+// TestCheckPairing proves the pairing check every script runs can fail.
+func TestCheckPairing(t *testing.T) {
+	use := func(id string) model.Block { return model.Block{Type: model.ToolUse, ID: id, Name: "t"} }
+	res := func(id string) model.Block { return model.Block{Type: model.ToolResult, ID: id} }
+	msg := func(r model.Role, bs ...model.Block) model.Message { return model.Message{Role: r, Content: bs} }
+	tests := []struct {
+		name string
+		msgs []model.Message
+		ok   bool
+	}{
+		{"paired", []model.Message{msg(model.User), msg(model.Assistant, use("a"), use("b")), msg(model.User, res("b"), res("a"))}, true},
+		{"a call awaiting its result, last", []model.Message{msg(model.User), msg(model.Assistant, use("a"))}, true},
+		{"result missing", []model.Message{msg(model.User), msg(model.Assistant, use("a"), use("b")), msg(model.User, res("a"))}, false},
+		{"result of a call two messages back", []model.Message{msg(model.Assistant, use("a")), msg(model.User, res("a")), msg(model.Assistant), msg(model.User, res("a"))}, false},
+		{"result with no call", []model.Message{msg(model.User, res("a"))}, false},
+	}
+	for _, tt := range tests {
+		if err := looptest.CheckPairing(tt.msgs); (err == nil) != tt.ok {
+			t.Errorf("%s: CheckPairing = %v, want ok=%v", tt.name, err, tt.ok)
 		}
 	}
 }

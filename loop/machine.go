@@ -14,6 +14,7 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/verify"
 )
 
 var (
@@ -150,6 +151,17 @@ type state struct {
 	Approving string           `json:"approving,omitempty"`
 	StalledOn progress.Pattern `json:"stalled_on,omitempty"`
 	Result    *Result          `json:"result,omitempty"`
+
+	// Context management (context.go): the summary of the compacted
+	// middle, the compaction in flight, the step of the latest compaction
+	// attempt and whether it failed, the scratchpad.
+	Summary       string      `json:"summary,omitempty"`
+	Compact       *compaction `json:"compact,omitempty"`
+	CompactStep   int         `json:"compact_step,omitempty"`
+	CompactFailed bool        `json:"compact_failed,omitempty"`
+	Scratchpad    *Scratchpad `json:"scratchpad,omitempty"`
+	// Plan is the plan being executed in plan mode (plan.go).
+	Plan *plan `json:"plan,omitempty"`
 }
 
 // suspended is the phase and commands in flight when a run was cancelled.
@@ -181,7 +193,15 @@ func (m *Machine) init() {
 	if m.spec.Mode == ModeGenerate {
 		m.system = generatePrompt
 	} else {
-		m.tools = append(append([]model.ToolSpec(nil), m.spec.Tools...), finishSpec)
+		m.tools = append([]model.ToolSpec(nil), m.spec.Tools...)
+		if m.spec.Policy.Scratchpad {
+			m.tools = append(m.tools, scratchpadSpec)
+			m.system += strings.TrimRight(scratchpadPrompt, "\n") + "\n"
+		}
+		if m.spec.Policy.Plan {
+			m.tools = append(m.tools, submitPlanSpec, stepDoneSpec)
+		}
+		m.tools = append(m.tools, finishSpec)
 		for _, t := range m.tools {
 			m.known[t.Name] = true
 		}
@@ -254,8 +274,7 @@ func (m *Machine) Step(ev Event) error {
 		m.resume()
 	case EventStart:
 		m.st.Start = ev.At
-		m.st.History = append(m.st.History, model.Message{Role: model.User, Content: []model.Block{model.TextBlock(m.spec.Goal)}})
-		m.st.HistoryBytes += int64(len(m.spec.Goal))
+		m.appendHistory(model.Message{Role: model.User, Content: []model.Block{model.TextBlock(m.spec.Goal)}})
 		m.nextTurn()
 	case EventCancel:
 		reason := "the run was cancelled"
@@ -268,12 +287,17 @@ func (m *Machine) Step(ev Event) error {
 			m.st.Suspended = &interrupted
 		}
 	case EventModelReply:
-		if m.st.Phase == PhaseSample {
+		if m.st.Phase == PhaseModel && m.st.Call.Purpose == model.PurposeCompact {
+			m.onCompacted(*ev.Reply)
+		} else if m.st.Phase == PhaseSample {
 			m.onSample(ev.Call, ev.Reply, nil)
 		} else {
 			m.onReply(*ev.Reply)
 		}
 	case EventModelError:
+		if m.st.Phase == PhaseModel && m.st.Call.Purpose == model.PurposeCompact && m.onCompactError(*ev.Error) {
+			break
+		}
 		if m.st.Phase == PhaseSample {
 			m.onSample(ev.Call, nil, ev.Error)
 		} else {
@@ -282,8 +306,17 @@ func (m *Machine) Step(ev Event) error {
 	case EventToolResult:
 		m.onToolResult(ev.Call, *ev.Tool)
 	case EventVerdict:
+		if m.isPlanCheck(ev.Call) {
+			m.onPlanVerdict(*ev.Verdict)
+			break
+		}
 		m.onVerdict(ev.Call, *ev.Verdict)
 	case EventCheckError:
+		if m.isPlanCheck(ev.Call) {
+			// A step check that could not run counts as not passed.
+			m.onPlanVerdict(verify.Verdict{Check: m.st.Plan.Steps[m.st.Plan.Current].Check, Detail: "the check could not run: " + ev.Error.Message})
+			break
+		}
 		if m.onHoldoutError(ev.Call, *ev.Error) {
 			break
 		}
@@ -371,8 +404,12 @@ func (m *Machine) callIndex(id string) int {
 // --- model turns ---
 
 func (m *Machine) nextTurn() {
+	if m.planCheck() {
+		return
+	}
+	var need budget.Usage
 	if !m.st.Closing {
-		need := m.spec.Policy.Reserve
+		need = m.spec.Policy.Reserve
 		need.Steps++
 		need.ModelCalls++
 		need.InputTokens += 2 * m.estimateInput() // this turn and the closing turn
@@ -393,6 +430,9 @@ func (m *Machine) nextTurn() {
 	}
 	if m.st.Closing {
 		m.closingTurn()
+		return
+	}
+	if m.maybeCompact(need) {
 		return
 	}
 	m.callModel(model.PurposeStep, m.tools, m.spec.Policy.MaxOutputTokens, m.spec.Policy.Reserve.Time)
@@ -486,23 +526,33 @@ type callParams struct {
 // modelCommand builds the CallModel command id of the current turn.
 func (m *Machine) modelCommand(id string) Command {
 	c := m.st.Call
-	h := m.st.History
 	req := &model.Request{
 		System:          m.system,
-		Messages:        h[:len(h):len(h)], // capped: the shell cannot see or clobber later appends
 		MaxOutputTokens: c.MaxOut,
 		Purpose:         c.Purpose,
 	}
-	switch {
-	case c.Purpose == model.PurposeSample:
+	var est int64
+	switch c.Purpose {
+	case model.PurposeSample:
 		req.Messages, req.Tools = m.sampleRequest()
-	case m.spec.Mode == ModeGenerate:
-	case c.Purpose == model.PurposeClosing:
-		req.Tools = []model.ToolSpec{finishSpec}
+		est = EstimateTokens(*req)
+	case model.PurposeCompact:
+		req.System, req.Messages = compactPrompt, m.compactMessages()
+		est = EstimateTokens(*req)
 	default:
-		req.Tools = m.tools
+		pin := m.pinned()
+		req.Messages = m.stepMessages(pin)
+		switch {
+		case m.spec.Mode == ModeGenerate:
+		case c.Purpose == model.PurposeClosing:
+			req.Tools = []model.ToolSpec{finishSpec}
+		default:
+			req.Tools = m.stepTools()
+		}
+		// Sized as EstimateTokens would, without rescanning the history.
+		est = tokensOf(int64(len(req.System)) + toolsWeight(req.Tools) + m.st.HistoryBytes + m.pinnedWeight(pin))
 	}
-	return Command{Type: CallModel, ID: id, Deadline: m.deadline(c.Keep), Request: req}
+	return Command{Type: CallModel, ID: id, Deadline: m.deadline(c.Keep), Request: req, InputEstimate: est}
 }
 
 // Pending returns the commands in flight, built again from the state: what
@@ -525,6 +575,9 @@ func (m *Machine) Pending() []Command {
 		}
 		return []Command{{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: calls}}
 	case PhaseVerify:
+		if m.st.Plan != nil && m.st.Plan.CheckID != "" {
+			return []Command{m.planCommand()}
+		}
 		var out []Command
 		for _, id := range m.st.Awaiting {
 			n, t, _ := m.parseVerifyID(id)
@@ -539,21 +592,9 @@ func (m *Machine) Pending() []Command {
 	return nil
 }
 
-// estimateInput approximates the next request's input tokens as bytes/4, a
-// tokenizer-free estimate that errs high for English and code.
-func (m *Machine) estimateInput() int64 {
-	n := m.st.HistoryBytes + int64(len(m.system))
-	for _, t := range m.tools {
-		n += int64(len(t.Name) + len(t.Description) + len(t.InputSchema))
-	}
-	return (n + 3) / 4
-}
-
 func (m *Machine) appendHistory(msg model.Message) {
 	m.st.History = append(m.st.History, msg)
-	for _, b := range msg.Content {
-		m.st.HistoryBytes += int64(len(b.Text) + len(b.Input) + len(b.Name) + len(b.ID))
-	}
+	m.st.HistoryBytes += messageWeight(msg)
 }
 
 func (m *Machine) onModelError(f Failure) {
@@ -677,6 +718,7 @@ func (m *Machine) onReply(r model.Response) {
 		m.onFinish()
 		return
 	}
+	m.answerCoreTools()
 	m.dispatchTools()
 }
 

@@ -275,6 +275,10 @@ func verdictsFor(a *Attempt, t verify.Tier) *[]verify.Verdict {
 
 // awaitingCheck reports whether a verdict for check on command id is due.
 func (m *Machine) awaitingCheck(id, check string) bool {
+	if m.isPlanCheck(id) {
+		p := m.st.Plan
+		return check == p.Steps[p.Current].Check
+	}
 	n, t, ok := m.parseVerifyID(id)
 	if !ok || !slices.Contains(m.checksIn(t), check) {
 		return false

@@ -84,6 +84,22 @@ type Policy struct {
 	Samples int `json:"samples,omitempty"`
 	// HighStakes treats every candidate as unsure.
 	HighStakes bool `json:"high_stakes,omitempty"`
+
+	// CompactAt turns on compaction: when the next step's request is
+	// estimated (EstimateTokens) above this many input tokens, a model call
+	// with purpose compact first summarises the middle of the history; the
+	// goal and the latest KeepTurns turns stay verbatim. 0: never.
+	CompactAt int64 `json:"compact_at,omitempty"`
+	// KeepTurns is how many of the latest turns compaction keeps (default 2).
+	KeepTurns int `json:"keep_turns,omitempty"`
+	// SummaryTokens caps the compaction reply (default 1024).
+	SummaryTokens int `json:"summary_tokens,omitempty"`
+	// Scratchpad offers the update_scratchpad tool, answered by the core;
+	// its latest content is shown every turn and survives compaction.
+	Scratchpad bool `json:"scratchpad,omitempty"`
+	// Plan asks for a plan first (agent mode): see plan.go and the package
+	// documentation for the protocol.
+	Plan bool `json:"plan,omitempty"`
 }
 
 func (p Policy) withDefaults(l budget.Limits) Policy {
@@ -102,6 +118,12 @@ func (p Policy) withDefaults(l budget.Limits) Policy {
 	}
 	if p.ConfidenceThreshold == 0 {
 		p.ConfidenceThreshold = 0.8
+	}
+	if p.KeepTurns == 0 {
+		p.KeepTurns = 2
+	}
+	if p.SummaryTokens == 0 {
+		p.SummaryTokens = 1024
 	}
 	if p.Samples == 0 {
 		p.Samples = 2 // -1 (none) stays -1, so that defaults apply idempotently
@@ -130,13 +152,15 @@ func (s Spec) Validate() error {
 	if s.Goal == "" {
 		add("goal is empty")
 	}
-	seen := map[string]bool{FinishTool: true}
+	seen := map[string]bool{FinishTool: true, ScratchpadTool: true, SubmitPlanTool: true, StepDoneTool: true}
 	for i, t := range s.Tools {
 		switch {
 		case !toolName.MatchString(t.Name):
 			add("tools[%d]: name %q must match %s", i, t.Name, toolName)
 		case t.Name == FinishTool:
 			add("tools[%d]: %q is reserved for submitting answers", i, t.Name)
+		case t.Name == ScratchpadTool || t.Name == SubmitPlanTool || t.Name == StepDoneTool:
+			add("tools[%d]: %q is reserved for the loop's own tools", i, t.Name)
 		case seen[t.Name]:
 			add("tools[%d]: duplicate tool %q", i, t.Name)
 		}
@@ -158,6 +182,9 @@ func (s Spec) Validate() error {
 		}
 	default:
 		add("mode: %q is not agent or generate", s.Mode)
+	}
+	if s.Mode == ModeGenerate && (s.Policy.Plan || s.Policy.Scratchpad) {
+		add("policy: plan and scratchpad need tools; generate mode has none")
 	}
 	gates := 0
 	for _, c := range s.Checks {
@@ -200,7 +227,7 @@ func (s Spec) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"max_output_tokens", p.MaxOutputTokens}, {"closing_output_tokens", p.ClosingOutputTokens}, {"max_reply_bytes", p.MaxReplyBytes}, {"max_feedback_bytes", p.MaxFeedbackBytes}} {
+	}{{"max_output_tokens", p.MaxOutputTokens}, {"closing_output_tokens", p.ClosingOutputTokens}, {"max_reply_bytes", p.MaxReplyBytes}, {"max_feedback_bytes", p.MaxFeedbackBytes}, {"keep_turns", p.KeepTurns}, {"summary_tokens", p.SummaryTokens}, {"compact_at", int(min(p.CompactAt, 1<<30))}} {
 		if f.v < 0 {
 			add("policy.%s: %d is negative", f.name, f.v)
 		}

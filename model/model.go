@@ -69,6 +69,7 @@ const (
 	PurposeStep    Purpose = "step"    // an ordinary turn that may act
 	PurposeClosing Purpose = "closing" // the reserved last turn: finish now
 	PurposeSample  Purpose = "sample"  // an alternative candidate, asked for when the model was unsure
+	PurposeCompact Purpose = "compact" // a summary of the middle of the history, to keep the context small
 )
 
 // Request is one model call. Messages is shared with the loop core and must

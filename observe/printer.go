@@ -27,6 +27,9 @@ type Printer struct {
 	begin  time.Time
 	status string // what the run waits for, on the live line
 	shown  bool   // the live line is on screen
+	// compacting: the model call in flight summarises the history; it is
+	// not a step, and its reply is reported by the context note.
+	compacting bool
 }
 
 // PrinterConfig configures a Printer.
@@ -67,9 +70,14 @@ func (p *Printer) printf(format string, args ...any) { fmt.Fprintf(p.w, format+"
 func (p *Printer) command(c *loop.Command) {
 	switch c.Type {
 	case loop.CallModel:
+		p.used.ModelCalls++
+		p.compacting = c.Request.Purpose == model.PurposeCompact
+		if p.compacting {
+			p.status = "compacting the history"
+			break
+		}
 		p.step++
 		p.used.Steps++
-		p.used.ModelCalls++
 		p.status = "waiting for the model"
 		if c.Request.Purpose == model.PurposeClosing {
 			p.status = "closing turn: waiting for the model"
@@ -102,6 +110,9 @@ func (p *Printer) event(ev *loop.Event) {
 		p.used.OutputTokens += u.OutputTokens
 		p.used.Cost += u.Cost
 		p.used.CostUnknown = p.used.CostUnknown || !u.CostKnown
+		if p.compacting {
+			break
+		}
 		// The step label goes on the first line printed; blocks that print
 		// nothing (blank text, tool calls shown by run_tools) must not use it up.
 		first, acts := true, false
@@ -174,6 +185,10 @@ func (p *Printer) note(n *loop.Note) {
 		p.printf("        ⟳ %s (%s): %s", n.Rung, n.Pattern, oneLine(n.Text, 200))
 	case loop.NoteClosing:
 		p.printf("        ⏹ %s budget spent: closing turn", n.Problem)
+	case loop.NoteContext:
+		p.printf("        ⇣ %s", oneLine(n.Text, 200))
+	case loop.NotePlan:
+		p.printf("        ☰ %s", oneLine(n.Text, 200))
 	}
 }
 

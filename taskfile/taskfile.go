@@ -25,6 +25,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
 	"github.com/ratchetloop/ratchet/verify/check"
 	"github.com/ratchetloop/ratchet/verify/execcheck"
@@ -63,6 +64,22 @@ type File struct {
 	Permissions []loop.Permission
 	// MCP lists the MCP servers whose tools join the run's tools.
 	MCP []MCPServer
+	// Context is the context: section (compaction, scratchpad).
+	Context Context
+	// Plan asks for a plan first, executed step by step (agent mode).
+	Plan bool
+	// ToolOutput bounds the output shown to the model, by tool name;
+	// "default" bounds every tool not named.
+	ToolOutput map[string]tool.OutputCaps
+}
+
+// Context is the task file's context: section; zero fields take the
+// loop's defaults (see loop.Policy).
+type Context struct {
+	CompactAt     int64
+	KeepTurns     int
+	SummaryTokens int
+	Scratchpad    bool
 }
 
 // Effort is the task file's effort: section.
@@ -237,8 +254,14 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output"}, func(key string, v *yaml.Node) {
 		switch key {
+		case "context":
+			p.context(v)
+		case "plan":
+			p.f.Plan = p.bool(v, key)
+		case "tool_output":
+			p.toolOutput(v)
 		case "mode":
 			p.f.Mode = p.str(v, key)
 			if v.Kind == yaml.ScalarNode && p.f.Mode != "agent" && p.f.Mode != "generate" {
@@ -304,6 +327,9 @@ func (p *parser) top(n *yaml.Node) {
 	if p.f.Mode == "generate" && (len(p.f.Tools) > 0 || len(p.f.MCP) > 0) {
 		p.errorf(n, "generate mode has no tools (every reply is a candidate); remove tools: and mcp: or use mode: agent")
 	}
+	if p.f.Mode == "generate" && (p.f.Plan || p.f.Context.Scratchpad) {
+		p.errorf(n, "plan and context.scratchpad need tools; generate mode has none")
+	}
 }
 
 func (p *parser) permissions(n *yaml.Node) {
@@ -335,6 +361,42 @@ func (p *parser) permissions(n *yaml.Node) {
 		}
 		p.f.Permissions = append(p.f.Permissions, perm)
 	}
+	if p.f.Mode == "generate" && (p.f.Plan || p.f.Context.Scratchpad) {
+		p.errorf(n, "plan and context.scratchpad need tools; generate mode has none")
+	}
+}
+
+func (p *parser) context(n *yaml.Node) {
+	c := &p.f.Context
+	p.fields(n, "context", []string{"compact_at", "keep_turns", "summary_tokens", "scratchpad"}, func(key string, v *yaml.Node) {
+		switch key {
+		case "compact_at":
+			c.CompactAt = p.int64(v, "context.compact_at", 1000)
+		case "keep_turns":
+			c.KeepTurns = p.int(v, "context.keep_turns", 1)
+		case "summary_tokens":
+			c.SummaryTokens = p.int(v, "context.summary_tokens", 64)
+		case "scratchpad":
+			c.Scratchpad = p.bool(v, "context.scratchpad")
+		}
+	})
+}
+
+// toolOutput reads tool_output: {TOOL: {max_bytes: N, max_lines: N}}.
+func (p *parser) toolOutput(n *yaml.Node) {
+	known := append([]string{"default"}, ToolNames...)
+	p.f.ToolOutput = map[string]tool.OutputCaps{}
+	p.fields(n, "tool_output", known, func(name string, v *yaml.Node) {
+		var c tool.OutputCaps
+		p.fields(v, "tool_output."+name, []string{"max_bytes", "max_lines"}, func(key string, v *yaml.Node) {
+			if key == "max_bytes" {
+				c.MaxBytes = p.int(v, "tool_output."+name+".max_bytes", 256)
+			} else {
+				c.MaxLines = p.int(v, "tool_output."+name+".max_lines", 4)
+			}
+		})
+		p.f.ToolOutput[name] = c
+	})
 }
 
 func (p *parser) effort(n *yaml.Node) {

@@ -15,6 +15,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/taskfile"
+	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -265,6 +266,36 @@ func TestParseChecks(t *testing.T) {
 
 // TestParseProblems checks that each mistake is reported on its own line,
 // and only once.
+func TestParseContext(t *testing.T) {
+	dir := t.TempDir()
+	path := writeTask(t, dir, "task.yaml", `goal: g
+checks: [{equals: a}]
+context:
+  compact_at: 60_000
+  keep_turns: 3
+  summary_tokens: 800
+  scratchpad: true
+plan: true
+tool_output:
+  default: {max_bytes: 8192, max_lines: 100}
+  read_file: {max_lines: 50}
+`)
+	got, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(taskfile.Context{CompactAt: 60000, KeepTurns: 3, SummaryTokens: 800, Scratchpad: true}, got.Context); diff != "" {
+		t.Errorf("context (-want +got):\n%s", diff)
+	}
+	if !got.Plan {
+		t.Error("plan: true was not read")
+	}
+	want := map[string]tool.OutputCaps{"default": {MaxBytes: 8192, MaxLines: 100}, "read_file": {MaxLines: 50}}
+	if diff := cmp.Diff(want, got.ToolOutput); diff != "" {
+		t.Errorf("tool_output (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseProblems(t *testing.T) {
 	type want struct {
 		line int
@@ -292,6 +323,13 @@ func TestParseProblems(t *testing.T) {
 		{"budget not a mapping", ok + "budget: 5\n", []want{{3, "budget must be a mapping"}}},
 		{"progress window too small", ok + "progress: {window: 1}\n", []want{{3, "progress.window must be at least 2, got 1"}}},
 		{"progress patience zero", ok + "progress: {patience: 0}\n", []want{{3, "progress.patience must be at least 1, got 0"}}},
+		{"unknown context field", ok + "context: {compact: 5}\n", []want{{3, `unknown field "compact" in context`}}},
+		{"compact_at too small", ok + "context: {compact_at: 10}\n", []want{{3, "context.compact_at must be at least 1000, got 10"}}},
+		{"keep_turns zero", ok + "context: {keep_turns: 0}\n", []want{{3, "context.keep_turns must be at least 1, got 0"}}},
+		{"plan not a bool", ok + "plan: maybe\n", []want{{3, "plan must be true or false"}}},
+		{"plan in generate mode", ok + "mode: generate\nplan: true\n", []want{{1, "plan and context.scratchpad need tools"}}},
+		{"tool_output for an unknown tool", ok + "tool_output: {grep: {max_lines: 9}}\n", []want{{3, `unknown field "grep" in tool_output`}}},
+		{"tool_output cap too small", ok + "tool_output: {read_file: {max_lines: 1, max_bytes: 10}}\n", []want{{3, "tool_output.read_file.max_lines must be at least 4, got 1"}, {3, "tool_output.read_file.max_bytes must be at least 256, got 10"}}},
 		{"bad regex", "goal: g\nchecks:\n  - regex: '('\n", []want{{3, "regex check: error parsing regexp: missing closing ): `(`"}}},
 		{"check with two kinds", "goal: g\nchecks:\n  - equals: a\n    regex: b\n", []want{{4, "a check has one kind; this one has equals and regex (write two checks)"}}},
 		{"check with no kind", "goal: g\nchecks:\n  - equals: a\n  - tier: expensive\n", []want{{4, "check has no kind; use one of equals, regex, contains, syntax, json_schema, length, grounding, grader, vote, exec"}}},
@@ -386,7 +424,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)

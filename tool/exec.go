@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,9 @@ type ExecConfig struct {
 	// no limits of its own (default 16384 bytes, 200 lines).
 	MaxOutputBytes int
 	MaxOutputLines int
+	// Output overrides, by tool name, the output bounds of the tool and
+	// of the defaults above (a task file's tool_output: section).
+	Output map[string]OutputCaps
 }
 
 // Executor runs tool calls. It is safe for concurrent use.
@@ -127,6 +131,7 @@ func (e *Executor) RunOne(ctx context.Context, reg *Registry, call Call) Result 
 	start := time.Now()
 	res := Result{ID: call.ID, Name: call.Name}
 	maxBytes, maxLines := e.cfg.MaxOutputBytes, e.cfg.MaxOutputLines
+	hint := DefaultMoreHint
 	if ent, ok := reg.entry(call.Name); ok {
 		if ent.info.MaxOutputBytes > 0 {
 			maxBytes = ent.info.MaxOutputBytes
@@ -134,12 +139,18 @@ func (e *Executor) RunOne(ctx context.Context, reg *Registry, call Call) Result 
 		if ent.info.MaxOutputLines > 0 {
 			maxLines = ent.info.MaxOutputLines
 		}
+		if ent.info.MoreHint != "" {
+			hint = ent.info.MoreHint
+		}
 		res.Outcome, res.Output = e.invoke(ctx, ent, call.Args)
 	} else {
 		res.Outcome, res.Output = OutcomeUnknownTool, unknownTool(reg, call.Name)
 	}
 	res.IsError = res.Outcome != OutcomeOK
-	res.Output = Trim(res.Output, maxBytes, maxLines)
+	if c, ok := e.cfg.Output[call.Name]; ok {
+		maxBytes, maxLines = cmp.Or(c.MaxBytes, maxBytes), cmp.Or(c.MaxLines, maxLines)
+	}
+	res.Output = TrimHint(res.Output, maxBytes, maxLines, hint)
 	res.Duration = time.Since(start)
 	return res
 }

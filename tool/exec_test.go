@@ -417,18 +417,24 @@ func TestExecutorTrimsOutput(t *testing.T) {
 		tool.Func("lines", "own line limit", func(context.Context, struct{}) (string, error) { return long, nil },
 			tool.MaxOutput(0, 5)),
 		newFixed("error", "", longErr),
+		tool.Func("paged", "own hint", func(context.Context, struct{}) (string, error) { return long, nil },
+			tool.MaxOutput(0, 4), tool.MoreHint("call paged with offset={first}")),
 	)
+	hint := tool.DefaultMoreHint
 	tests := []struct {
 		name string
 		cfg  tool.ExecConfig
 		tool string
 		want string
 	}{
-		{"executor defaults", tool.ExecConfig{}, "default", tool.Trim(long, 16384, 200)},
-		{"executor config", tool.ExecConfig{MaxOutputBytes: 1000, MaxOutputLines: 50}, "default", tool.Trim(long, 1000, 50)},
-		{"tool byte limit", tool.ExecConfig{MaxOutputLines: 50}, "bytes", tool.Trim(long, 100, 50)},
-		{"tool line limit", tool.ExecConfig{MaxOutputBytes: 1000}, "lines", tool.Trim(long, 1000, 5)},
-		{"errors too", tool.ExecConfig{MaxOutputLines: 4}, "error", tool.Trim(`tool "error" failed: `+longErr.Error(), 16384, 4)},
+		{"executor defaults", tool.ExecConfig{}, "default", tool.TrimHint(long, 16384, 200, hint)},
+		{"executor config", tool.ExecConfig{MaxOutputBytes: 1000, MaxOutputLines: 50}, "default", tool.TrimHint(long, 1000, 50, hint)},
+		{"tool byte limit", tool.ExecConfig{MaxOutputLines: 50}, "bytes", tool.TrimHint(long, 100, 50, hint)},
+		{"tool line limit", tool.ExecConfig{MaxOutputBytes: 1000}, "lines", tool.TrimHint(long, 1000, 5, hint)},
+		{"errors too", tool.ExecConfig{MaxOutputLines: 4}, "error", tool.TrimHint(`tool "error" failed: `+longErr.Error(), 16384, 4, hint)},
+		{"per-tool config beats the tool's own", tool.ExecConfig{Output: map[string]tool.OutputCaps{"lines": {MaxLines: 8}}}, "lines", tool.TrimHint(long, 16384, 8, hint)},
+		{"per-tool config keeps what it leaves zero", tool.ExecConfig{Output: map[string]tool.OutputCaps{"bytes": {MaxLines: 8}}}, "bytes", tool.TrimHint(long, 100, 8, hint)},
+		{"the tool's own hint", tool.ExecConfig{}, "paged", "1\n2\n[… 3880 bytes, 996 lines elided (lines 3–998 of 1000); call paged with offset=3 …]\n999\n1000\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,12 @@ func Timeout(d time.Duration) Option { return func(i *Info) { i.Timeout = d } }
 // Inline runs the tool on the executor's goroutine. See [Info].
 func Inline() Option { return func(i *Info) { i.Inline = true } }
 
+// MoreHint sets [Info.MoreHint]: how the model can see output the
+// executor elided.
+func MoreHint(hint string) Option {
+	return func(i *Info) { i.MoreHint = hint }
+}
+
 // MaxOutput bounds the output shown to the model, overriding the executor's
 // defaults; zero keeps the default on that axis. See [Trim].
 func MaxOutput(bytes, lines int) Option {

@@ -40,6 +40,9 @@ type Info struct {
 	// MaxOutputBytes and MaxOutputLines bound the output shown to the model
 	// (see [Trim]); zero means the executor's default.
 	MaxOutputBytes, MaxOutputLines int
+	// MoreHint tells the model how to see output cut by those bounds; it
+	// ends the elision marker (see [TrimHint]). Default [DefaultMoreHint].
+	MoreHint string
 	// Inline runs the tool on the executor's goroutine instead of its own,
 	// under the caller's context. That saves a goroutine hand-off and a timer
 	// per call, most of the cost of a trivial call, but the executor can then

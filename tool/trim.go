@@ -1,6 +1,7 @@
 package tool
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -22,6 +23,21 @@ import (
 // budget, and never inside a UTF-8 encoded rune, so valid UTF-8 stays valid.
 // A line is a run of bytes ended by '\n' or by the end of s.
 func Trim(s string, maxBytes, maxLines int) string {
+	return TrimHint(s, maxBytes, maxLines, "")
+}
+
+// DefaultMoreHint is the elision hint of a tool that sets no MoreHint: the
+// executor keeps no more of the output than it shows.
+const DefaultMoreHint = "they are not kept: to see them, call the tool again asking for less (a narrower path, query, filter or range)"
+
+// TrimHint is [Trim] with a marker that also says which lines of the output
+// were cut and, when hint is not empty, how to see them, such as
+//
+//	[… 1234 bytes, 56 lines elided (lines 31–86 of 120); call read_file with offset_line=31 …]
+//
+// hint may contain {first} and {last}, replaced by the first and last
+// elided line numbers (counting from 1), so that it can name an offset.
+func TrimHint(s string, maxBytes, maxLines int, hint string) string {
 	if maxBytes <= 0 {
 		maxBytes = len(s)
 	}
@@ -47,11 +63,31 @@ func Trim(s string, maxBytes, maxLines int) string {
 	}
 	b.WriteString("[… ")
 	b.WriteString(plural(len(mid), "byte"))
-	if n := strings.Count(mid, "\n"); n > 0 {
+	n := strings.Count(mid, "\n")
+	if n > 0 {
 		b.WriteString(", ")
 		b.WriteString(plural(n, "line"))
 	}
-	b.WriteString(" elided …]")
+	b.WriteString(" elided")
+	if hint != "" {
+		// Lines are counted as Trim counts them; a cut inside a line
+		// elides part of that line, which the range includes.
+		first := strings.Count(head, "\n") + 1
+		last := first + max(n-1, 0)
+		if n > 0 && !strings.HasSuffix(mid, "\n") {
+			last++
+		}
+		total := countLines(s)
+		if n > 0 {
+			fmt.Fprintf(&b, " (lines %d–%d of %d)", first, last, total)
+		} else {
+			fmt.Fprintf(&b, " (within line %d of %d)", first, total)
+		}
+		r := strings.NewReplacer("{first}", strconv.Itoa(first), "{last}", strconv.Itoa(last))
+		b.WriteString("; ")
+		b.WriteString(r.Replace(hint))
+	}
+	b.WriteString(" …]")
 	if tail != "" {
 		b.WriteByte('\n')
 		b.WriteString(tail)
@@ -133,4 +169,11 @@ func plural(n int, unit string) string {
 		s += "s"
 	}
 	return s
+}
+
+// OutputCaps bounds the output of one tool shown to the model; a zero field
+// leaves that bound as it is.
+type OutputCaps struct {
+	MaxBytes int `json:"max_bytes,omitempty"`
+	MaxLines int `json:"max_lines,omitempty"`
 }

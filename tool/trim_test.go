@@ -177,3 +177,68 @@ func FuzzTrim(f *testing.F) {
 		checkTrim(t, in, maxBytes, maxLines, tool.Trim(in, maxBytes, maxLines))
 	})
 }
+
+func TestTrimHint(t *testing.T) {
+	tests := []struct {
+		name               string
+		in                 string
+		maxBytes, maxLines int
+		hint               string
+		want               string
+	}{
+		{"within limits: unchanged", "a\nb\n", 10, 10, "h", "a\nb\n"},
+		{"no hint is Trim", numbered(10), 0, 4, "", tool.Trim(numbered(10), 0, 4)},
+		{
+			name: "names the elided lines", in: numbered(10), maxLines: 4, hint: "read from line {first} to {last}",
+			want: "1\n2\n[… 12 bytes, 6 lines elided (lines 3–8 of 10); read from line 3 to 8 …]\n9\n10\n",
+		},
+		{
+			name: "a cut inside a line", in: strings.Repeat("x", 100), maxBytes: 10, hint: "h",
+			want: "xxxxx\n[… 90 bytes elided (within line 1 of 1); h …]\nxxxxx",
+		},
+	}
+	for _, tt := range tests {
+		if got := tool.TrimHint(tt.in, tt.maxBytes, tt.maxLines, tt.hint); got != tt.want {
+			t.Errorf("%s: TrimHint =\n%q\nwant\n%q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestTrimHintRange: whatever the cut, the marker's line range names
+// exactly the lines not shown in full.
+func TestTrimHintRange(t *testing.T) {
+	re := regexp.MustCompile(`\(lines (\d+)–(\d+) of (\d+)\)`)
+	in := numbered(300)
+	for lines := 1; lines < 40; lines += 3 {
+		for bytes := 8; bytes < 200; bytes += 17 {
+			out := tool.TrimHint(in, bytes, lines, "x")
+			m := re.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("%d/%d: no range in %q", bytes, lines, out)
+			}
+			first, _ := strconv.Atoi(m[1])
+			last, _ := strconv.Atoi(m[2])
+			head, tail, _ := strings.Cut(out, "[…")
+			_, tail, _ = strings.Cut(tail, "…]")
+			// Lines shown in full: a line cut at the marker is elided in part
+			// and belongs to the range.
+			headLines := strings.Split(strings.TrimSuffix(head, "\n"), "\n")
+			wantFirst := len(headLines) + 1
+			if head == "" {
+				wantFirst = 1
+			} else if headLines[len(headLines)-1] != strconv.Itoa(len(headLines)) {
+				wantFirst-- // the last head line is partial
+			}
+			tailLines := strings.Split(strings.TrimSuffix(strings.TrimPrefix(tail, "\n"), "\n"), "\n")
+			wantLast := 300 - len(tailLines)
+			if tail == "" {
+				wantLast = 300
+			} else if tailLines[0] != strconv.Itoa(300-len(tailLines)+1) {
+				wantLast++ // the first tail line is partial
+			}
+			if first != wantFirst || last != wantLast {
+				t.Errorf("%d/%d: range %d–%d, want %d–%d:\n%s", bytes, lines, first, last, wantFirst, wantLast, out)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -152,7 +153,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	if abs, err := filepath.Abs(pos[0]); err == nil {
 		f.taskFile = abs
 	}
-	task, mdl, cleanup, err := m.load(ctx, pos[0], &f)
+	task, exec, mdl, cleanup, err := m.load(ctx, pos[0], &f)
 	if err != nil {
 		printProblems(m.Stderr, "ratchet run", err)
 		return exitUsage
@@ -170,7 +171,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	cfg := runner.Config{Model: mdl, RunID: runID, Store: db, Labels: f.labels, TaskInfo: info}
+	cfg := runner.Config{Model: mdl, RunID: runID, Store: db, Labels: f.labels, TaskInfo: info, Exec: exec}
 	return m.carryOn("ratchet run", task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Run(ctx, task, cfg)
 	})
@@ -266,11 +267,23 @@ func (m *Main) human(f runFlags) runner.Asker {
 // load reads the task file and builds the task and its model. cleanup
 // releases what the task holds (the workspace, MCP servers) once the run
 // is over.
-func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task, model.Model, func(), error) {
+func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task, tool.ExecConfig, model.Model, func(), error) {
+	task, mdl, cleanup, tf, err := m.loadTask(ctx, path, f)
+	var exec tool.ExecConfig
+	if tf != nil {
+		// The task file's tool_output: caps; "default" bounds the rest.
+		d := tf.ToolOutput["default"]
+		exec = tool.ExecConfig{MaxOutputBytes: d.MaxBytes, MaxOutputLines: d.MaxLines, Output: maps.Clone(tf.ToolOutput)}
+		delete(exec.Output, "default")
+	}
+	return task, exec, mdl, cleanup, err
+}
+
+func (m *Main) loadTask(ctx context.Context, path string, f *runFlags) (runner.Task, model.Model, func(), *taskfile.File, error) {
 	nop := func() {}
 	tf, err := taskfile.Load(path)
 	if err != nil {
-		return runner.Task{}, nil, nop, err
+		return runner.Task{}, nil, nop, nil, err
 	}
 	switch {
 	case f.workspace != "":
@@ -278,7 +291,7 @@ func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task,
 	case tf.CopyWorkspace:
 		dir, err := copyWorkspace(tf.Workspace)
 		if err != nil {
-			return runner.Task{}, nil, nop, fmt.Errorf("%s: copy_workspace: %w", tf.Path, err)
+			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: copy_workspace: %w", tf.Path, err)
 		}
 		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", dir)
 		tf.Workspace, f.workspace = dir, dir
@@ -293,7 +306,7 @@ func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task,
 	}
 	checks, err := tf.Verifiers(m.checkEnv(spec, f.unsafeSandbox))
 	if err != nil {
-		return runner.Task{}, nil, nop, err
+		return runner.Task{}, nil, nop, nil, err
 	}
 	task := runner.Task{
 		Goal:         tf.Goal,
@@ -308,6 +321,11 @@ func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task,
 			ConfidenceThreshold: tf.Effort.ConfidenceThreshold,
 			Samples:             tf.Effort.Samples,
 			HighStakes:          tf.Effort.HighStakes,
+			CompactAt:           tf.Context.CompactAt,
+			KeepTurns:           tf.Context.KeepTurns,
+			SummaryTokens:       tf.Context.SummaryTokens,
+			Scratchpad:          tf.Context.Scratchpad,
+			Plan:                tf.Plan,
 		},
 	}
 	overrideBudget(&task.Budget, *f)
@@ -315,25 +333,25 @@ func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task,
 	if len(tf.Tools) > 0 {
 		ws, err := workspace.New(tf.Workspace)
 		if err != nil {
-			return runner.Task{}, nil, nop, fmt.Errorf("%s: workspace: %w", tf.Path, err)
+			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: workspace: %w", tf.Path, err)
 		}
 		cleanup = func() { ws.Close() }
 		if task.Tools, err = workspace.Lookup(ws, tf.Tools); err != nil {
 			cleanup()
-			return runner.Task{}, nil, nop, fmt.Errorf("%s: tools: %w", tf.Path, err)
+			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: tools: %w", tf.Path, err)
 		}
 	}
 	mdl, err := m.openModel(spec, base)
 	if err != nil {
 		cleanup()
-		return runner.Task{}, nil, nop, err
+		return runner.Task{}, nil, nop, nil, err
 	}
 	// MCP servers start last, once everything cheaper to check is right.
 	if len(tf.MCP) > 0 {
 		servers, err := m.startMCP(ctx, tf, task.Tools, f.quiet)
 		if err != nil {
 			cleanup()
-			return runner.Task{}, nil, nop, err
+			return runner.Task{}, nil, nop, nil, err
 		}
 		closeWorkspace := cleanup
 		cleanup = func() {
@@ -346,9 +364,9 @@ func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task,
 	}
 	if _, _, err := task.Spec(); err != nil {
 		cleanup()
-		return runner.Task{}, nil, nop, fmt.Errorf("%s: %w", tf.Path, err)
+		return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: %w", tf.Path, err)
 	}
-	return task, mdl, cleanup, nil
+	return task, mdl, cleanup, tf, nil
 }
 
 // startMCP connects to the task file's MCP servers, all at once, and checks

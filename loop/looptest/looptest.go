@@ -10,6 +10,8 @@
 //	     [total_tokens=N] [cost=USD] [time=DUR] [escalate] [window=N]
 //	     [patience=N] [max_reply_bytes=N] [samples=N] [threshold=X]
 //	     [high_stakes] [key=failing] [allow|ask|deny=(tool[:arg=glob],…)]
+//	     [compact_at=N] [keep_turns=N] [summary_tokens=N] [scratchpad] [plan]
+//	     [show_tokens]
 //	  <goal>
 //	start [at=DUR]
 //	reply [call=ID] [at=DUR] [in=N] [out=N] [cost=USD] [unknown_cost]
@@ -17,8 +19,8 @@
 //	  call <id> <tool> <json args>
 //	model-error [call=ID] [at=DUR] [kind=K]
 //	  <message>
-//	result id=<call> [error] [at=DUR]
-//	  <output>
+//	result id=<call> [error] [at=DUR] [lines=N]
+//	  <output>       (lines=N: N numbered lines of 60 bytes instead)
 //	verdict check=<name> (ok|fail) [cmd=ID] [where=W] [at=DUR]
 //	  <detail>
 //	check-error [cmd=ID] [kind=K]
@@ -31,6 +33,7 @@
 //	snapshot         round-trips the machine through Snapshot/Restore and
 //	                 prints the commands Pending rebuilds
 //
+// show_tokens adds each model call's input estimate (est=N) to its line.
 // Times are offsets from a fixed epoch. After each input directive the
 // output shows the notes and commands the machine produced.
 package looptest
@@ -38,6 +41,7 @@ package looptest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,6 +66,7 @@ type Driver struct {
 	lastRequest *model.Request
 	modelCall   string // the latest CallModel command's ID
 	pending     string // the latest Verify command's ID
+	showTokens  bool
 }
 
 // RunFile runs the script at path.
@@ -125,6 +130,11 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		td.ScanArgs(t, "id", &id)
 		ev.Type, ev.Call = loop.EventToolResult, id
 		ev.Tool = &loop.ToolOutcome{Output: td.Input, IsError: td.HasArg("error"), Outcome: "ok"}
+		if td.HasArg("lines") {
+			var n int
+			td.ScanArgs(t, "lines", &n)
+			ev.Tool.Output = Lines(n)
+		}
 		if ev.Tool.IsError {
 			ev.Tool.Outcome = "tool_error"
 		}
@@ -193,6 +203,7 @@ func (d *Driver) target(t testing.TB, td *datadriven.TestData, key, latest strin
 
 func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 	s := loop.Spec{Goal: strings.TrimSpace(td.Input)}
+	d.showTokens = false
 	for _, arg := range td.CmdArgs {
 		val := ""
 		if len(arg.Vals) > 0 {
@@ -247,6 +258,18 @@ func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 			s.Policy.Progress.Patience = int(num())
 		case "max_reply_bytes":
 			s.Policy.MaxReplyBytes = int(num())
+		case "compact_at":
+			s.Policy.CompactAt = num()
+		case "keep_turns":
+			s.Policy.KeepTurns = int(num())
+		case "summary_tokens":
+			s.Policy.SummaryTokens = int(num())
+		case "scratchpad":
+			s.Policy.Scratchpad = true
+		case "plan":
+			s.Policy.Plan = true
+		case "show_tokens":
+			d.showTokens = true
 		case "key":
 			if val == "failing" {
 				// A caller-supplied key: only the failing checks count as progress.
@@ -322,7 +345,7 @@ func (d *Driver) render(rd loop.Ready) string {
 		switch n.Type {
 		case loop.NoteIntervention:
 			fmt.Fprintf(&b, "note %s %s/%s: %s\n", n.Type, n.Rung, n.Pattern, n.Text)
-		case loop.NoteObservation, loop.NoteClosing:
+		case loop.NoteObservation, loop.NoteClosing, loop.NoteContext:
 			fmt.Fprintf(&b, "note %s %s: %s\n", n.Type, n.Problem, n.Text)
 		default:
 			fmt.Fprintf(&b, "note %s: %s\n", n.Type, indent(n.Text))
@@ -340,8 +363,19 @@ func (d *Driver) render(rd loop.Ready) string {
 			for i, t := range c.Request.Tools {
 				names[i] = t.Name
 			}
-			fmt.Fprintf(&b, "call_model %s purpose=%s messages=%d tools=(%s) max_out=%d%s\n",
-				c.ID, c.Request.Purpose, len(c.Request.Messages), strings.Join(names, ","), c.Request.MaxOutputTokens, deadline)
+			// Invariants of every request, checked in every script.
+			if want := loop.EstimateTokens(*c.Request); c.InputEstimate != want {
+				fmt.Fprintf(&b, "error: %s input estimate %d, but EstimateTokens says %d\n", c.ID, c.InputEstimate, want)
+			}
+			if err := CheckPairing(c.Request.Messages); err != nil {
+				fmt.Fprintf(&b, "error: %s: %v\n", c.ID, err)
+			}
+			est := ""
+			if d.showTokens {
+				est = fmt.Sprintf(" est=%d", c.InputEstimate)
+			}
+			fmt.Fprintf(&b, "call_model %s purpose=%s messages=%d tools=(%s) max_out=%d%s%s\n",
+				c.ID, c.Request.Purpose, len(c.Request.Messages), strings.Join(names, ","), c.Request.MaxOutputTokens, est, deadline)
 		case loop.RunTools:
 			fmt.Fprintf(&b, "run_tools %s%s\n", c.ID, deadline)
 			for _, call := range c.Calls {
@@ -394,6 +428,46 @@ func renderMessages(r *model.Request) string {
 				fmt.Fprintf(&b, "  tool_result %s%s: %s\n", bl.ID, mark, indent(bl.Text))
 			}
 		}
+	}
+	return b.String()
+}
+
+// CheckPairing reports a request whose tool calls and results do not pair
+// up as providers require: every tool_use answered by a tool_result with
+// its ID in the next message, and every tool_result answering a tool_use
+// of the message before it.
+func CheckPairing(msgs []model.Message) error {
+	ids := func(m model.Message, t model.BlockType) []string {
+		var out []string
+		for _, b := range m.Content {
+			if b.Type == t {
+				out = append(out, b.ID)
+			}
+		}
+		return out
+	}
+	for i, m := range msgs {
+		for _, id := range ids(m, model.ToolUse) {
+			if i+1 >= len(msgs) || !slices.Contains(ids(msgs[i+1], model.ToolResult), id) {
+				if i+1 < len(msgs) || m.Role != model.Assistant {
+					return fmt.Errorf("message %d: tool_use %s has no tool_result in the next message", i, id)
+				}
+			}
+		}
+		for _, id := range ids(m, model.ToolResult) {
+			if i == 0 || !slices.Contains(ids(msgs[i-1], model.ToolUse), id) {
+				return fmt.Errorf("message %d: tool_result %s answers no tool_use of the message before", i, id)
+			}
+		}
+	}
+	return nil
+}
+
+// Lines returns n numbered lines of 60 bytes each, a large tool output.
+func Lines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%05d %s\n", i, strings.Repeat("y", 53))
 	}
 	return b.String()
 }

@@ -309,7 +309,7 @@ func TestCalls(t *testing.T) {
 		{name: "structured content", call: tool.Call{Name: "structured"},
 			outcome: tool.OutcomeOK, output: `{"temp":21}`, reached: true},
 		{name: "trimmed", call: tool.Call{Name: "big"}, outcome: tool.OutcomeOK, reached: true,
-			output: "line 0\nline 1\nline 2\nline 3\nline 4\n[… 8810 bytes, 990 lines elided …]\nline 995\nline 996\nline 997\nline 998\nline 999\n"},
+			output: "line 0\nline 1\nline 2\nline 3\nline 4\n[… 8810 bytes, 990 lines elided (lines 6–995 of 1000); they are not kept: to see them, call the tool again asking for less (a narrower path, query, filter or range) …]\nline 995\nline 996\nline 997\nline 998\nline 999\n"},
 		{name: "unknown tool", call: tool.Call{Name: "nope"},
 			outcome: tool.OutcomeUnknownTool, output: `unknown tool "nope"`, contains: true},
 	} {

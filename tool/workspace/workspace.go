@@ -63,10 +63,14 @@ func New(dir string) (*Workspace, error) {
 	}
 	ws := &Workspace{root: root}
 	ws.tools = []tool.Tool{
+		// Both tools bound their own output; the executor cuts it only
+		// where a task file sets tighter caps, and the hints say what to do.
 		tool.Func(ListFiles, listDescription, ws.listFiles,
-			tool.Idempotent(), tool.MaxOutput(listMaxBytes, maxEntriesCap+2)),
+			tool.Idempotent(), tool.MaxOutput(listMaxBytes, maxEntriesCap+2),
+			tool.MoreHint("list a subdirectory, or pass a smaller max_entries, to see them")),
 		tool.Func(ReadFile, readDescription, ws.readFile,
-			tool.Idempotent(), tool.MaxOutput(readMaxBytes, maxLinesCap+2)),
+			tool.Idempotent(), tool.MaxOutput(readMaxBytes, maxLinesCap+2),
+			tool.MoreHint("to see them, call read_file again with a smaller max_lines and offset_line set to the line after the last one shown")),
 		tool.Func(WriteFile, writeDescription, ws.writeFile,
 			tool.Idempotent()),
 		// Not idempotent: once applied, the same edit finds no old_text, or
