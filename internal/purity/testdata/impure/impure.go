@@ -21,3 +21,6 @@ func Bad(m map[string]int) (int, time.Duration) {
 	start := time.Now()
 	return n, time.Since(start) + 2*time.Second
 }
+
+// Fine compares times it was given: time's methods read no clock.
+func Fine(a, b time.Time) bool { return a.After(b) || a.Before(b.Add(time.Second)) }
