@@ -34,6 +34,8 @@ mcp_installed() {
 	done
 }
 mcp_installed || npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error "${mcp_servers[@]}"
+# The eval HTML reports are rendered in headless Chromium.
+[ -x /usr/bin/chromium ] || apt_install chromium
 
 go version
 

@@ -1,0 +1,499 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/tool/workspace"
+)
+
+const evalUsage = `Usage:
+  ratchet eval run SUITE.yaml [flags]        run a suite, resuming a label's finished runs
+  ratchet eval compare BASE CAND [flags]     compare two result sets; --gate exits 1 on a regression
+  ratchet eval report RESULTS [flags]        print the metrics of one result set
+  ratchet eval add --from-run LOG --suite SUITE.yaml [flags]
+                                             turn a failed run into a suite case
+
+RESULTS, BASE and CAND are result directories or labels (.ratchet/eval/LABEL,
+or $RATCHET_EVAL_DIR/LABEL). Suite files, metrics and the tests are described
+in docs/eval.md.
+`
+
+// evalCmd dispatches the eval subcommands.
+func (m *Main) evalCmd(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, evalUsage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return m.evalRun(ctx, args[1:])
+	case "compare":
+		return m.evalCompare(args[1:])
+	case "report":
+		return m.evalReport(args[1:])
+	case "add":
+		return m.evalAdd(args[1:])
+	case "help", "-h", "--help":
+		fmt.Fprint(m.Stdout, evalUsage)
+		return exitDone
+	}
+	fmt.Fprintf(m.Stderr, "ratchet eval: unknown command %q\n\n%s", args[0], evalUsage)
+	return exitUsage
+}
+
+// evalRoot is where labels live.
+func (m *Main) evalRoot() string {
+	if d := m.Getenv("RATCHET_EVAL_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(".ratchet", "eval")
+}
+
+// resultDir resolves a result directory or a label.
+func (m *Main) resultDir(arg string) (string, error) {
+	if st, err := os.Stat(filepath.Join(arg, eval.ResultsFile)); err == nil && !st.IsDir() {
+		return arg, nil
+	}
+	if eval.CheckLabel(arg) == nil {
+		dir := filepath.Join(m.evalRoot(), arg)
+		if _, err := os.Stat(filepath.Join(dir, eval.ResultsFile)); err == nil {
+			return dir, nil
+		}
+		return "", fmt.Errorf("%q is neither a result directory nor a label with results in %s", arg, dir)
+	}
+	return "", fmt.Errorf("%q is not a result directory (no %s in it)", arg, eval.ResultsFile)
+}
+
+func (m *Main) evalRun(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("ratchet eval run", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	label := fs.String("label", "", "name of this result set (default the suite's label:); a second run with the same label resumes")
+	dir := fs.String("dir", "", "result directory (default .ratchet/eval/LABEL, or $RATCHET_EVAL_DIR/LABEL)")
+	conc := fs.Int("concurrency", 0, "runs at once (default the suite's concurrency:)")
+	mdl := fs.String("model", "", "model for every task case, e.g. scripted:turns.yaml (sim cases keep theirs)")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
+	noLogs := fs.Bool("no-logs", false, "do not keep each run's event log")
+	quiet := fs.Bool("quiet", false, "no progress display")
+	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), "Usage: ratchet eval run SUITE.yaml [flags]\n\nRuns every case of the suite its number of repeats, stores each run in the\nresult directory as it finishes, and prints the metrics. Interrupted, it keeps\nwhat finished; run it again with the same label to do only the rest.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(m.Stderr, "ratchet eval run: want exactly one suite file")
+		return exitUsage
+	}
+	if *conc < 0 {
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --concurrency must not be negative")
+		return exitUsage
+	}
+	suite, err := eval.LoadSuite(pos[0])
+	if err != nil {
+		printProblems(m.Stderr, "ratchet eval run", err)
+		return exitUsage
+	}
+	if *label != "" {
+		if err := eval.CheckLabel(*label); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: --label: %v\n", err)
+			return exitUsage
+		}
+		suite.Label = *label
+	}
+	if *dir == "" {
+		*dir = filepath.Join(m.evalRoot(), suite.Label)
+	}
+	store, err := eval.OpenDir(*dir)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return exitInfra
+	}
+	defer store.Close()
+
+	cfg := eval.Config{
+		Store:       store,
+		Concurrency: *conc,
+		NoLogs:      *noLogs,
+		Load:        m.evalLoader(suite, *mdl, *unsafeSandbox),
+	}
+	if !*quiet {
+		cfg.Progress, cfg.Live = m.Stderr, isTerminal(m.Stderr)
+	}
+	out, runErr := eval.Run(ctx, suite, cfg)
+	for _, err := range out.LoadErrors {
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+	}
+	sum := eval.Summarize(suite.Label, out.Records)
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(sum)
+	} else {
+		err = sum.Markdown(m.Stdout, 20)
+		if err == nil {
+			_, err = fmt.Fprintf(m.Stdout, "\nresults: %s (%d runs now, %d resumed)\n", *dir, out.Ran, out.Resumed)
+		}
+	}
+	if err == nil && *htmlOut != "" {
+		err = writeFileWith(*htmlOut, func(w io.Writer) error { return eval.HTMLSummary(w, sum) })
+	}
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		fmt.Fprintf(m.Stderr, "ratchet eval run: interrupted; run again with --label %s to finish\n", suite.Label)
+		return exitNotDone
+	case runErr != nil:
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", runErr)
+		return exitInfra
+	case err != nil:
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return exitInfra
+	case len(out.LoadErrors) > 0:
+		return exitUsage
+	}
+	return exitDone
+}
+
+func writeFileWith(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// evalLoader builds a fresh job for each run of a task case: its own model
+// (a scripted model plays its turns from the start), its own tools and, for
+// copy_workspace tasks, its own copy of the workspace.
+func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) func(context.Context, eval.Case, int) (eval.Job, error) {
+	notice := &onceWriter{w: m.Stderr}
+	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
+		tf := *c.Task
+		spec, base := modelFlag, ""
+		switch {
+		case spec != "":
+		case c.Model != "":
+			spec, base = c.Model, s.Dir
+		case s.Model != "":
+			spec, base = s.Model, s.Dir
+		case tf.Model != "":
+			spec, base = tf.Model, tf.Dir
+		default:
+			spec = m.Getenv("RATCHET_MODEL")
+		}
+		var cleanups []func()
+		closeAll := func() {
+			for _, f := range cleanups {
+				f()
+			}
+		}
+		// The copy first: exec checks read the workspace the tools edit.
+		if tf.CopyWorkspace {
+			dir, err := copyWorkspace(tf.Workspace)
+			if err != nil {
+				return eval.Job{}, fmt.Errorf("copy_workspace: %w", err)
+			}
+			tf.Workspace = dir
+			cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		}
+		checks, err := tf.Verifiers(m.checkEnv(spec, unsafeSandbox))
+		if err != nil {
+			closeAll()
+			return eval.Job{}, err
+		}
+		task := runner.Task{
+			Goal: tf.Goal, Instructions: tf.Instructions, Checks: checks, Budget: tf.Budget, Mode: loop.Mode(tf.Mode),
+			Policy: loop.Policy{
+				Progress: tf.Progress, Escalate: tf.Escalate,
+				ConfidenceThreshold: tf.Effort.ConfidenceThreshold, Samples: tf.Effort.Samples, HighStakes: tf.Effort.HighStakes,
+			},
+		}
+		if len(tf.Tools) > 0 {
+			ws, err := workspace.New(tf.Workspace)
+			if err != nil {
+				closeAll()
+				return eval.Job{}, fmt.Errorf("workspace: %w", err)
+			}
+			cleanups = append(cleanups, func() { ws.Close() })
+			if task.Tools, err = workspace.Lookup(ws, tf.Tools); err != nil {
+				closeAll()
+				return eval.Job{}, fmt.Errorf("tools: %w", err)
+			}
+		}
+		mdl, err := m.openEvalModel(spec, base, notice)
+		if err != nil {
+			closeAll()
+			return eval.Job{}, err
+		}
+		return eval.Job{Task: task, Model: mdl, ModelName: modelName(spec, mdl), Close: closeAll}, nil
+	}
+}
+
+// openEvalModel is openModel with the scripted model's notice printed once
+// per suite rather than once per run.
+func (m *Main) openEvalModel(spec, base string, notice io.Writer) (model.Model, error) {
+	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" {
+		if base != "" && !filepath.IsAbs(arg) {
+			arg = filepath.Join(base, arg)
+		}
+		return scripted.Load(arg, scripted.Config{Notice: notice})
+	}
+	return m.openModel(spec, base)
+}
+
+// runLog resolves --from-run: a file, else a run ID whose log is where
+// ratchet run puts logs by default.
+func (m *Main) runLog(arg string) string {
+	if _, err := os.Stat(arg); err == nil || strings.ContainsRune(arg, os.PathSeparator) {
+		return arg
+	}
+	dir := m.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return arg
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "ratchet", "runs", strings.TrimSuffix(arg, ".jsonl")+".jsonl")
+}
+
+// modelName names a model in the records: the model string, except that a
+// scripted model (whose file path says little and differs per task) goes by
+// its script's name.
+func modelName(spec string, mdl model.Model) string {
+	if n, ok := mdl.(model.Named); ok && strings.HasPrefix(spec, "scripted:") && n.Name() != "" {
+		return "scripted:" + n.Name()
+	}
+	return spec
+}
+
+// onceWriter passes on its first write only.
+type onceWriter struct {
+	w    io.Writer
+	once sync.Once
+}
+
+func (o *onceWriter) Write(p []byte) (int, error) {
+	o.once.Do(func() { o.w.Write(p) })
+	return len(p), nil
+}
+
+func (m *Main) evalReport(args []string) int {
+	fs := flag.NewFlagSet("ratchet eval report", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
+	cases := fs.Int("cases", 20, "cases listed in the Markdown (lowest success first; 0: all)")
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(m.Stderr, "ratchet eval report: want one result directory or label")
+		return exitUsage
+	}
+	dir, err := m.resultDir(pos[0])
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval report: %v\n", err)
+		return exitUsage
+	}
+	recs, err := eval.ReadRecords(dir)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval report: %v\n", err)
+		return exitInfra
+	}
+	sum := eval.Summarize(pos[0], recs)
+	if *asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(sum)
+	} else {
+		err = sum.Markdown(m.Stdout, *cases)
+	}
+	if err == nil && *htmlOut != "" {
+		err = writeFileWith(*htmlOut, func(w io.Writer) error { return eval.HTMLSummary(w, sum) })
+	}
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval report: %v\n", err)
+		return exitInfra
+	}
+	return exitDone
+}
+
+func (m *Main) evalCompare(args []string) int {
+	fs := flag.NewFlagSet("ratchet eval compare", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	gate := fs.Bool("gate", false, "exit 1 when any metric regressed significantly")
+	alpha := fs.Float64("alpha", eval.DefaultAlpha, "significance level of each metric's two-sided test")
+	asJSON := fs.Bool("json", false, "print the comparison as JSON")
+	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
+	holmFlag := fs.Bool("holm", false, "adjust p-values for the number of gated metrics (Holm-Bonferroni): --alpha bounds\nthe chance of any false regression, not of each")
+	ignore := fs.String("ignore", "wall time", "comma-separated metric names or prefixes shown but never counted as regressions\n(wall time depends on the machine's load; --ignore '' gates on it too)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: ratchet eval compare BASE CAND [flags]
+
+Prints every metric of the baseline and the candidate side by side with the
+difference, its 95% interval and a two-sided test: Fisher's exact test for
+rates, Mann-Whitney for iterations to success, a seeded bootstrap for the
+Brier score and spend per success. A regression is a significant difference
+in the worse direction. Each metric is tested at --alpha on its own.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 2 {
+		fmt.Fprintln(m.Stderr, "ratchet eval compare: want BASE and CAND (result directories or labels)")
+		return exitUsage
+	}
+	if !(*alpha > 0 && *alpha < 1) {
+		fmt.Fprintln(m.Stderr, "ratchet eval compare: --alpha must be between 0 and 1")
+		return exitUsage
+	}
+	var sides [2][]eval.Record
+	for i, arg := range pos {
+		dir, err := m.resultDir(arg)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval compare: %v\n", err)
+			return exitUsage
+		}
+		if sides[i], err = eval.ReadRecords(dir); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval compare: %v\n", err)
+			return exitInfra
+		}
+	}
+	var ign []string
+	for s := range strings.SplitSeq(*ignore, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			ign = append(ign, s)
+		}
+	}
+	cmp := eval.Compare(pos[0], sides[0], pos[1], sides[1], eval.CompareOptions{Alpha: *alpha, Ignore: ign, Holm: *holmFlag})
+	var err error
+	if *asJSON {
+		err = cmp.JSON(m.Stdout)
+	} else {
+		err = cmp.Markdown(m.Stdout)
+	}
+	if err == nil && *htmlOut != "" {
+		err = writeFileWith(*htmlOut, func(w io.Writer) error { return eval.HTMLCompare(w, cmp) })
+	}
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval compare: %v\n", err)
+		return exitInfra
+	}
+	if *gate && len(cmp.Regressions) > 0 {
+		fmt.Fprintf(m.Stderr, "ratchet eval compare: gate failed: %d significant regression(s): %s\n", len(cmp.Regressions), strings.Join(cmp.Regressions, ", "))
+		return exitNotDone
+	}
+	return exitDone
+}
+
+func (m *Main) evalAdd(args []string) int {
+	fs := flag.NewFlagSet("ratchet eval add", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	from := fs.String("from-run", "", "the failed run: its event log (JSONL, as written by ratchet run --log), or its run ID\n(the log in $XDG_STATE_HOME/ratchet/runs/)")
+	suitePath := fs.String("suite", "", "the suite file to append the case to (created when missing)")
+	task := fs.String("task", "", "the task file the run ran (the log holds the goal, not the checks)")
+	want := fs.String("expect-answer", "", "the right answer: checked by the case (and, without --task, by an inline equals check)")
+	category := fs.String("category", "", "failure category, overriding the guess: "+strings.Join(eval.Categories, ", "))
+	name := fs.String("name", "", "case name (default from-RUNID)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: ratchet eval add --from-run LOG --suite SUITE.yaml [--task TASK.yaml | --expect-answer A] [flags]
+
+Turns a failed run into a suite case: the run's task, the expected outcome
+(done, and never again the run's wrong answer) and a failure category guessed
+from the log (see docs/eval.md; --category overrides it).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 || *from == "" || *suitePath == "" {
+		fmt.Fprintln(m.Stderr, "ratchet eval add: want --from-run LOG and --suite SUITE.yaml, no other arguments")
+		return exitUsage
+	}
+	if *category != "" && !slices.Contains(eval.Categories, *category) {
+		fmt.Fprintf(m.Stderr, "ratchet eval add: --category %q is not one of %s\n", *category, strings.Join(eval.Categories, ", "))
+		return exitUsage
+	}
+	if *name != "" {
+		if err := eval.CheckLabel(*name); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval add: --name: %v\n", err)
+			return exitUsage
+		}
+	}
+	*from = m.runLog(*from)
+	f, err := os.Open(*from)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval add: %v\n", err)
+		return exitUsage
+	}
+	recs, err := observe.ReadJSONL(f)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval add: %s: %v\n", *from, err)
+		return exitUsage
+	}
+	d, err := eval.Diagnose(recs)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval add: %s: %v\n", *from, err)
+		return exitUsage
+	}
+	if *category != "" {
+		d.Category, d.Evidence = *category, "category set by hand; "+d.Evidence
+	}
+	if d.Category == "" {
+		fmt.Fprintf(m.Stderr, "ratchet eval add: %s did not fail (%s); pass --category to add it anyway\n", *from, d.Evidence)
+		return exitUsage
+	}
+	logRef, err := filepath.Abs(*from)
+	if err != nil {
+		logRef = *from
+	}
+	c, err := eval.CaseFromRun(d, *suitePath, *task, *want, logRef)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval add: %v\n", err)
+		return exitUsage
+	}
+	if *name != "" {
+		c.Name = *name
+	}
+	if err := eval.AppendCase(*suitePath, c); err != nil {
+		printProblems(m.Stderr, "ratchet eval add", err)
+		return exitUsage
+	}
+	fmt.Fprintf(m.Stdout, "added case %s to %s\n  status:   %s\n  category: %s (%s)\n", c.Name, *suitePath, d.Status, d.Category, d.Evidence)
+	return exitDone
+}

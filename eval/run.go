@@ -1,0 +1,251 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/sim"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// Job is one run ready to go: a fresh model and task (with its own tools and
+// workspace) for one repeat of a case.
+type Job struct {
+	Task  runner.Task
+	Model model.Model
+	// ModelName names the model in the records.
+	ModelName string
+	// Close releases what the job holds (a workspace); may be nil.
+	Close func()
+}
+
+// Config says how to run a suite. Store is required; Load is required when
+// the suite has task cases. The zero value of every other field means its
+// default.
+type Config struct {
+	Store Store
+	// Load builds the job for repeat r of a task case (not called for sim
+	// cases). It is called from several goroutines at once.
+	Load func(ctx context.Context, c Case, repeat int) (Job, error)
+	// Concurrency overrides the suite's.
+	Concurrency int
+	// Label names the runs in their logs (default the suite's label).
+	Label string
+	// Progress receives the progress display; nil shows none. Live redraws
+	// one line with a bar and ETA (for a terminal); otherwise plain lines.
+	Progress io.Writer
+	Live     bool
+	// NoLogs skips the per-run event logs.
+	NoLogs bool
+	// Now is the clock for wall times and ETAs; default time.Now.
+	Now func() time.Time
+}
+
+// Outcome is what Run did.
+type Outcome struct {
+	// Records are the suite's runs: those resumed from the store and those
+	// run now, for the (case, repeat) pairs of the suite.
+	Records []Record
+	Ran     int // runs made now
+	Resumed int // runs found finished in the store
+	// LoadErrors are cases that could not be set up; their runs are not
+	// stored, so a later run tries them again.
+	LoadErrors []error
+}
+
+// Run runs every (case, repeat) pair of s that the store does not hold yet,
+// Concurrency at a time, and stores each as it finishes. Cancelling ctx
+// stops it: finished runs are kept, runs cut short are not stored and run
+// again on resume. The error is non-nil when the store fails or ctx was
+// cancelled; load errors are reported in the Outcome.
+func Run(ctx context.Context, s *Suite, cfg Config) (Outcome, error) {
+	if cfg.Store == nil {
+		return Outcome{}, errors.New("eval: Config.Store is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Label == "" {
+		cfg.Label = s.Label
+	}
+	conc := cfg.Concurrency
+	if conc <= 0 {
+		conc = s.Concurrency
+	}
+	if conc <= 0 {
+		conc = DefaultConcurrency
+	}
+	prior, err := cfg.Store.Records(ctx)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("eval: reading the store: %w", err)
+	}
+	wanted := map[Key]bool{}
+	type job struct {
+		c      *Case
+		repeat int
+	}
+	var jobs []job
+	// Repeat-major order, so that a suite stopped early has covered every
+	// case rather than repeated a few.
+	maxRep := 0
+	for _, c := range s.Cases {
+		maxRep = max(maxRep, c.Repeats)
+	}
+	have := map[Key]Record{}
+	for _, r := range prior {
+		have[r.Key()] = r
+	}
+	var out Outcome
+	for rep := range maxRep {
+		for i := range s.Cases {
+			c := &s.Cases[i]
+			if rep >= c.Repeats {
+				continue
+			}
+			k := Key{c.Name, rep}
+			wanted[k] = true
+			if r, ok := have[k]; ok {
+				out.Records = append(out.Records, r)
+				out.Resumed++
+				continue
+			}
+			jobs = append(jobs, job{c, rep})
+		}
+	}
+
+	bar := newProgressBar(cfg.Progress, cfg.Live, len(out.Records)+len(jobs), out.Resumed, cfg.Now)
+	for _, r := range out.Records {
+		bar.count(r.Success())
+	}
+	bar.start()
+	defer bar.stop()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		mu   sync.Mutex
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(conc, len(jobs)) {
+		wg.Go(func() {
+			for {
+				j := int(next.Add(1)) - 1
+				if j >= len(jobs) || ctx.Err() != nil {
+					return
+				}
+				rec, err := runOne(ctx, cfg, jobs[j].c, jobs[j].repeat)
+				switch {
+				case errors.Is(err, errLoad):
+					mu.Lock()
+					out.LoadErrors = append(out.LoadErrors, err)
+					mu.Unlock()
+					bar.fail(jobs[j].c.Name, err)
+					continue
+				case err != nil:
+					cancel(err)
+					return
+				case rec == nil: // cut short by cancellation
+					return
+				}
+				if err := cfg.Store.Put(context.WithoutCancel(ctx), *rec); err != nil {
+					cancel(fmt.Errorf("eval: storing %s#%d: %w", rec.Case, rec.Repeat, err))
+					return
+				}
+				mu.Lock()
+				out.Records = append(out.Records, *rec)
+				out.Ran++
+				mu.Unlock()
+				bar.done(*rec)
+			}
+		})
+	}
+	wg.Wait()
+	return out, context.Cause(ctx)
+}
+
+var errLoad = errors.New("cannot set up the case")
+
+// runOne runs one repeat of a case. It returns a nil record when ctx was
+// cancelled mid-run (nothing to store), an error wrapping errLoad when the
+// case could not be set up, and another error when a log could not be
+// written.
+func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, error) {
+	var job Job
+	if c.Sim != nil {
+		job = simJob(c.Sim, repeat)
+	} else {
+		if cfg.Load == nil {
+			return nil, fmt.Errorf("%w %s: no loader for task cases", errLoad, c.Name)
+		}
+		var err error
+		if job, err = cfg.Load(ctx, *c, repeat); err != nil {
+			return nil, fmt.Errorf("%w %s: %w", errLoad, c.Name, err)
+		}
+	}
+	if job.Close != nil {
+		defer job.Close()
+	}
+	spec, _, err := job.Task.Spec()
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", errLoad, c.Name, err)
+	}
+	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}}
+	for _, ch := range spec.Checks {
+		rec.Tiers[ch.Name] = ch.Tier
+	}
+	rcfg := runner.Config{Model: job.Model, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat)}
+	var logW io.WriteCloser
+	var jl *observe.JSONL
+	if !cfg.NoLogs {
+		var err error
+		if logW, rec.Log, err = cfg.Store.Log(ctx, rec.Key()); err != nil {
+			return nil, fmt.Errorf("eval: event log: %w", err)
+		}
+		jl = observe.NewJSONL(logW)
+		rcfg.Observers = []observe.Observer{jl}
+	}
+	start := cfg.Now()
+	res, runErr := runner.Run(ctx, job.Task, rcfg)
+	rec.Wall = cfg.Now().Sub(start)
+	rec.Finished = cfg.Now().UTC()
+	if jl != nil {
+		if err := errors.Join(jl.Flush(), logW.Close()); err != nil {
+			return nil, fmt.Errorf("eval: event log of %s: %w", c.Name, err)
+		}
+	}
+	if res.Status == "" {
+		return nil, fmt.Errorf("%w %s: %w", errLoad, c.Name, runErr)
+	}
+	if ctx.Err() != nil && !res.Status.IsDone() {
+		// Cut short (cancelled, or failed on the cancelled context): not a
+		// result, and it runs again on resume.
+		return nil, nil
+	}
+	rec.Result = res
+	if runErr != nil {
+		rec.Error = runErr.Error()
+	}
+	return rec, nil
+}
+
+// simJob builds repeat r of a simulated case: step Index+1... of trial r,
+// so that every (case, repeat) pair has its own seeds.
+func simJob(c *SimCase, repeat int) Job {
+	task, gen := sim.StepTask(c.Config, c.Policy, c.Index, repeat+1)
+	if c.Holdout {
+		// The truth: passes exactly the correct answer (recall 1, no false
+		// failures), so the holdout pass rate is the share of accepted
+		// answers that are right.
+		task.Checks.Holdout = []verify.Verifier{sim.Verifier{CheckName: "truth", Recall: 1}}
+	}
+	return Job{Task: task, Model: gen, ModelName: c.Model}
+}
