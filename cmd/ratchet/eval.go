@@ -16,7 +16,6 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
-	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/tool/workspace"
 )
@@ -47,7 +46,7 @@ func (m *Main) evalCmd(ctx context.Context, args []string) int {
 	case "report":
 		return m.evalReport(args[1:])
 	case "add":
-		return m.evalAdd(args[1:])
+		return m.evalAdd(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, evalUsage)
 		return exitDone
@@ -263,21 +262,23 @@ func (m *Main) openEvalModel(spec, base string, notice io.Writer) (model.Model, 
 	return m.openModel(spec, base)
 }
 
-// runLog resolves --from-run: a file, else a run ID whose log is where
-// ratchet run puts logs by default.
-func (m *Main) runLog(arg string) string {
-	if _, err := os.Stat(arg); err == nil || strings.ContainsRune(arg, os.PathSeparator) {
-		return arg
+// recordedTaskFile is the task file a stored run was started from, "" if
+// it kept none.
+func (m *Main) recordedTaskFile(ctx context.Context, id, db string) string {
+	s, err := m.openStore(ctx, db)
+	if err != nil {
+		return ""
 	}
-	dir := m.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return arg
-		}
-		dir = filepath.Join(home, ".local", "state")
+	defer s.Close()
+	row, err := s.Run(ctx, id)
+	if err != nil {
+		return ""
 	}
-	return filepath.Join(dir, "ratchet", "runs", strings.TrimSuffix(arg, ".jsonl")+".jsonl")
+	var info taskInfo
+	if json.Unmarshal(row.Task, &info) != nil {
+		return ""
+	}
+	return info.TaskFile
 }
 
 // modelName names a model in the records: the model string, except that a
@@ -416,12 +417,13 @@ Flags:
 	return exitDone
 }
 
-func (m *Main) evalAdd(args []string) int {
+func (m *Main) evalAdd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet eval add", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
-	from := fs.String("from-run", "", "the failed run: its event log (JSONL, as written by ratchet run --log), or its run ID\n(the log in $XDG_STATE_HOME/ratchet/runs/)")
+	from := fs.String("from-run", "", "the failed run: its ID in the run database, or its event log (JSONL, as written by ratchet run --log)")
+	db := fs.String("db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
 	suitePath := fs.String("suite", "", "the suite file to append the case to (created when missing)")
-	task := fs.String("task", "", "the task file the run ran (the log holds the goal, not the checks)")
+	task := fs.String("task", "", "the task file the run ran (default: the one the database recorded; a log holds the goal, not the checks)")
 	want := fs.String("expect-answer", "", "the right answer: checked by the case (and, without --task, by an inline equals check)")
 	category := fs.String("category", "", "failure category, overriding the guess: "+strings.Join(eval.Categories, ", "))
 	name := fs.String("name", "", "case name (default from-RUNID)")
@@ -454,14 +456,7 @@ Flags:
 			return exitUsage
 		}
 	}
-	*from = m.runLog(*from)
-	f, err := os.Open(*from)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet eval add: %v\n", err)
-		return exitUsage
-	}
-	recs, err := observe.ReadJSONL(f)
-	f.Close()
+	recs, err := m.records(ctx, *from, *db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval add: %s: %v\n", *from, err)
 		return exitUsage
@@ -478,9 +473,13 @@ Flags:
 		fmt.Fprintf(m.Stderr, "ratchet eval add: %s did not fail (%s); pass --category to add it anyway\n", *from, d.Evidence)
 		return exitUsage
 	}
-	logRef, err := filepath.Abs(*from)
-	if err != nil {
-		logRef = *from
+	logRef := *from
+	if _, err := os.Stat(*from); err == nil {
+		if abs, err := filepath.Abs(*from); err == nil {
+			logRef = abs
+		}
+	} else if *task == "" {
+		*task = m.recordedTaskFile(ctx, *from, *db)
 	}
 	c, err := eval.CaseFromRun(d, *suitePath, *task, *want, logRef)
 	if err != nil {

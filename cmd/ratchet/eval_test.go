@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -148,18 +149,25 @@ func TestEvalAddFromRun(t *testing.T) {
 	c = run(t, nil, "eval", "add", "--from-run", logPath, "--suite", suite, "--expect-answer", "TOTAL: 142.50", "--category", "insufficient_context")
 	c.wantCode(t, exitDone)
 	run(t, nil, "eval", "add", "--from-run", logPath, "--suite", suite, "--category", "bogus").wantCode(t, exitUsage)
-	// A run ID finds its log under XDG_STATE_HOME.
+	// A run ID finds its log, and its task file, in the run database.
 	state := t.TempDir()
-	runs := filepath.Join(state, "ratchet", "runs")
-	if err := os.MkdirAll(runs, 0o755); err != nil {
-		t.Fatal(err)
+	env := map[string]string{"XDG_STATE_HOME": state}
+	c = run(t, env, "run", quickstart, "--steps", "2")
+	c.wantCode(t, exitNotDone)
+	id := regexp.MustCompile(`run: (\S+) `).FindStringSubmatch(c.stderr)
+	if id == nil {
+		t.Fatalf("no run ID:\n%v", c)
 	}
-	data, _ = os.ReadFile(logPath)
-	if err := os.WriteFile(filepath.Join(runs, "run-x.jsonl"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c = run(t, map[string]string{"XDG_STATE_HOME": state}, "eval", "add", "--from-run", "run-x", "--suite", suite, "--task", quickstart, "--name", "by-id")
+	c = run(t, env, "eval", "add", "--from-run", id[1], "--suite", suite, "--name", "by-id")
 	c.wantCode(t, exitDone)
+	if data, _ := os.ReadFile(suite); !strings.Contains(string(data), "from_run: "+id[1]) {
+		t.Errorf("suite lacks the run ID:\n%s", data)
+	}
+	c = run(t, env, "eval", "add", "--from-run", "run-nope", "--suite", suite)
+	c.wantCode(t, exitUsage)
+	if !strings.Contains(c.stderr, `no run "run-nope"`) {
+		t.Errorf("unknown run: %v", c)
+	}
 
 	// The suite runs: the task case, with its full budget, passes.
 	c = run(t, map[string]string{"RATCHET_EVAL_DIR": t.TempDir()}, "eval", "run", suite, "--json", "--quiet", "--model", "scripted:"+filepath.Join(filepath.Dir(quickstart), "turns.yaml"))

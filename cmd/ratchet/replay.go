@@ -11,6 +11,7 @@ import (
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/replay"
 	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store"
 )
 
 // replayCmd re-drives the current core over a recorded log.
@@ -74,5 +75,8 @@ func (m *Main) records(ctx context.Context, arg, db string) ([]observe.Record, e
 		return nil, err
 	}
 	defer s.Close()
+	if _, err := s.Run(ctx, arg); errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no run %q in the database, and no such log file", arg)
+	}
 	return runner.LoadLog(ctx, s, arg)
 }
