@@ -30,10 +30,10 @@ import (
 
 // Tool names, in the order [Workspace.Tools] returns them.
 const (
-	ListFiles = "list_files"
-	ReadFile  = "read_file"
-	WriteFile = "write_file"
-	EditFile  = "edit_file"
+	ListFiles  = "list_files"
+	ReadFile   = "read_file"
+	WriteFile  = "write_file"
+	EditFile   = "edit_file"
 	AppendFile = "append_file"
 )
 
