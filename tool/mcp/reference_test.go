@@ -108,7 +108,7 @@ var everythingCalls = []refCall{
 	{name: "ev_trigger-long-running-operation", args: `{"duration":30,"steps":2}`, outcome: tool.OutcomeTimeout, output: "timed out after 1s"},
 	{name: "ev_echo", args: `{"message":"still alive"}`, outcome: tool.OutcomeOK, output: "Echo: still alive"},
 	// Output trimming applies as to any tool (10 lines here).
-	{name: "ev_echo", args: `{"message":"` + strings.Repeat(`row\n`, 100) + `"}`, outcome: tool.OutcomeOK, output: "bytes, 90 lines elided …]"},
+	{name: "ev_echo", args: `{"message":"` + strings.Repeat(`row\n`, 100) + `"}`, outcome: tool.OutcomeOK, output: "bytes, 90 lines elided (lines 6–95 of 100)"},
 }
 
 var everythingTools = []string{"echo", "get-sum", "get-tiny-image", "trigger-long-running-operation", "get-env"}
