@@ -49,6 +49,16 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
+# The PostgreSQL store's tests need a server: a throwaway cluster, unless
+# RATCHET_TEST_POSTGRES_DSN already names one.
+if [ -z "${RATCHET_TEST_POSTGRES_DSN:-}" ]; then
+	. .ci/postgres.sh
+	trap stop_postgres EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+	start_postgres
+fi
+
 echo "== go test -race"
 if [ $# -gt 0 ]; then
 	go test -race "$@"

@@ -59,7 +59,8 @@ type Run struct {
 	Updated    time.Time
 }
 
-// Update changes the mutable fields of a run; nil fields are left alone.
+// Update changes the mutable fields of a run; nil fields (and a zero
+// Updated) are left alone.
 type Update struct {
 	Status     *string
 	Question   *string
@@ -99,6 +100,11 @@ type Snapshot struct {
 // Store is the durable home of runs. Append must not return before the
 // entries are durable: the runner carries out no command until the events
 // before it are.
+//
+// The methods that take a run ID wrap ErrNotFound when no such run was
+// created. Times come back in UTC, truncated to the microsecond; byte fields
+// come back byte for byte (nil and empty alike). store/storetest checks all
+// of this.
 type Store interface {
 	// CreateRun inserts r; it wraps ErrExists if r.ID is taken.
 	CreateRun(ctx context.Context, r Run) error
@@ -111,14 +117,18 @@ type Store interface {
 
 	// Append adds entries to a run's log atomically. entries[0].Seq must be
 	// one past the last stored Seq and the rest must follow without gaps;
-	// otherwise nothing is written and the error wraps ErrConflict.
+	// otherwise nothing is written and the error wraps ErrConflict. Of two
+	// writers racing to append the same Seq, exactly one succeeds. No
+	// entries is a no-op. If ctx is done before the write starts, nothing
+	// is written.
 	Append(ctx context.Context, run string, entries []Entry) error
 	// Entries returns the run's entries with Seq > after, in order.
 	Entries(ctx context.Context, run string, after int64) ([]Entry, error)
 	// LastSeq returns the Seq of the run's last entry, 0 for none.
 	LastSeq(ctx context.Context, run string) (int64, error)
 
-	// SaveSnapshot stores a snapshot; older ones may be dropped.
+	// SaveSnapshot stores a snapshot; older ones may be dropped. The last
+	// one saved is the latest.
 	SaveSnapshot(ctx context.Context, run string, s Snapshot) error
 	// LatestSnapshot returns the newest snapshot; it wraps ErrNotFound if
 	// the run has none.

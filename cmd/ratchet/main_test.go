@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -635,4 +636,26 @@ func TestVerifyCommand(t *testing.T) {
 
 	c = run(t, nil, "verify", task)
 	c.wantCode(t, exitUsage)
+}
+
+// TestPostgresDatabase runs a task with its runs kept in PostgreSQL
+// (test.sh starts a throwaway cluster and sets RATCHET_TEST_POSTGRES_DSN).
+func TestPostgresDatabase(t *testing.T) {
+	dsn := os.Getenv("RATCHET_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI must provide RATCHET_TEST_POSTGRES_DSN (test.sh starts a cluster)")
+		}
+		t.Skip("RATCHET_TEST_POSTGRES_DSN is not set")
+	}
+	label := fmt.Sprintf("pg-%d", time.Now().UnixNano())
+	c := run(t, nil, "run", "--db", dsn, "--label", label, quickstart)
+	c.wantCode(t, exitDone)
+	c = run(t, map[string]string{"RATCHET_DB": dsn}, "ls", "--label", label, "--json")
+	c.wantCode(t, exitDone)
+	var runs []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(c.stdout), &runs); err != nil || len(runs) != 1 || runs[0].Status != "done" {
+		t.Fatalf("ls: %v %v", err, c)
+	}
+	run(t, map[string]string{"RATCHET_DB": dsn}, "replay", runs[0].ID).wantCode(t, exitDone)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/store/postgres"
 	"github.com/ratchetloop/ratchet/store/sqlite"
 	"github.com/ratchetloop/ratchet/verify"
 )
@@ -34,7 +34,11 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 		where = m.Getenv("RATCHET_DB")
 	}
 	if strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://") {
-		return nil, errors.New("run database: PostgreSQL is not wired in yet")
+		s, err := postgres.Open(ctx, where)
+		if err != nil {
+			return nil, fmt.Errorf("run database (PostgreSQL): %w", err)
+		}
+		return s, nil
 	}
 	if where == "" {
 		dir := m.Getenv("XDG_STATE_HOME")
@@ -47,7 +51,7 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 		}
 		where = filepath.Join(dir, "ratchet", "ratchet.db")
 	}
-	if err := os.MkdirAll(filepath.Dir(where), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(where), 0o700); err != nil {
 		return nil, fmt.Errorf("run database: %w", err)
 	}
 	s, err := sqlite.Open(where)

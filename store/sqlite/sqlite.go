@@ -16,6 +16,9 @@
 // Several processes may open the same file (a running loop and `ratchet
 // answer`, say): SQLite's file locks serialize their writers, with
 // Config.BusyTimeout as the patience.
+//
+// Opening a store switches the driver to fdatasync for the whole process
+// (see modernc.org/sqlite.Fdatasync), as SQLite's own Linux builds do.
 package sqlite
 
 import (
@@ -151,6 +154,19 @@ func New(cfg Config) (*Store, error) {
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("journal mode is %q, not wal (WAL needs a local file system)", mode))
 	}
+	// Keep the WAL file when the last connection closes, so the next
+	// process overwrites its blocks instead of growing a new file: a commit
+	// into a file that grows also syncs the file's size, which costs more
+	// than the commit itself on ext4. Close closes the writer last.
+	if err := conn.Raw(func(dc any) error {
+		if fc, ok := dc.(driver.FileControl); ok {
+			_, err := fc.FileControlPersistWAL("main", 1)
+			return err
+		}
+		return nil
+	}); err != nil {
+		return fail(fmt.Errorf("persist WAL: %w", err))
+	}
 	if err := migrate(ctx, conn); err != nil {
 		return fail(err)
 	}
@@ -167,8 +183,8 @@ func New(cfg Config) (*Store, error) {
 // Close waits for the writes in flight, then closes the database. Calls
 // after Close fail.
 func (s *Store) Close() error {
-	err := s.w.close()
-	return errors.Join(err, s.db.Close())
+	err := s.db.Close()
+	return errors.Join(err, s.w.close())
 }
 
 // CreateRun implements store.Store.
@@ -180,8 +196,8 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create run %q: %w", r.ID, err)
 	}
-	err = s.w.do(ctx, func(ctx context.Context, c *sql.Conn) error {
-		res, err := c.ExecContext(ctx, `INSERT INTO runs
+	err = s.w.do(ctx, func(t tx) error {
+		res, err := t.exec(`INSERT INTO runs
 			(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.Parent, r.Goal, string(labels), r.Status, r.Question, r.Task, r.Result,
@@ -195,7 +211,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 			return store.ErrExists
 		}
 		for _, l := range r.Labels {
-			if _, err := c.ExecContext(ctx, `INSERT INTO run_labels (label, run) VALUES (?, ?) ON CONFLICT DO NOTHING`, l, r.ID); err != nil {
+			if _, err := t.exec(`INSERT INTO run_labels (label, run) VALUES (?, ?) ON CONFLICT DO NOTHING`, l, r.ID); err != nil {
 				return err
 			}
 		}
@@ -277,9 +293,9 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error 
 		query = `UPDATE runs SET ` + strings.Join(set, ", ") + ` WHERE id = ? RETURNING 1`
 	}
 	args = append(args, id)
-	err := s.w.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+	err := s.w.do(ctx, func(t tx) error {
 		var one int
-		err := c.QueryRowContext(ctx, query, args...).Scan(&one)
+		err := t.queryRow(query, args...).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -301,8 +317,10 @@ func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, erro
 		var or []string
 		for _, st := range f.Status {
 			if strings.HasSuffix(st, ":") {
-				or = append(or, "substr(status, 1, ?) = ?")
-				args = append(args, len(st), st)
+				// A prefix as a range of bytes ("a:" ≤ s < "a;"), which
+				// the status index serves.
+				or = append(or, "(status >= ? AND status < ?)")
+				args = append(args, st, st[:len(st)-1]+";")
 			} else {
 				or = append(or, "status = ?")
 				args = append(args, st)
@@ -346,9 +364,10 @@ func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, erro
 	return runs, nil
 }
 
-// maxRowsPerInsert keeps a multi-row INSERT under SQLite's limit of 32766
-// bound parameters (5 per entry).
-const maxRowsPerInsert = 1000
+// maxRowsPerInsert caps the rows of one multi-row INSERT: few rows make a
+// statement that is quick to prepare and is kept prepared (one per row
+// count up to this), many rows come in chunks of this size.
+const maxRowsPerInsert = 16
 
 // Append implements store.Store. If ctx ends before the write is taken into
 // a transaction, nothing is written and ctx's error is returned; once taken,
@@ -360,17 +379,24 @@ func (s *Store) Append(ctx context.Context, run string, entries []store.Entry) e
 	if err := contiguous(entries); err != nil {
 		return fmt.Errorf("sqlite: append to run %q: %w", run, err)
 	}
-	err := s.w.do(ctx, func(ctx context.Context, c *sql.Conn) error {
-		var last int64
-		err := c.QueryRowContext(ctx, `SELECT last_seq FROM runs WHERE id = ?`, run).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return store.ErrNotFound
-		}
+	err := s.w.do(ctx, func(t tx) error {
+		// One statement checks that the entries continue the log and
+		// moves its end; it matches no row on a conflict or a missing run.
+		first, last := entries[0].Seq, entries[len(entries)-1].Seq
+		res, err := t.exec(`UPDATE runs SET last_seq = ? WHERE id = ? AND last_seq = ?`, last, run, first-1)
 		if err != nil {
 			return err
 		}
-		if entries[0].Seq != last+1 {
-			return fmt.Errorf("%w: entries start at %d, the log ends at %d", store.ErrConflict, entries[0].Seq, last)
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			var end int64
+			if err := t.queryRow(`SELECT last_seq FROM runs WHERE id = ?`, run).Scan(&end); errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			} else if err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: entries start at %d, the log ends at %d", store.ErrConflict, first, end)
 		}
 		for len(entries) > 0 {
 			chunk := entries[:min(len(entries), maxRowsPerInsert)]
@@ -385,13 +411,11 @@ func (s *Store) Append(ctx context.Context, run string, entries []store.Entry) e
 				q.WriteString("(?, ?, ?, ?, ?)")
 				args = append(args, run, e.Seq, e.Kind, e.At.UnixMicro(), nonNil(e.Data))
 			}
-			if _, err := c.ExecContext(ctx, q.String(), args...); err != nil {
+			if _, err := t.exec(q.String(), args...); err != nil {
 				return err
 			}
-			last = chunk[len(chunk)-1].Seq
 		}
-		_, err = c.ExecContext(ctx, `UPDATE runs SET last_seq = ? WHERE id = ?`, last, run)
-		return err
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("sqlite: append to run %q: %w", run, err)
@@ -456,16 +480,16 @@ func (s *Store) LastSeq(ctx context.Context, run string) (int64, error) {
 // SaveSnapshot implements store.Store; it keeps only the run's latest
 // snapshot.
 func (s *Store) SaveSnapshot(ctx context.Context, run string, snap store.Snapshot) error {
-	err := s.w.do(ctx, func(ctx context.Context, c *sql.Conn) error {
+	err := s.w.do(ctx, func(t tx) error {
 		var one int
-		err := c.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, run).Scan(&one)
+		err := t.queryRow(`SELECT 1 FROM runs WHERE id = ?`, run).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		_, err = c.ExecContext(ctx, `INSERT INTO snapshots (run, seq, data) VALUES (?, ?, ?)
+		_, err = t.exec(`INSERT INTO snapshots (run, seq, data) VALUES (?, ?, ?)
 			ON CONFLICT (run) DO UPDATE SET seq = excluded.seq, data = excluded.data`,
 			run, snap.Seq, nonNil(snap.Data))
 		return err

@@ -198,9 +198,17 @@ func TestPerf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures performance")
 	}
-	s := open(t, filepath.Join(t.TempDir(), "ratchet.db"))
-	defer s.Close()
-	storetest.CheckPerf(t, s)
+	path := filepath.Join(t.TempDir(), "ratchet.db")
+	t.Run("new file", func(t *testing.T) {
+		s := open(t, path)
+		defer s.Close()
+		storetest.CheckPerf(t, s)
+	})
+	t.Run("reopened", func(t *testing.T) {
+		s := open(t, path)
+		defer s.Close()
+		storetest.CheckPerf(t, s)
+	})
 }
 
 // go test -run '^$' -bench . ./store/sqlite
@@ -216,3 +224,25 @@ func BenchmarkLoops(b *testing.B) {
 	storetest.BenchmarkLoops(b, s)
 }
 
+// TestPaths checks that file names URI syntax would mangle land where they
+// say.
+func TestPaths(t *testing.T) {
+	for _, name := range []string{"a b/x.db", "ü%20/y.db", "q?x=1#h/z.db", "relative.db"} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, name)
+		if name == "relative.db" {
+			t.Chdir(dir)
+			path = name
+		}
+		s := open(t, path)
+		if err := s.CreateRun(ctx, newRun("r")); err != nil {
+			t.Errorf("%s: CreateRun: %v", name, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("%s: Close: %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: the database is not where it was asked to be: %v", name, err)
+		}
+	}
+}

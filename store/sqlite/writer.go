@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // errClosed is returned by writes after Close.
@@ -22,14 +23,60 @@ type writer struct {
 	ops      chan *op
 	closing  chan struct{}
 	stopped  chan struct{}
+	stmts    map[string]*sql.Stmt // owned by the writer goroutine
+	once     sync.Once
+	closeErr error
 }
 
 // op is one caller's write. fn runs inside a savepoint of the batch's
 // transaction: its error undoes only its own changes.
 type op struct {
 	ctx  context.Context
-	fn   func(ctx context.Context, c *sql.Conn) error
+	fn   func(tx) error
 	done chan error
+}
+
+// tx is the writer's connection inside a transaction. Statements are
+// prepared once and kept: parsing SQL is a good part of a small write's
+// cost in SQLite.
+type tx struct{ w *writer }
+
+// maxStmts caps the prepared statements kept (multi-row INSERTs vary by row
+// count).
+const maxStmts = 64
+
+func (t tx) stmt(query string) (*sql.Stmt, error) {
+	if st, ok := t.w.stmts[query]; ok {
+		return st, nil
+	}
+	if len(t.w.stmts) >= maxStmts {
+		return nil, nil
+	}
+	st, err := t.w.conn.PrepareContext(context.Background(), query)
+	if err != nil {
+		return nil, err
+	}
+	t.w.stmts[query] = st
+	return st, nil
+}
+
+func (t tx) exec(query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(query)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return t.w.conn.ExecContext(context.Background(), query, args...)
+	}
+	return st.ExecContext(context.Background(), args...)
+}
+
+func (t tx) queryRow(query string, args ...any) *sql.Row {
+	st, err := t.stmt(query)
+	if err != nil || st == nil {
+		return t.w.conn.QueryRowContext(context.Background(), query, args...)
+	}
+	return st.QueryRowContext(context.Background(), args...)
 }
 
 func startWriter(db *sql.DB, conn *sql.Conn, maxBatch int) *writer {
@@ -40,6 +87,7 @@ func startWriter(db *sql.DB, conn *sql.Conn, maxBatch int) *writer {
 		ops:      make(chan *op),
 		closing:  make(chan struct{}),
 		stopped:  make(chan struct{}),
+		stmts:    map[string]*sql.Stmt{},
 	}
 	go w.loop()
 	return w
@@ -48,7 +96,7 @@ func startWriter(db *sql.DB, conn *sql.Conn, maxBatch int) *writer {
 // do runs fn in the writer's next transaction and returns once that
 // transaction is committed (fn's error, or the commit's). If ctx ends before
 // the writer takes the op, nothing is written.
-func (w *writer) do(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+func (w *writer) do(ctx context.Context, fn func(tx) error) error {
 	o := &op{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case w.ops <- o:
@@ -60,15 +108,19 @@ func (w *writer) do(ctx context.Context, fn func(ctx context.Context, c *sql.Con
 	return <-o.done
 }
 
+// close stops the writer once its batch in flight is committed and closes
+// the connection.
 func (w *writer) close() error {
-	select {
-	case <-w.closing:
-		return nil
-	default:
-	}
-	close(w.closing)
-	<-w.stopped
-	return errors.Join(w.conn.Close(), w.db.Close())
+	w.once.Do(func() {
+		close(w.closing)
+		<-w.stopped
+		var errs []error
+		for _, st := range w.stmts {
+			errs = append(errs, st.Close())
+		}
+		w.closeErr = errors.Join(append(errs, w.conn.Close(), w.db.Close())...)
+	})
+	return w.closeErr
 }
 
 func (w *writer) loop() {
@@ -100,52 +152,72 @@ func (w *writer) loop() {
 // cancellation never interrupts the connection in the middle of another
 // caller's write.
 func (w *writer) commit(batch []*op) {
-	ctx := context.Background()
+	t := tx{w}
 	errs := make([]error, len(batch))
-	fail := func(err error) {
-		for _, o := range batch {
-			o.done <- err
+	live := 0
+	for i, o := range batch {
+		if errs[i] = o.ctx.Err(); errs[i] == nil {
+			live++
 		}
 	}
-	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		fail(err)
+	tell := func(err error) {
+		for i, o := range batch {
+			if errs[i] != nil {
+				o.done <- errs[i]
+			} else {
+				o.done <- err
+			}
+		}
+	}
+	if live == 0 {
+		tell(nil)
+		return
+	}
+	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
+		tell(err)
 		return
 	}
 	ok := 0
 	for i, o := range batch {
-		if err := o.ctx.Err(); err != nil {
-			errs[i] = err
+		if errs[i] != nil {
 			continue
 		}
-		if _, err := w.conn.ExecContext(ctx, "SAVEPOINT op"); err != nil {
-			errs[i] = err
-			continue
+		if live == 1 {
+			// Alone in its transaction: no savepoint needed, a failure
+			// rolls the transaction back.
+			if errs[i] = o.fn(t); errs[i] == nil {
+				ok++
+			}
+			break
 		}
-		if errs[i] = o.fn(ctx, w.conn); errs[i] != nil {
-			if _, err := w.conn.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+		if _, err := t.exec("SAVEPOINT op"); err != nil {
+			w.rollback()
+			tell(err)
+			return
+		}
+		if errs[i] = o.fn(t); errs[i] != nil {
+			if _, err := t.exec("ROLLBACK TO op"); err != nil {
 				w.rollback()
-				fail(fmt.Errorf("undo a failed write: %w (after %w)", err, errs[i]))
+				tell(fmt.Errorf("undo a failed write: %w (after %w)", err, errs[i]))
 				return
 			}
 		} else {
 			ok++
 		}
-		if _, err := w.conn.ExecContext(ctx, "RELEASE op"); err != nil {
+		if _, err := t.exec("RELEASE op"); err != nil {
 			w.rollback()
-			fail(err)
+			tell(err)
 			return
 		}
 	}
 	if ok == 0 {
 		w.rollback()
-	} else if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+	} else if _, err := t.exec("COMMIT"); err != nil {
 		w.rollback()
-		fail(fmt.Errorf("commit: %w", err))
+		tell(fmt.Errorf("commit: %w", err))
 		return
 	}
-	for i, o := range batch {
-		o.done <- errs[i]
-	}
+	tell(nil)
 }
 
 // rollback ends a failed transaction. Its own error is moot: either the

@@ -117,7 +117,13 @@ const (
 // logs both, and fails if they miss the targets: by the targets themselves
 // when RATCHET_PERF=1 (a quiet machine), else only by a wide margin (10×), so
 // a noisy shared machine does not make the suite flaky.
+//
+// It skips under the race detector, which slows the stores' drivers many
+// times over: the figures come from a build without -race.
 func CheckPerf(t *testing.T, s store.Store) {
+	if raceEnabled {
+		t.Skip("the race detector slows the drivers many times over; measure without -race")
+	}
 	slack := 10.0
 	if os.Getenv("RATCHET_PERF") == "1" {
 		slack = 1

@@ -49,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Append", testAppend},
 		{"AppendConflicts", testAppendConflicts},
 		{"RacingWriters", testRacingWriters},
+		{"RandomAppends", testRandomAppends},
 		{"NotFound", testNotFound},
 		{"Snapshots", testSnapshots},
 		{"Bytes", testBytes},
@@ -128,8 +129,8 @@ func checkLog(t *testing.T, s store.Store, id string, want []store.Entry) {
 	got, err := s.Entries(ctx, id, 0)
 	if err != nil {
 		t.Errorf("Entries(%q, 0): %v", id, err)
-	} else if diff := cmp.Diff(want, got, equal); diff != "" {
-		t.Errorf("Entries(%q, 0) (-want +got):\n%s", id, diff)
+	} else if !sameEntries(want, got) {
+		t.Errorf("Entries(%q, 0) (-want +got):\n%s", id, cmp.Diff(want, got, equal))
 	}
 	var wantLast int64
 	if len(want) > 0 {
@@ -138,6 +139,20 @@ func checkLog(t *testing.T, s store.Store, id string, want []store.Entry) {
 	if last, err := s.LastSeq(ctx, id); err != nil || last != wantLast {
 		t.Errorf("LastSeq(%q) = %d, %v; want %d", id, last, err, wantLast)
 	}
+}
+
+// sameEntries is cmp.Equal(a, b, equal) for entries, fast enough for long
+// logs under the race detector.
+func sameEntries(a, b []store.Entry) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Seq != b[i].Seq || a[i].Kind != b[i].Kind || !a[i].At.Equal(b[i].At) || !bytes.Equal(a[i].Data, b[i].Data) {
+			return false
+		}
+	}
+	return true
 }
 
 func testCreateAndGet(t *testing.T, s store.Store) {
@@ -246,13 +261,18 @@ func testList(t *testing.T, s store.Store) {
 		run("a", at(0), func(r *store.Run) { r.Status = "done"; r.Labels = []string{"suite:x", "nightly"} }),
 		run("b", at(1), func(r *store.Run) { r.Status = "exhausted:steps"; r.Labels = []string{"suite:x"} }),
 		run("c", at(2), func(r *store.Run) { r.Status = "exhausted:cost"; r.Parent = "a" }),
-		run("d", at(3), func(r *store.Run) { r.Status = store.StatusAwaitingInput; r.Parent = "a"; r.Labels = []string{"nightly"} }),
+		run("d", at(3), func(r *store.Run) {
+			r.Status = store.StatusAwaitingInput
+			r.Parent = "a"
+			r.Labels = []string{"nightly"}
+		}),
 		run("e", at(4)),
 		// f and g share a Created instant: insertion order breaks the tie.
 		run("f", at(5), func(r *store.Run) { r.Status = "exhausted"; r.Labels = []string{"suite:xy"} }),
 		run("g", at(5), func(r *store.Run) { r.Status = "stalled:repeating"; r.Parent = "b" }),
 		// Created out of insertion order: order is by Created.
 		run("h", at(-1), func(r *store.Run) { r.Status = "done"; r.Labels = []string{"suite:x"} }),
+		run("i", at(6), func(r *store.Run) { r.Status = "ünï:côdé" }),
 	}
 	mustCreate(t, s, runs...)
 
@@ -261,7 +281,7 @@ func testList(t *testing.T, s store.Store) {
 		filter store.Filter
 		want   []string
 	}{
-		{"all newest first", store.Filter{}, []string{"g", "f", "e", "d", "c", "b", "a", "h"}},
+		{"all newest first", store.Filter{}, []string{"i", "g", "f", "e", "d", "c", "b", "a", "h"}},
 		{"status", store.Filter{Status: []string{"done"}}, []string{"a", "h"}},
 		{"statuses", store.Filter{Status: []string{store.StatusRunning, store.StatusAwaitingInput}}, []string{"e", "d"}},
 		{"status prefix", store.Filter{Status: []string{"exhausted:"}}, []string{"c", "b"}},
@@ -272,8 +292,9 @@ func testList(t *testing.T, s store.Store) {
 		{"label", store.Filter{Label: "suite:x"}, []string{"b", "a", "h"}},
 		{"label is exact", store.Filter{Label: "suite"}, nil},
 		{"parent", store.Filter{Parent: "a"}, []string{"d", "c"}},
-		{"limit", store.Filter{Limit: 3}, []string{"g", "f", "e"}},
-		{"limit above count", store.Filter{Limit: 100}, []string{"g", "f", "e", "d", "c", "b", "a", "h"}},
+		{"non-ASCII prefix", store.Filter{Status: []string{"ünï:"}}, []string{"i"}},
+		{"limit", store.Filter{Limit: 3}, []string{"i", "g", "f"}},
+		{"limit above count", store.Filter{Limit: 100}, []string{"i", "g", "f", "e", "d", "c", "b", "a", "h"}},
 		{"status and label", store.Filter{Status: []string{"done"}, Label: "nightly"}, []string{"a"}},
 		{"label and parent", store.Filter{Label: "nightly", Parent: "a"}, []string{"d"}},
 		{"all filters and limit", store.Filter{Status: []string{"exhausted:", "done"}, Label: "suite:x", Limit: 2}, []string{"b", "a"}},
@@ -440,6 +461,42 @@ func testRacingWriters(t *testing.T, s store.Store) {
 		log = append(log, batches[winner]...)
 	}
 	checkLog(t, s, "r", log)
+}
+
+// testRandomAppends drives a few runs' logs with random appends, most of
+// them right and some off by a little, and checks each outcome and the final
+// logs against a model.
+func testRandomAppends(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	rnd := rand.New(rand.NewPCG(5, 6))
+	const runs = 4
+	model := make([][]store.Entry, runs)
+	for i := range runs {
+		mustCreate(t, s, run(fmt.Sprint("r", i), base))
+	}
+	for op := range 150 {
+		i := rnd.IntN(runs)
+		id := fmt.Sprint("r", i)
+		off := int64(0)
+		if rnd.IntN(3) == 0 {
+			off = int64(rnd.IntN(5) - 2)
+		}
+		from := int64(len(model[i])) + 1 + off
+		es := entries(from, 1+rnd.IntN(4), fmt.Sprint("op", op))
+		err := s.Append(ctx, id, es)
+		switch {
+		case off == 0 && err != nil:
+			t.Errorf("op %d: Append(%s, seq %d..) = %v, want nil", op, id, from, err)
+		case off != 0 && !errors.Is(err, store.ErrConflict):
+			t.Errorf("op %d: Append(%s, seq %d..) after %d = %v, want ErrConflict", op, id, from, len(model[i]), err)
+		}
+		if err == nil {
+			model[i] = append(model[i], es...)
+		}
+	}
+	for i := range runs {
+		checkLog(t, s, fmt.Sprint("r", i), model[i])
+	}
 }
 
 func testNotFound(t *testing.T, s store.Store) {
@@ -643,7 +700,7 @@ func testCancelledAppend(t *testing.T, s store.Store) {
 // concurrent loops share one store (run it under -race).
 func testConcurrentRuns(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	const runs, steps = 40, 15
+	const runs, steps = 40, 10
 	ids := make([]string, runs)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("run-%02d", i)
@@ -687,7 +744,7 @@ func testConcurrentRuns(t *testing.T, s store.Store) {
 				select {
 				case <-stop:
 					return
-				default:
+				case <-time.After(2 * time.Millisecond):
 				}
 				if rs, err := s.ListRuns(ctx, store.Filter{Label: "concurrent", Limit: 10}); err != nil || len(rs) != 10 {
 					errs <- fmt.Errorf("ListRuns during appends = %d runs, %v", len(rs), err)
