@@ -659,3 +659,19 @@ func TestPostgresDatabase(t *testing.T) {
 	}
 	run(t, map[string]string{"RATCHET_DB": dsn}, "replay", runs[0].ID).wantCode(t, exitDone)
 }
+
+func TestIsPostgresDSN(t *testing.T) {
+	for s, want := range map[string]bool{
+		"postgres://u@h/db":                true,
+		"postgresql:///ratchet?host=/tmp":  true,
+		"host=/run/postgresql dbname=r":    true,
+		"dbname=ratchet":                   true,
+		"/home/me/.local/state/ratchet.db": false,
+		"runs.db":                          false,
+		"weird=name.db":                    false,
+	} {
+		if got := isPostgresDSN(s); got != want {
+			t.Errorf("isPostgresDSN(%q) = %v, want %v", s, got, want)
+		}
+	}
+}

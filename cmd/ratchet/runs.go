@@ -27,13 +27,14 @@ const exitWaiting = 4
 const defaultDBHint = "$XDG_STATE_HOME/ratchet/ratchet.db, XDG_STATE_HOME defaulting to ~/.local/state"
 
 // openStore opens the run database: flagValue, else $RATCHET_DB, else the
-// default SQLite file. A postgres:// or postgresql:// DSN opens PostgreSQL.
+// default SQLite file. A PostgreSQL DSN (postgres://…, or host=… dbname=…)
+// opens PostgreSQL.
 func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, error) {
 	where := flagValue
 	if where == "" {
 		where = m.Getenv("RATCHET_DB")
 	}
-	if strings.HasPrefix(where, "postgres://") || strings.HasPrefix(where, "postgresql://") {
+	if isPostgresDSN(where) {
 		s, err := postgres.Open(ctx, where)
 		if err != nil {
 			return nil, fmt.Errorf("run database (PostgreSQL): %w", err)
@@ -59,6 +60,20 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 		return nil, fmt.Errorf("run database %s: %w", where, err)
 	}
 	return s, nil
+}
+
+// isPostgresDSN tells a PostgreSQL DSN, as a URL or as libpq's key=value
+// pairs, from a SQLite file path.
+func isPostgresDSN(s string) bool {
+	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
+		return true
+	}
+	for _, f := range strings.Fields(s) {
+		if k, _, ok := strings.Cut(f, "="); ok && (k == "host" || k == "dbname" || k == "user") {
+			return true
+		}
+	}
+	return false
 }
 
 // taskInfo is what a run's row keeps to rebuild its task on resume.
