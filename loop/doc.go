@@ -63,4 +63,49 @@
 // Plan progress is recorded as NotePlan notes; the plan, scratchpad and
 // any compaction in flight are part of the Snapshot, and Pending reissues
 // a compaction call or a step check after Restore.
+//
+// # Sub-agents (Policy.Subagents)
+//
+//  1. The spawn_subagent tool is offered beside the ordinary tools. Its
+//     arguments are {"goal": string, "tools": [string], "checks": [string],
+//     "budget": {"steps", "model_calls", "tool_calls", "total_tokens":
+//     integer, "cost_usd", "time_seconds": number}}; only goal is required.
+//     tools and checks must come from Subagents.Tools and Subagents.Checks
+//     (default: all of them) and the checks must include a cheap or
+//     expensive one. The core validates the call and answers a bad one
+//     with an observation (bad_spawn); it is never sent to the shell.
+//  2. The core carves the child's limits once the turn's ordinary calls are
+//     counted, in call order. For each dimension the parent limits, the
+//     child gets the least of: what it asked for, Subagents.Budget (default
+//     and cap), and an equal share of what is left: the parent's limit less
+//     its usage, less what the children in flight were given, less what it
+//     keeps for its own next turn and closing turn (the projection nextTurn
+//     makes), divided among the turn's children not yet carved. Time is not
+//     shared, since children run in parallel: a child gets at most the
+//     parent's time left before its closing reserve. A child that would get
+//     less than a working minimum (2 steps and model calls, 1 tool call if
+//     it has tools, 2000 tokens, 1 micro-USD, 1 s) is refused with an
+//     observation (spawn_budget), as is one past Subagents.MaxChildren
+//     (spawn_limit). So the carves of the children in flight never add up
+//     to more than the parent has left.
+//  3. Each child started is a RunChild command with ID "c<N>" (N counts the
+//     run's children) carrying the Child: goal, tool and check names, the
+//     parent's permissions, the carved Budget and a Policy (the parent's,
+//     without sub-agents, plan mode or escalation, output caps fitted to
+//     the budget). RunChild commands are issued together with the turn's
+//     RunTools command; the shell runs them all in parallel. A NoteSubagent
+//     records the carve.
+//  4. The shell answers each with EventChildResult (Call: the command ID),
+//     carrying the child's Result. The core adds the child's usage, time
+//     aside, to the run's: the carve is released, and the run pays what the
+//     child spent. (Steps, model calls and tool calls of a child stay within
+//     its carve by construction; tokens and cost are projected before each
+//     call and can overshoot, in the child as in any run: the note says so.)
+//     The spawn call's tool_result is a compact rendering: status, reason,
+//     the accepted or best answer (head and tail of 8000 bytes), usage. A
+//     child that did not end done is an observation for the parent
+//     (is_error), never the parent's failure.
+//  5. The children in flight are part of the Snapshot; Pending and a
+//     resume issue their RunChild commands again, and the shell must carry
+//     on a child's run that exists rather than start another.
 package loop

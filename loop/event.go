@@ -40,6 +40,9 @@ const (
 	// run carries on from where it was cancelled. The time since the last
 	// event does not count against the time budget.
 	EventResume EventType = "resume"
+	// EventChildResult answers a RunChild command (Call is its ID): Child
+	// is the sub-agent's Result, whose usage is charged to this run.
+	EventChildResult EventType = "child_result"
 )
 
 // Event is the machine's only input. Time arrives here, never from a clock.
@@ -58,6 +61,8 @@ type Event struct {
 	// runs the call, false refuses it (Text may say why). When nil, Text is
 	// read: "approve" or "yes" approves, anything else refuses.
 	Approved *bool `json:"approved,omitempty"`
+	// Child is a sub-agent's Result (EventChildResult).
+	Child *Result `json:"child,omitempty"`
 }
 
 // ToolOutcome is what one tool call produced, already trimmed by the shell.
@@ -97,6 +102,12 @@ const (
 	AskHuman CommandType = "ask_human"
 	// Finish: the run is over; Result is final. Cancel anything outstanding.
 	Finish CommandType = "finish"
+	// RunChild: run the sub-agent Child (in parallel with the turn's other
+	// commands); answer with one EventChildResult carrying its Result, a
+	// failed one if it could not run. Its run ID is this run's ID, "/" and
+	// the command's ID. Issued again after a resume: carry on the child's
+	// run if it exists rather than starting another.
+	RunChild CommandType = "run_child"
 )
 
 // Command is an output of the machine. Deadline, when set, is the latest
@@ -123,6 +134,8 @@ type Command struct {
 	Approval *ToolCall `json:"approval,omitempty"`
 	// Finish.
 	Result *Result `json:"result,omitempty"`
+	// RunChild.
+	Child *Child `json:"child,omitempty"`
 }
 
 // ToolCall is one call for the shell to run.
@@ -155,6 +168,9 @@ const (
 	// NotePlan: plan mode accepted a plan, finished a step or saw a step
 	// fail its check (Problem "step_failed").
 	NotePlan NoteType = "plan"
+	// NoteSubagent: a sub-agent was started (Text gives the budget carved
+	// for it) or ended (Text gives the usage charged to this run).
+	NoteSubagent NoteType = "subagent"
 )
 
 // Note records a decision of the machine.

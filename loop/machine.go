@@ -79,6 +79,8 @@ type pendingCall struct {
 	Result   *ToolOutcome    // set when known
 	Dispatch bool
 	Approved bool // a person approved it (a permission rule said ask)
+	// Spawn is the child a spawn_subagent call started (subagent.go).
+	Spawn *spawned
 }
 
 // pendingCallJSON is pendingCall's snapshot form: arguments as a string,
@@ -91,10 +93,11 @@ type pendingCallJSON struct {
 	Result   *ToolOutcome `json:"result,omitempty"`
 	Dispatch bool         `json:"dispatch,omitempty"`
 	Approved bool         `json:"approved,omitempty"`
+	Spawn    *spawned     `json:"spawn,omitempty"`
 }
 
 func (c pendingCall) MarshalJSON() ([]byte, error) {
-	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch, c.Approved})
+	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch, c.Approved, c.Spawn})
 }
 
 func (c *pendingCall) UnmarshalJSON(data []byte) error {
@@ -102,7 +105,7 @@ func (c *pendingCall) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch, j.Approved}
+	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch, j.Approved, j.Spawn}
 	return nil
 }
 
@@ -162,6 +165,8 @@ type state struct {
 	Scratchpad    *Scratchpad `json:"scratchpad,omitempty"`
 	// Plan is the plan being executed in plan mode (plan.go).
 	Plan *plan `json:"plan,omitempty"`
+	// Children counts the sub-agents started (subagent.go).
+	Children int `json:"children,omitempty"`
 }
 
 // suspended is the phase and commands in flight when a run was cancelled.
@@ -200,6 +205,9 @@ func (m *Machine) init() {
 		}
 		if m.spec.Policy.Plan {
 			m.tools = append(m.tools, submitPlanSpec, stepDoneSpec)
+		}
+		if m.spec.Policy.Subagents != nil {
+			m.tools = append(m.tools, spawnSpec(m.spec.Policy.Subagents))
 		}
 		m.tools = append(m.tools, finishSpec)
 		for _, t := range m.tools {
@@ -305,6 +313,8 @@ func (m *Machine) Step(ev Event) error {
 		}
 	case EventToolResult:
 		m.onToolResult(ev.Call, *ev.Tool)
+	case EventChildResult:
+		m.onChildResult(ev.Call, *ev.Child)
 	case EventVerdict:
 		if m.isPlanCheck(ev.Call) {
 			m.onPlanVerdict(*ev.Verdict)
@@ -372,6 +382,13 @@ func (m *Machine) accept(ev Event) error {
 		if i < 0 || !m.st.Calls[i].Dispatch || m.st.Calls[i].Result != nil {
 			return bad("for call " + strconv.Quote(ev.Call) + " (unknown or already answered)")
 		}
+	case EventChildResult:
+		if m.st.Phase != PhaseTools || ev.Child == nil {
+			return bad("outside a tool turn or without payload")
+		}
+		if i := m.childIndex(ev.Call); i < 0 || m.st.Calls[i].Result != nil {
+			return bad("for command " + strconv.Quote(ev.Call) + " (unknown or already answered)")
+		}
 	case EventVerdict, EventCheckError:
 		if m.st.Phase != PhaseVerify || !slices.Contains(m.st.Awaiting, ev.Call) {
 			return bad("for command " + strconv.Quote(ev.Call))
@@ -409,17 +426,7 @@ func (m *Machine) nextTurn() {
 	}
 	var need budget.Usage
 	if !m.st.Closing {
-		need = m.spec.Policy.Reserve
-		need.Steps++
-		need.ModelCalls++
-		need.InputTokens += 2 * m.estimateInput() // this turn and the closing turn
-		need.OutputTokens += int64(m.spec.Policy.MaxOutputTokens)
-		// Prices are unknown here, so project this turn and the closing one
-		// to cost as much as the costliest call so far.
-		need.Cost = m.st.MaxCallCost + max(need.Cost, m.st.MaxCallCost)
-		if len(m.spec.Tools) > 0 {
-			need.ToolCalls++
-		}
+		need = m.turnNeed()
 		if d, over := budget.Exceeds(m.spec.Budget, m.st.Usage, need); over {
 			m.beginClosing(d)
 		}
@@ -568,12 +575,20 @@ func (m *Machine) Pending() []Command {
 		return out
 	case PhaseTools:
 		var calls []ToolCall
+		var children []Command
 		for _, c := range m.st.Calls {
-			if c.Dispatch && c.Result == nil {
+			switch {
+			case c.Result != nil:
+			case c.Dispatch:
 				calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+			case c.Spawn != nil:
+				children = append(children, m.childCommand(*c.Spawn))
 			}
 		}
-		return []Command{{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: calls}}
+		if len(calls) == 0 {
+			return children
+		}
+		return append([]Command{{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: calls}}, children...)
 	case PhaseVerify:
 		if m.st.Plan != nil && m.st.Plan.CheckID != "" {
 			return []Command{m.planCommand()}
@@ -738,6 +753,7 @@ func (m *Machine) dispatchTools() {
 		budgetLeft = max(left, 0)
 	}
 	var run []ToolCall
+	var spawns []int // spawn_subagent calls, started once the tools are counted
 	for i := range m.st.Calls {
 		c := &m.st.Calls[i]
 		if c.Result != nil {
@@ -756,7 +772,7 @@ func (m *Machine) dispatchTools() {
 		case problem != "":
 		case !json.Valid(c.Args):
 			problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
-		case budgetLeft == 0:
+		case budgetLeft == 0 && !m.isSpawn(c.Name):
 			problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
 		}
 		var rule *Permission
@@ -778,19 +794,32 @@ func (m *Machine) dispatchTools() {
 			m.emit(m.askCommand())
 			return
 		}
+		if m.isSpawn(c.Name) {
+			spawns = append(spawns, i)
+			continue
+		}
 		if budgetLeft > 0 {
 			budgetLeft--
 		}
 		c.Dispatch = true
 		run = append(run, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 	}
-	if len(run) == 0 {
+	m.st.Usage.ToolCalls += len(run)
+	var children []Command
+	if len(spawns) > 0 {
+		children = m.spawnChildren(spawns)
+	}
+	if len(run) == 0 && len(children) == 0 {
 		m.completeTools()
 		return
 	}
-	m.st.Usage.ToolCalls += len(run)
 	m.st.Phase = PhaseTools
-	m.emit(Command{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: run})
+	if len(run) > 0 {
+		m.emit(Command{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: run})
+	}
+	for _, c := range children {
+		m.emit(c)
+	}
 }
 
 // askCommand is the AskHuman command for the current question.

@@ -100,6 +100,9 @@ type Policy struct {
 	// Plan asks for a plan first (agent mode): see plan.go and the package
 	// documentation for the protocol.
 	Plan bool `json:"plan,omitempty"`
+	// Subagents offers the spawn_subagent tool (agent mode): see
+	// subagent.go and the package documentation for the protocol.
+	Subagents *Subagents `json:"subagents,omitempty"`
 }
 
 func (p Policy) withDefaults(l budget.Limits) Policy {
@@ -152,14 +155,14 @@ func (s Spec) Validate() error {
 	if s.Goal == "" {
 		add("goal is empty")
 	}
-	seen := map[string]bool{FinishTool: true, ScratchpadTool: true, SubmitPlanTool: true, StepDoneTool: true}
+	seen := map[string]bool{FinishTool: true, ScratchpadTool: true, SubmitPlanTool: true, StepDoneTool: true, SpawnTool: true}
 	for i, t := range s.Tools {
 		switch {
 		case !toolName.MatchString(t.Name):
 			add("tools[%d]: name %q must match %s", i, t.Name, toolName)
 		case t.Name == FinishTool:
 			add("tools[%d]: %q is reserved for submitting answers", i, t.Name)
-		case t.Name == ScratchpadTool || t.Name == SubmitPlanTool || t.Name == StepDoneTool:
+		case t.Name == ScratchpadTool || t.Name == SubmitPlanTool || t.Name == StepDoneTool || t.Name == SpawnTool:
 			add("tools[%d]: %q is reserved for the loop's own tools", i, t.Name)
 		case seen[t.Name]:
 			add("tools[%d]: duplicate tool %q", i, t.Name)
@@ -208,6 +211,7 @@ func (s Spec) Validate() error {
 			add("checks[%d] %q: tier %q is not cheap, expensive or holdout", i, c.Name, c.Tier)
 		}
 	}
+	s.validateSubagents(add)
 	p := s.Policy.withDefaults(s.Budget.WithDefaults())
 	if err := s.Budget.Validate(p.Reserve); err != nil {
 		errs = append(errs, err)

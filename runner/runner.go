@@ -43,6 +43,8 @@ type Task struct {
 	Permissions []loop.Permission
 	Budget      budget.Limits
 	Policy      loop.Policy
+	// Subagents, when set, lets the model start sub-agents (subagent.go).
+	Subagents *Subagents
 }
 
 // Asker puts a question to a person and returns the answer. It returns an
@@ -110,6 +112,13 @@ type Config struct {
 	TaskInfo []byte
 	// Parent is the run that spawned this one, if any.
 	Parent string
+	// ChildModel, when set, gives each sub-agent its model (id is the
+	// child's run ID); nil means children use Model.
+	ChildModel func(id string, child loop.Child) (model.Model, error)
+	// ChildObservers receive the entries of the run's sub-agents, one at a
+	// time although children run in parallel; Entry.Run names the child.
+	// A child's log is kept in the Store either way.
+	ChildObservers []observe.Observer
 }
 
 // Run carries out task until the loop core finishes it. The Result is
@@ -155,6 +164,9 @@ func (t Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, 
 	for _, v := range t.Checks.Holdout {
 		add(v, verify.Holdout)
 	}
+	if err := t.compileSubagents(&spec, reg, byName); err != nil {
+		return loop.Spec{}, nil, nil, err
+	}
 	if err := spec.Validate(); err != nil {
 		return loop.Spec{}, nil, nil, err
 	}
@@ -182,6 +194,8 @@ type run struct {
 	// resumed names the RunTools commands re-issued by a resume: their
 	// non-idempotent calls may already have taken effect.
 	resumed map[string]bool
+	// childLog passes the children's entries to Config.ChildObservers.
+	childLog childLog
 }
 
 func newRun(task Task, cfg Config) (*run, error) {
@@ -199,7 +213,7 @@ func newRun(task Task, cfg Config) (*run, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &run{cfg: cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks}, nil
+	return &run{cfg: cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks, childLog: childLog{obs: cfg.ChildObservers}}, nil
 }
 
 func (r *run) record(e observe.Entry) {
@@ -362,6 +376,8 @@ func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c loop.Com
 		}
 		wg.Wait()
 		return append(queue, events...)
+	case loop.RunChild:
+		return append(queue, r.runChild(cctx, c))
 	case loop.AskHuman:
 		if ev := r.ask(ctx, c); ev.Type != "" {
 			queue = append(queue, ev)

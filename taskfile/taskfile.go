@@ -71,6 +71,8 @@ type File struct {
 	// ToolOutput bounds the output shown to the model, by tool name;
 	// "default" bounds every tool not named.
 	ToolOutput map[string]tool.OutputCaps
+	// Subagents is the subagents: section; nil when absent.
+	Subagents *Subagents
 }
 
 // Context is the task file's context: section; zero fields take the
@@ -254,8 +256,10 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents"}, func(key string, v *yaml.Node) {
 		switch key {
+		case "subagents":
+			p.subagents(v)
 		case "context":
 			p.context(v)
 		case "plan":
@@ -329,6 +333,9 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	if p.f.Mode == "generate" && (p.f.Plan || p.f.Context.Scratchpad) {
 		p.errorf(n, "plan and context.scratchpad need tools; generate mode has none")
+	}
+	if p.f.Subagents != nil {
+		p.checkSubagents()
 	}
 }
 
@@ -530,10 +537,12 @@ func (p *parser) int64(n *yaml.Node, field string, lo int64) int64 {
 	return v
 }
 
-func (p *parser) budget(n *yaml.Node) {
-	b := &p.f.Budget
-	p.fields(n, "budget", []string{"steps", "model_calls", "tool_calls", "input_tokens", "output_tokens", "total_tokens", "cost", "time"}, func(key string, v *yaml.Node) {
-		field := "budget." + key
+func (p *parser) budget(n *yaml.Node) { p.limits(n, "budget", &p.f.Budget) }
+
+// limits reads a budget mapping at where into b.
+func (p *parser) limits(n *yaml.Node, where string, b *budget.Limits) {
+	p.fields(n, where, []string{"steps", "model_calls", "tool_calls", "input_tokens", "output_tokens", "total_tokens", "cost", "time"}, func(key string, v *yaml.Node) {
+		field := where + "." + key
 		switch key {
 		case "steps":
 			b.Steps = p.int(v, field, budget.Unlimited)
@@ -582,10 +591,14 @@ func (p *parser) duration(n *yaml.Node, field string) time.Duration {
 	return d
 }
 
-func (p *parser) checks(n *yaml.Node) {
+func (p *parser) checks(n *yaml.Node) { p.f.Checks = append(p.f.Checks, p.checkList(n, "checks")...) }
+
+// checkList reads a list of checks at where.
+func (p *parser) checkList(n *yaml.Node, where string) []Check {
+	var out []Check
 	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
-		p.errorf(n, "checks must be a non-empty list, e.g. [{equals: \"42\"}]")
-		return
+		p.errorf(n, "%s must be a non-empty list, e.g. [{equals: \"42\"}]", where)
+		return nil
 	}
 	for _, c := range n.Content {
 		check := Check{Tier: verify.Cheap, Line: c.Line}
@@ -623,8 +636,9 @@ func (p *parser) checks(n *yaml.Node) {
 		if c.Kind == yaml.MappingNode && check.Kind == "" && unknown == 0 {
 			p.errorf(c, "check has no kind; use one of %s", strings.Join(CheckKinds, ", "))
 		}
-		p.f.Checks = append(p.f.Checks, check)
+		out = append(out, check)
 	}
+	return out
 }
 
 // structured parses the check kinds that take more than a string, reporting
@@ -787,10 +801,12 @@ type Env struct {
 }
 
 // Verifiers builds the file's checks. Errors name the check's line.
-func (f *File) Verifiers(env Env) (verify.Tiers, error) {
+func (f *File) Verifiers(env Env) (verify.Tiers, error) { return f.verifiers(f.Checks, env) }
+
+func (f *File) verifiers(checks []Check, env Env) (verify.Tiers, error) {
 	var t verify.Tiers
 	var errs Problems
-	for _, c := range f.Checks {
+	for _, c := range checks {
 		v, err := f.verifier(c, env)
 		if err != nil {
 			errs = append(errs, Problem{File: f.Path, Line: c.Line, Msg: err.Error()})

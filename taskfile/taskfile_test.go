@@ -424,7 +424,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
@@ -562,6 +562,8 @@ func FuzzParse(f *testing.F) {
 		"goal: g\nchecks: {",
 		"goal: g\nchecks: [{equals: a}]\nmcp:\n  - {name: fs, command: [npx, '${WORKSPACE}'], env: {A: '${B}'}, tools: [t], prefix: p_, timeout: 1s}\n  - {name: h, url: 'http://h/${X}', headers: {H: v}}\n",
 		"goal: g\nchecks: [{equals: a}]\nmcp: [{name: a, command: ''}, {name: a, url: x, command: y}]\n",
+		"goal: g\ntools: [read_file]\nchecks: [{equals: a}]\nsubagents: {tools: [read_file], task_checks: [equals], checks: [{length: {min: 1}}], budget: {steps: 4}, max_children: 2}\n",
+		"goal: g\nchecks: [{equals: a}]\nsubagents:\n  tools:\n  checks: {}\n",
 	} {
 		f.Add([]byte(seed))
 	}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ratchetloop/ratchet/observe"
@@ -60,14 +62,24 @@ Flags:
 	return exitDone
 }
 
+// childRunID matches the ID of a sub-agent's run.
+var childRunID = regexp.MustCompile(`^[^/\\]+/c[0-9]+$`)
+
 // records reads a run's log from a JSONL file, or else from the database.
 func (m *Main) records(ctx context.Context, arg, db string) ([]observe.Record, error) {
 	f, err := os.Open(arg)
 	if err == nil {
 		defer f.Close()
-		return observe.ReadJSONL(f)
+		recs, err := observe.ReadJSONL(f)
+		if err != nil || len(recs) == 0 {
+			return recs, err
+		}
+		// A log may also hold the entries of the run's sub-agents (their
+		// own runs, replayed by their IDs): keep the first run's.
+		return slices.DeleteFunc(recs, func(r observe.Record) bool { return r.Run != recs[0].Run }), nil
 	}
-	if !errors.Is(err, os.ErrNotExist) || strings.ContainsAny(arg, "/\\") || strings.HasSuffix(arg, ".jsonl") {
+	child := childRunID.MatchString(arg) // a sub-agent's run: PARENT/cN
+	if !errors.Is(err, os.ErrNotExist) || (strings.ContainsAny(arg, "/\\") && !child) || strings.HasSuffix(arg, ".jsonl") {
 		return nil, err
 	}
 	s, err := m.openStore(ctx, db)

@@ -188,6 +188,7 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		cfg.Observers = append(cfg.Observers, observe.NewPrinter(progressOut, observe.PrinterConfig{
 			Live: isTerminal(progressOut), Limits: task.Budget, Width: terminalWidth(progressOut),
 		}))
+		cfg.ChildObservers = append(cfg.ChildObservers, childPrinter{progressOut})
 	}
 	closeLog := func() error { return nil }
 	if f.log != "" {
@@ -198,6 +199,7 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		}
 		jl := observe.NewJSONL(lf)
 		cfg.Observers = append(cfg.Observers, jl)
+		cfg.ChildObservers = append(cfg.ChildObservers, jl) // sub-agents' entries, tagged with their run IDs
 		closeLog = func() error { return errors.Join(jl.Flush(), lf.Close()) }
 	}
 	cfg.Human = m.human(f)
@@ -250,6 +252,19 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		return exitDone
 	}
 	return exitNotDone
+}
+
+// childPrinter prints one line when a sub-agent starts and one when it
+// ends; its whole log is in the run database (ratchet show CHILD).
+type childPrinter struct{ w io.Writer }
+
+func (p childPrinter) Observe(e observe.Entry) {
+	switch {
+	case e.Spec != nil:
+		fmt.Fprintf(p.w, "        ↳ sub-agent %s started: %s\n", e.Run, oneLine(e.Spec.Goal, 100))
+	case e.Command != nil && e.Command.Type == loop.Finish:
+		fmt.Fprintf(p.w, "        ↳ sub-agent %s ended %s: %s\n", e.Run, e.Command.Result.Status, oneLine(e.Command.Result.Reason, 120))
+	}
 }
 
 // human is who answers a run's questions: the person at the terminal, or,
@@ -329,6 +344,13 @@ func (m *Main) loadTask(ctx context.Context, path string, f *runFlags) (runner.T
 		},
 	}
 	overrideBudget(&task.Budget, *f)
+	if sub := tf.Subagents; sub != nil {
+		childChecks, err := tf.SubagentVerifiers(m.checkEnv(spec, f.unsafeSandbox))
+		if err != nil {
+			return runner.Task{}, nil, nop, nil, err
+		}
+		task.Subagents = &runner.Subagents{Tools: sub.Tools, TaskChecks: sub.TaskChecks, Checks: childChecks, Budget: sub.Budget, MaxChildren: sub.MaxChildren}
+	}
 	cleanup := nop
 	if len(tf.Tools) > 0 {
 		ws, err := workspace.New(tf.Workspace)

@@ -11,7 +11,9 @@
 //	     [patience=N] [max_reply_bytes=N] [samples=N] [threshold=X]
 //	     [high_stakes] [key=failing] [allow|ask|deny=(tool[:arg=glob],…)]
 //	     [compact_at=N] [keep_turns=N] [summary_tokens=N] [scratchpad] [plan]
-//	     [show_tokens]
+//	     [show_tokens] [sub_tools=(a,…)] [sub_cheap=(c,…)]
+//	     [sub_expensive=(d,…)] [sub_steps=N] [sub_tokens=N] [sub_cost=USD]
+//	     [sub_max=N]
 //	  <goal>
 //	start [at=DUR]
 //	reply [call=ID] [at=DUR] [in=N] [out=N] [cost=USD] [unknown_cost]
@@ -24,16 +26,22 @@
 //	verdict check=<name> (ok|fail) [cmd=ID] [where=W] [at=DUR]
 //	  <detail>
 //	check-error [cmd=ID] [kind=K]
+//	child cmd=<id> status=<status> [at=DUR] [steps=N] [model_calls=N]
+//	      [tool_calls=N] [in=N] [out=N] [cost=USD]
+//	  <answer>       (none: no answer was submitted)
 //	human [at=DUR]
 //	  <answer>
 //	no-human
 //	cancel [at=DUR]
 //	resume [at=DUR]
 //	request          prints the messages of the latest model request
+//	usage            prints the run's usage against its limits
 //	snapshot         round-trips the machine through Snapshot/Restore and
 //	                 prints the commands Pending rebuilds
 //
 // show_tokens adds each model call's input estimate (est=N) to its line.
+// The sub_* arguments turn on sub-agents (Policy.Subagents): sub_cheap and
+// sub_expensive list the checks a child may be given.
 // Times are offsets from a fixed epoch. After each input directive the
 // output shows the notes and commands the machine produced.
 package looptest
@@ -153,6 +161,14 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		}
 		ev.Type, ev.Call = loop.EventCheckError, d.target(t, td, "cmd", d.pending)
 		ev.Error = &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}
+	case "child":
+		res, err := parseChild(t, td)
+		if err != nil {
+			return "error: " + err.Error() + "\n"
+		}
+		var cmd string
+		td.ScanArgs(t, "cmd", &cmd)
+		ev.Type, ev.Call, ev.Child = loop.EventChildResult, cmd, &res
 	case "human":
 		ev.Type, ev.Text = loop.EventHumanReply, strings.TrimSpace(td.Input)
 	case "no-human":
@@ -163,6 +179,8 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		ev.Type = loop.EventResume
 	case "request":
 		return renderMessages(d.lastRequest)
+	case "usage":
+		return budget.Report(d.m.Spec().Budget, d.m.Usage()) + "\n"
 	case "snapshot":
 		data, err := d.m.Snapshot()
 		if err != nil {
@@ -270,6 +288,28 @@ func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 			s.Policy.Plan = true
 		case "show_tokens":
 			d.showTokens = true
+		case "sub_tools", "sub_cheap", "sub_expensive", "sub_steps", "sub_tokens", "sub_cost", "sub_max":
+			if s.Policy.Subagents == nil {
+				s.Policy.Subagents = &loop.Subagents{}
+			}
+			sub := s.Policy.Subagents
+			switch arg.Key {
+			case "sub_tools":
+				sub.Tools = arg.Vals
+			case "sub_cheap", "sub_expensive":
+				for _, name := range arg.Vals {
+					sub.Checks = append(sub.Checks, loop.Check{Name: name, Tier: verify.Tier(strings.TrimPrefix(arg.Key, "sub_"))})
+				}
+			case "sub_steps":
+				sub.Budget.Steps = int(num())
+			case "sub_tokens":
+				sub.Budget.TotalTokens = num()
+			case "sub_cost":
+				f, _ := strconv.ParseFloat(val, 64)
+				sub.Budget.Cost = budget.USD(f)
+			case "sub_max":
+				sub.MaxChildren = int(num())
+			}
 		case "key":
 			if val == "failing" {
 				// A caller-supplied key: only the failing checks count as progress.
@@ -339,6 +379,50 @@ func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {
 	return r, nil
 }
 
+// parseChild reads a child directive's Result.
+func parseChild(t testing.TB, td *datadriven.TestData) (loop.Result, error) {
+	var status string
+	td.ScanArgs(t, "status", &status)
+	res := loop.Result{Status: loop.Status(status), Reason: "the sub-agent ended " + status}
+	for _, f := range []struct {
+		key string
+		dst *int64
+	}{{"in", &res.Usage.InputTokens}, {"out", &res.Usage.OutputTokens}} {
+		if td.HasArg(f.key) {
+			td.ScanArgs(t, f.key, f.dst)
+		}
+	}
+	for _, f := range []struct {
+		key string
+		dst *int
+	}{{"steps", &res.Usage.Steps}, {"model_calls", &res.Usage.ModelCalls}, {"tool_calls", &res.Usage.ToolCalls}} {
+		if td.HasArg(f.key) {
+			td.ScanArgs(t, f.key, f.dst)
+		}
+	}
+	if td.HasArg("cost") {
+		var c string
+		td.ScanArgs(t, "cost", &c)
+		f, err := strconv.ParseFloat(c, 64)
+		if err != nil {
+			return res, err
+		}
+		res.Usage.Cost = budget.USD(f)
+	}
+	if answer := strings.TrimSpace(td.Input); answer != "" {
+		ok := res.Status == loop.Done
+		summary := fmt.Sprintf("attempt 1 answered %q: ", answer)
+		if ok {
+			summary += "passed every check"
+		} else {
+			summary += "failed facts (scripted)"
+		}
+		res.Attempts = []loop.Attempt{{N: 1, Answer: answer, Confidence: 0.9, Accepted: ok, Summary: summary}}
+		res.Best = &res.Attempts[0]
+	}
+	return res, nil
+}
+
 func (d *Driver) render(rd loop.Ready) string {
 	var b strings.Builder
 	for _, n := range rd.Notes {
@@ -386,6 +470,15 @@ func (d *Driver) render(rd loop.Ready) string {
 			fmt.Fprintf(&b, "verify %s checks=(%s) answer=%q confidence=%.2f%s\n", c.ID, strings.Join(c.Checks, ","), c.Candidate.Answer, c.Candidate.Confidence, deadline)
 		case loop.AskHuman:
 			fmt.Fprintf(&b, "ask_human %s: %s\n", c.ID, c.Question)
+		case loop.RunChild:
+			ch := c.Child
+			checks := make([]string, len(ch.Checks))
+			for i, k := range ch.Checks {
+				checks[i] = k.Name + ":" + string(k.Tier)
+			}
+			fmt.Fprintf(&b, "run_child %s%s goal=%q tools=(%s) checks=(%s)\n", c.ID, deadline, ch.Goal, strings.Join(ch.Tools, ","), strings.Join(checks, ","))
+			fmt.Fprintf(&b, "  budget: %s\n", limits(ch.Budget))
+			fmt.Fprintf(&b, "  policy: max_out=%d closing_out=%d subagents=%v plan=%v\n", ch.Policy.MaxOutputTokens, ch.Policy.ClosingOutputTokens, ch.Policy.Subagents != nil, ch.Policy.Plan)
 		case loop.Finish:
 			r := c.Result
 			fmt.Fprintf(&b, "finish %s: %s\n", r.Status, r.Reason)
@@ -470,6 +563,17 @@ func Lines(n int) string {
 		fmt.Fprintf(&b, "%05d %s\n", i, strings.Repeat("y", 53))
 	}
 	return b.String()
+}
+
+// limits lists l's finite limits.
+func limits(l budget.Limits) string {
+	var parts []string
+	for _, d := range budget.Dimensions {
+		if v := l.Limit(d); v >= 0 {
+			parts = append(parts, string(d)+"="+budget.Format(d, v))
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n    ") }
