@@ -3,12 +3,15 @@
 //
 // The types are plain data so that the loop core can build requests and read
 // replies without I/O. Providers live in subpackages named after what they
-// wrap (model/scripted, later model/anthropic and model/openai).
+// wrap (model/scripted, model/anthropic, model/openai); model/provider turns
+// a model string into one.
 package model
 
 import (
 	"context"
 	"encoding/json"
+	"strconv"
+	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
 )
@@ -84,6 +87,11 @@ type Request struct {
 }
 
 // Usage is what one call consumed.
+//
+// InputTokens counts input that was neither read from nor written to the
+// provider's prompt cache; CacheReadTokens and CacheWriteTokens count the
+// rest (Anthropic's convention; the OpenAI provider subtracts cached tokens
+// from prompt_tokens to match).
 type Usage struct {
 	InputTokens      int64 `json:"input_tokens"`
 	OutputTokens     int64 `json:"output_tokens"`
@@ -97,10 +105,12 @@ type Usage struct {
 
 // Response is a model's reply.
 type Response struct {
-	Content    []Block `json:"content"`
-	StopReason string  `json:"stop_reason,omitempty"`
-	Usage      Usage   `json:"usage"`
-	Model      string  `json:"model,omitempty"`
+	Content []Block `json:"content"`
+	// StopReason uses Anthropic's names whatever the provider: end_turn,
+	// tool_use, max_tokens, stop_sequence, refusal; others pass through.
+	StopReason string `json:"stop_reason,omitempty"`
+	Usage      Usage  `json:"usage"`
+	Model      string `json:"model,omitempty"`
 }
 
 // Model generates one reply. Implementations must be safe for concurrent use,
@@ -115,4 +125,121 @@ type Model interface {
 // is recorded in the run and checked for grader independence.
 type Named interface {
 	Name() string
+}
+
+// ErrorKind classifies why a model call failed, so that callers (and logs
+// that cross a process boundary) can tell a fix-your-config failure from a
+// transient one without parsing messages.
+type ErrorKind string
+
+const (
+	ErrAuth        ErrorKind = "auth"         // 401, 403: a missing, wrong or unauthorised key
+	ErrBadRequest  ErrorKind = "bad_request"  // 400, 413, 422: the request itself is wrong
+	ErrNotFound    ErrorKind = "not_found"    // 404: usually an unknown model name or base URL
+	ErrRateLimited ErrorKind = "rate_limited" // 429
+	ErrOverloaded  ErrorKind = "overloaded"   // 529 (Anthropic), 503
+	ErrServer      ErrorKind = "server"       // other 5xx
+	ErrTransport   ErrorKind = "transport"    // no HTTP reply: refused, reset, DNS
+	ErrTimeout     ErrorKind = "timeout"      // the call's deadline or an attempt's timeout
+)
+
+// KindOf classifies an HTTP status.
+func KindOf(status int) ErrorKind {
+	switch {
+	case status == 401 || status == 403:
+		return ErrAuth
+	case status == 404:
+		return ErrNotFound
+	case status == 408:
+		return ErrTimeout
+	case status == 429:
+		return ErrRateLimited
+	case status == 529 || status == 503:
+		return ErrOverloaded
+	case status >= 500:
+		return ErrServer
+	}
+	return ErrBadRequest
+}
+
+// APIError is the error a provider's Generate returns when the call failed:
+// after the transport's retries gave up, or at once for errors that retrying
+// cannot fix (auth, bad request, not found). Its message says what to fix and
+// never contains a credential.
+type APIError struct {
+	Provider string    `json:"provider"`         // "anthropic", "openai", "openai-compatible"
+	Status   int       `json:"status,omitempty"` // the HTTP status; 0 when there was no reply
+	Kind     ErrorKind `json:"kind"`
+	Message  string    `json:"message"`       // what the server (or the transport) said
+	Fix      string    `json:"fix,omitempty"` // what the user should do, e.g. "set ANTHROPIC_API_KEY"
+	// Err is the underlying error, for errors.Is (e.g. context.DeadlineExceeded).
+	Err error `json:"-"`
+}
+
+func (e *APIError) Error() string {
+	s := e.Provider + ": "
+	if e.Status != 0 {
+		s += strconv.Itoa(e.Status) + " "
+	}
+	s += string(e.Kind)
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Fix != "" {
+		s += " (" + e.Fix + ")"
+	}
+	return s
+}
+
+func (e *APIError) Unwrap() error { return e.Err }
+
+// Temporary reports whether a later call might succeed unchanged.
+func (e *APIError) Temporary() bool {
+	switch e.Kind {
+	case ErrRateLimited, ErrOverloaded, ErrServer, ErrTransport, ErrTimeout:
+		return true
+	}
+	return false
+}
+
+// Retry describes one transport retry: the attempt about to be made, what
+// the previous attempt got and how long the transport waits first.
+type Retry struct {
+	Attempt int           `json:"attempt"`          // 2 for the first retry
+	Status  int           `json:"status,omitempty"` // the failed attempt's HTTP status; 0 for a transport error
+	Wait    time.Duration `json:"wait_ns"`
+	Reason  string        `json:"reason"` // e.g. "429 rate_limited", "connection reset"
+}
+
+// Hooks are callbacks a caller attaches to a Generate call's context. They
+// observe the call and must not change it: whatever the hooks do, the
+// Response is the same. Either may be nil. They may be called from the
+// goroutine running Generate; calls for one Generate do not overlap.
+type Hooks struct {
+	// OnRetry is called before each transport retry waits.
+	OnRetry func(Retry)
+	// OnText receives text as a streaming provider produces it, in order.
+	// The Response still carries the whole text.
+	OnText func(delta string)
+}
+
+type hooksKey struct{}
+
+// WithHooks returns ctx carrying h.
+func WithHooks(ctx context.Context, h Hooks) context.Context {
+	return context.WithValue(ctx, hooksKey{}, h)
+}
+
+// HooksFrom returns the hooks ctx carries; the zero Hooks if none.
+func HooksFrom(ctx context.Context) Hooks {
+	h, _ := ctx.Value(hooksKey{}).(Hooks)
+	return h
+}
+
+// Priced is implemented by models that know whether their calls have a
+// price. A model with no known price reports Usage.CostKnown false; a run
+// with an explicit cost budget refuses such a model rather than count its
+// calls as free. A model that does not implement Priced is treated as priced.
+type Priced interface {
+	PriceKnown() bool
 }

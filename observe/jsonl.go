@@ -118,6 +118,7 @@ type Record struct {
 	Event   *loop.Event     `json:"-"`
 	Command json.RawMessage `json:"command,omitempty"`
 	Note    json.RawMessage `json:"note,omitempty"`
+	Retry   *Retry          `json:"retry,omitempty"`
 }
 
 // ReadJSONL reads a log written by JSONL. Tool arguments logged as

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
 )
 
 // Kind says which field of an Entry is set.
@@ -23,6 +24,9 @@ const (
 	KindEvent   Kind = "event"
 	KindCommand Kind = "command"
 	KindNote    Kind = "note"
+	// KindRetry records a transport retry of a model call. It is not a loop
+	// event: the core never sees it, and replay skips it.
+	KindRetry Kind = "retry"
 )
 
 // Entry is one line of a run's log.
@@ -35,6 +39,23 @@ type Entry struct {
 	Event   *loop.Event   `json:"event,omitempty"`
 	Command *loop.Command `json:"command,omitempty"`
 	Note    *loop.Note    `json:"note,omitempty"`
+	Retry   *Retry        `json:"retry,omitempty"`
+}
+
+// Retry is a transport retry of the model call Call (a call_model
+// command's id): the attempt about to be made, the failed attempt's status
+// and reason, and the wait before it.
+type Retry struct {
+	Call string `json:"call"`
+	model.Retry
+}
+
+// TextObserver is implemented by observers that show a model's text as it
+// streams (the Printer). Unlike Observe, ObserveText may be called from a
+// goroutine other than the runner's driving one; the text is shown, not
+// logged: the model_reply event that follows holds all of it.
+type TextObserver interface {
+	ObserveText(run, call, delta string)
 }
 
 // Observer receives entries in sequence order.

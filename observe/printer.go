@@ -30,6 +30,9 @@ type Printer struct {
 	// compacting: the model call in flight summarises the history; it is
 	// not a step, and its reply is reported by the context note.
 	compacting bool
+	// streamed is set while a reply's text is being shown as it streams;
+	// the reply's event then prints only what was not shown.
+	streamed bool
 }
 
 // PrinterConfig configures a Printer.
@@ -61,8 +64,24 @@ func (p *Printer) Observe(e Entry) {
 		p.event(e.Event)
 	case e.Note != nil:
 		p.note(e.Note)
+	case e.Retry != nil:
+		r := e.Retry
+		p.printf("        ↻ %s: retry %d in %s", r.Reason, r.Attempt, r.Wait.Round(time.Millisecond))
 	}
 	p.drawLive()
+}
+
+// ObserveText shows streamed text as it arrives, after the step's label.
+func (p *Printer) ObserveText(run, call, delta string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.streamed {
+		p.clearLive()
+		fmt.Fprintf(p.w, "step %-3d", p.step)
+		p.streamed = true
+		delta = strings.TrimLeft(delta, " \n")
+	}
+	fmt.Fprint(p.w, delta)
 }
 
 func (p *Printer) printf(format string, args ...any) { fmt.Fprintf(p.w, format+"\n", args...) }
@@ -100,6 +119,10 @@ func (p *Printer) command(c *loop.Command) {
 }
 
 func (p *Printer) event(ev *loop.Event) {
+	if p.streamed && ev.Type != loop.EventModelReply { // a stream cut off
+		fmt.Fprintln(p.w)
+		p.streamed = false
+	}
 	if !ev.At.IsZero() {
 		p.used.Time = max(p.used.Time, ev.At.Sub(p.startOr(ev.At)))
 	}
@@ -115,7 +138,11 @@ func (p *Printer) event(ev *loop.Event) {
 		}
 		// The step label goes on the first line printed; blocks that print
 		// nothing (blank text, tool calls shown by run_tools) must not use it up.
-		first, acts := true, false
+		first, acts, streamed := true, false, p.streamed
+		if streamed { // the text is on screen already, after the label
+			fmt.Fprintln(p.w)
+			first, p.streamed = false, false
+		}
 		line := func(text string) {
 			prefix := "        "
 			if first {
@@ -126,7 +153,7 @@ func (p *Printer) event(ev *loop.Event) {
 		for _, b := range ev.Reply.Content {
 			switch b.Type {
 			case model.Text:
-				if t := strings.TrimSpace(b.Text); t != "" {
+				if t := strings.TrimSpace(b.Text); t != "" && !streamed {
 					line(summarizeText(t))
 				}
 			case model.ToolUse:
@@ -137,6 +164,7 @@ func (p *Printer) event(ev *loop.Event) {
 			}
 		}
 		switch {
+		case streamed:
 		case first && acts: // only tool calls, listed when they run
 			p.printf("step %d", p.step)
 		case first:

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/observe"
@@ -85,6 +86,8 @@ func Run(records []observe.Record) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("replay: the recorded spec: %w", err)
 	}
+	// Retries are the transport's, not the core's: skip them.
+	records = slices.DeleteFunc(slices.Clone(records), func(r observe.Record) bool { return r.Kind == observe.KindRetry })
 	sum := Summary{Run: records[0].Run}
 	i := 1
 	for i < len(records) {

@@ -196,6 +196,10 @@ type run struct {
 	resumed map[string]bool
 	// childLog passes the children's entries to Config.ChildObservers.
 	childLog childLog
+	// recordMu serializes entries recorded from model calls running in
+	// parallel (sampled alternatives): retries. The driving goroutine waits
+	// for those calls, so it never records at the same time.
+	recordMu sync.Mutex
 }
 
 func newRun(task Task, cfg Config) (*run, error) {
@@ -209,6 +213,13 @@ func newRun(task Task, cfg Config) (*run, error) {
 	m, err := loop.New(spec)
 	if err != nil {
 		return nil, err
+	}
+	if p, ok := cfg.Model.(model.Priced); ok && !p.PriceKnown() && task.Budget.Cost > 0 {
+		name := "the model"
+		if n, ok := cfg.Model.(model.Named); ok {
+			name = n.Name()
+		}
+		return nil, fmt.Errorf("runner: a cost budget of %s needs a model with a known price, and %s has none: give the model a price or lift the cost limit (cost: unlimited)", task.Budget.Cost, name)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -393,11 +404,38 @@ func (r *run) callModel(ctx context.Context, c loop.Command) (ev loop.Event) {
 			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
 		}
 	}()
-	resp, err := r.cfg.Model.Generate(ctx, *c.Request)
+	resp, err := r.cfg.Model.Generate(model.WithHooks(ctx, r.hooks(&c)), *c.Request)
 	if err != nil {
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
 	}
 	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
+}
+
+// hooks record each transport retry as a retry entry and pass streamed text
+// to observers that show it; text of sampled alternatives, generated in
+// parallel, would interleave and is not shown.
+func (r *run) hooks(c *loop.Command) model.Hooks {
+	id := c.ID // not c: the closures would keep the whole command
+	h := model.Hooks{OnRetry: func(rt model.Retry) {
+		r.recordMu.Lock()
+		defer r.recordMu.Unlock()
+		r.record(observe.Entry{At: r.now(), Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
+	}}
+	if c.Request.Purpose == model.PurposeSample {
+		return h
+	}
+	for _, o := range r.cfg.Observers {
+		if to, ok := o.(observe.TextObserver); ok {
+			prev := h.OnText
+			h.OnText = func(d string) {
+				if prev != nil {
+					prev(d)
+				}
+				to.ObserveText(r.cfg.RunID, id, d)
+			}
+		}
+	}
+	return h
 }
 
 // failure classifies err, naming the time budget when the command's

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/tool/workspace"
@@ -289,7 +290,7 @@ func TestModelSelection(t *testing.T) {
 	t.Run("none", func(t *testing.T) {
 		c := run(t, nil, "run", task)
 		c.wantCode(t, exitUsage)
-		want := "ratchet run: no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: scripted:FILE (a recorded, offline test double)\n"
+		want := "ratchet run: no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: " + provider.Options + "\n"
 		if c.stderr != want {
 			t.Errorf("stderr = %q, want %q", c.stderr, want)
 		}
@@ -323,8 +324,8 @@ func TestModelSelection(t *testing.T) {
 		}
 	})
 	for _, tc := range []struct{ model, want string }{
-		{"openai:gpt-5", `ratchet run: unknown model "openai:gpt-5"; options: scripted:FILE (a recorded, offline test double)` + "\n"},
-		{"gpt-5", `ratchet run: unknown model "gpt-5"; options: scripted:FILE (a recorded, offline test double)` + "\n"},
+		{"openai:gpt-5", "ratchet run: openai: no API key: set OPENAI_API_KEY\n"},
+		{"gpt-5", `ratchet run: unknown model "gpt-5"; options: ` + provider.Options + "\n"},
 		{"scripted:", `ratchet run: model "scripted:": scripted needs a file, e.g. scripted:turns.yaml` + "\n"},
 	} {
 		t.Run("bad model "+tc.model, func(t *testing.T) {
@@ -338,7 +339,7 @@ func TestModelSelection(t *testing.T) {
 	t.Run("unknown model in RATCHET_MODEL", func(t *testing.T) {
 		c := run(t, map[string]string{"RATCHET_MODEL": "claude"}, "run", task)
 		c.wantCode(t, exitUsage)
-		if !strings.Contains(c.stderr, `unknown model "claude"; options: scripted:FILE`) {
+		if !strings.Contains(c.stderr, `unknown model "claude"; options: anthropic:MODEL`) {
 			t.Errorf("stderr = %q", c.stderr)
 		}
 	})

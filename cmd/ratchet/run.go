@@ -21,7 +21,7 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
-	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
@@ -69,8 +69,8 @@ Budget flags override the task file's budget; -1 lifts a limit (not
 tool calls %d, total tokens %d, cost %s, time %s.
 
 The model comes from --model, else the task file's model:, else $RATCHET_MODEL.
-Model strings: scripted:FILE (a recorded, offline test double).
-`, d.Steps, d.ModelCalls, d.ToolCalls, d.TotalTokens, d.Cost, d.Time)
+Model strings (docs/providers.md): %s.
+`, d.Steps, d.ModelCalls, d.ToolCalls, d.TotalTokens, d.Cost, d.Time, provider.Options)
 	}
 }
 
@@ -121,7 +121,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = m.runUsage(fs)
-	fs.StringVar(&f.model, "model", "", "model to use, e.g. scripted:turns.yaml (overrides the task file)")
+	fs.StringVar(&f.model, "model", "", "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
 	f.addOutput(fs)
 	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
 	fs.Func("label", "tag the run (repeatable), for 'ratchet ls --label'", func(s string) error {
@@ -503,25 +503,14 @@ func checkBudgetFlags(fs *flag.FlagSet, f runFlags) []error {
 	return errs
 }
 
-// openModel resolves a model string; relative files resolve against base
-// (the task file's directory) when it is set.
+// openModel resolves a model string (see model/provider); relative files
+// resolve against base (the task file's directory) when it is set. Replies
+// stream to the terminal unless $RATCHET_NO_STREAM is set.
 func (m *Main) openModel(spec, base string) (model.Model, error) {
-	const options = "scripted:FILE (a recorded, offline test double)"
 	if spec == "" {
-		return nil, fmt.Errorf("no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: %s", options)
+		return nil, fmt.Errorf("no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: %s", provider.Options)
 	}
-	kind, arg, _ := strings.Cut(spec, ":")
-	switch kind {
-	case "scripted":
-		if arg == "" {
-			return nil, fmt.Errorf("model %q: scripted needs a file, e.g. scripted:turns.yaml", spec)
-		}
-		if base != "" && !filepath.IsAbs(arg) {
-			arg = filepath.Join(base, arg)
-		}
-		return scripted.Load(arg, scripted.Config{Notice: m.Stderr})
-	}
-	return nil, fmt.Errorf("unknown model %q; options: %s", spec, options)
+	return provider.Open(spec, provider.Config{Dir: base, Stream: m.Getenv("RATCHET_NO_STREAM") == "", Notice: m.Stderr, Getenv: m.Getenv})
 }
 
 // copyWorkspace copies dir into a new temporary directory, which is kept

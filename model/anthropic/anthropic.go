@@ -1,0 +1,374 @@
+// Package anthropic is a model.Model for Anthropic's Messages API, built on
+// the official Go SDK (github.com/anthropics/anthropic-sdk-go/v2).
+//
+// Requests: the system prompt, the tools and the conversation go out as
+// Messages API parameters; consecutive messages of one role are merged,
+// since the API requires the roles to alternate. The stable prefix (the
+// tools and the system prompt) carries cache_control breakpoints on every
+// request, and so does the latest message, so that a long loop reads its
+// history from the prompt cache instead of paying full price for it each
+// step.
+//
+// Replies: text and tool_use blocks keep their order (the text is the
+// thought); tool inputs are passed through byte for byte, valid JSON or
+// not; usage includes cache reads and writes, and cost comes from
+// model/price.
+//
+// Transport: the SDK's own retries are off; a model/retry Transport under
+// it retries and reports each retry through model.Hooks. Failures are
+// *model.APIError.
+package anthropic
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/price"
+	"github.com/ratchetloop/ratchet/model/retry"
+)
+
+// Provider is the provider name in errors, prices and model strings.
+const Provider = "anthropic"
+
+// DefaultMaxTokens caps a reply when the request does not say.
+const DefaultMaxTokens = 8192
+
+// Config configures a Model. Model is required; the zero value of every
+// other field means its default.
+type Config struct {
+	// Model is the API's model name, e.g. "claude-sonnet-4-5".
+	Model string
+	// APIKey defaults to $ANTHROPIC_API_KEY. The SDK sends it in a header;
+	// it never appears in errors.
+	APIKey string
+	// BaseURL defaults to $ANTHROPIC_BASE_URL, else the SDK's
+	// (https://api.anthropic.com).
+	BaseURL string
+	// MaxTokens caps a reply when Request.MaxOutputTokens is 0 (default
+	// DefaultMaxTokens; the API requires a cap).
+	MaxTokens int
+	// Stream asks for a streamed reply and passes its text to
+	// model.Hooks.OnText as it arrives. The Response is the same as without.
+	Stream bool
+	// NoHistoryCache leaves the cache breakpoint off the latest message, so
+	// only the stable prefix (tools and system) is cached.
+	NoHistoryCache bool
+	// Retry configures transport retries (see model/retry).
+	Retry retry.Config
+	// Price overrides the price table's entry for Model, e.g. for a model
+	// the table does not list yet.
+	Price *price.Price
+	// NoEnv leaves the environment unread: the caller resolved it already
+	// (model/provider does, through its own Getenv).
+	NoEnv bool
+}
+
+// Model calls the Messages API. It is safe for concurrent use.
+type Model struct {
+	cfg    Config
+	client anthropic.Client
+	price  price.Price
+	priced bool
+}
+
+var (
+	_ model.Model  = (*Model)(nil)
+	_ model.Named  = (*Model)(nil)
+	_ model.Priced = (*Model)(nil)
+)
+
+// New returns a Model. It fails if no model name or API key is configured.
+func New(cfg Config) (*Model, error) {
+	if !cfg.NoEnv {
+		cfg.APIKey = cmp.Or(cfg.APIKey, os.Getenv("ANTHROPIC_API_KEY"))
+		cfg.BaseURL = cmp.Or(cfg.BaseURL, os.Getenv("ANTHROPIC_BASE_URL"))
+	}
+	cfg.MaxTokens = cmp.Or(cfg.MaxTokens, DefaultMaxTokens)
+	var problems []string
+	if cfg.Model == "" {
+		problems = append(problems, "no model name (e.g. anthropic:claude-sonnet-4-5)")
+	}
+	if cfg.APIKey == "" {
+		problems = append(problems, "no API key: set ANTHROPIC_API_KEY")
+	}
+	if len(problems) > 0 {
+		return nil, errors.New("anthropic: " + strings.Join(problems, "; "))
+	}
+	opts := []option.RequestOption{
+		option.WithAPIKey(cfg.APIKey),
+		option.WithMaxRetries(0), // retries are model/retry's, so that each is reported
+		option.WithHTTPClient(&http.Client{Transport: retry.New(cfg.Retry)}),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	m := &Model{cfg: cfg, client: anthropic.NewClient(opts...)}
+	if cfg.Price != nil {
+		m.price, m.priced = *cfg.Price, true
+	} else {
+		m.price, m.priced = price.Lookup(Provider, cfg.Model)
+	}
+	return m, nil
+}
+
+// Name returns "anthropic:<model>".
+func (m *Model) Name() string { return Provider + ":" + m.cfg.Model }
+
+// PriceKnown reports whether the model's calls have a known price.
+func (m *Model) PriceKnown() bool { return m.priced }
+
+// Generate sends req and returns the reply. The error is a *model.APIError.
+func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	params := m.params(req)
+	var (
+		resp model.Response
+		err  error
+	)
+	if m.cfg.Stream {
+		resp, err = m.stream(ctx, params)
+	} else {
+		var msg *anthropic.Message
+		msg, err = m.client.Messages.New(ctx, params)
+		if err == nil {
+			resp = fromMessage(msg)
+		}
+	}
+	if err != nil {
+		return model.Response{}, m.apiError(err)
+	}
+	if m.priced {
+		resp.Usage.Cost, resp.Usage.CostKnown = m.price.Cost(resp.Usage), true
+	}
+	return resp, nil
+}
+
+func (m *Model) stream(ctx context.Context, params anthropic.MessageNewParams) (model.Response, error) {
+	s := m.client.Messages.NewStreaming(ctx, params)
+	defer s.Close()
+	var a assembler
+	onText := model.HooksFrom(ctx).OnText
+	for s.Next() {
+		if d := a.add(s.Current()); d != "" && onText != nil {
+			onText(d)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return model.Response{}, err
+	}
+	return a.response()
+}
+
+// params builds the request. Each message is converted once per call.
+func (m *Model) params(req model.Request) anthropic.MessageNewParams {
+	p := anthropic.MessageNewParams{
+		Model:     anthropic.Model(m.cfg.Model),
+		MaxTokens: int64(cmp.Or(req.MaxOutputTokens, m.cfg.MaxTokens)),
+		Messages:  messages(req.Messages, m.cfg.NoHistoryCache),
+	}
+	for _, t := range req.Tools {
+		schema := t.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		tp := &anthropic.ToolParam{
+			Name:        t.Name,
+			InputSchema: param.Override[anthropic.ToolInputSchemaParam](schema),
+		}
+		if t.Description != "" {
+			tp.Description = anthropic.String(t.Description)
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+	}
+	// Cache breakpoints (at most four are allowed): the last tool caches
+	// the tool list, the system block caches tools + system, and the last
+	// block of the latest message caches the history up to it, which the
+	// next step's request extends.
+	if n := len(p.Tools); n > 0 {
+		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
+	}
+	return p
+}
+
+func markLast(blocks []anthropic.ContentBlockParamUnion) {
+	if len(blocks) == 0 {
+		return
+	}
+	b := &blocks[len(blocks)-1]
+	cc := anthropic.NewCacheControlEphemeralParam()
+	switch {
+	case b.OfText != nil:
+		b.OfText.CacheControl = cc
+	case b.OfToolUse != nil:
+		b.OfToolUse.CacheControl = cc
+	case b.OfToolResult != nil:
+		b.OfToolResult.CacheControl = cc
+	}
+}
+
+// messages converts the conversation, merging consecutive messages of one
+// role (the API requires alternation) and dropping empty text blocks (the
+// API refuses them). Unless noCache, the last block carries a cache
+// breakpoint.
+func messages(msgs []model.Message, noCache bool) []anthropic.MessageParam {
+	type turn struct {
+		role   model.Role
+		blocks []anthropic.ContentBlockParamUnion
+	}
+	turns := make([]turn, 0, len(msgs))
+	for _, msg := range msgs {
+		role := model.User
+		if msg.Role == model.Assistant {
+			role = model.Assistant
+		}
+		if n := len(turns); n == 0 || turns[n-1].role != role {
+			turns = append(turns, turn{role: role, blocks: make([]anthropic.ContentBlockParamUnion, 0, len(msg.Content))})
+		}
+		t := &turns[len(turns)-1]
+		for _, b := range msg.Content {
+			switch b.Type {
+			case model.Text:
+				if strings.TrimSpace(b.Text) != "" {
+					t.blocks = append(t.blocks, anthropic.NewTextBlock(b.Text))
+				}
+			case model.ToolUse:
+				t.blocks = append(t.blocks, anthropic.NewToolUseBlock(b.ID, toolInput(b.Input), b.Name))
+			case model.ToolResult:
+				t.blocks = append(t.blocks, anthropic.NewToolResultBlock(b.ID, b.Text, b.IsError))
+			}
+		}
+	}
+	out := make([]anthropic.MessageParam, len(turns))
+	for i, t := range turns {
+		if len(t.blocks) == 0 {
+			// The API refuses an empty message; the turn still happened.
+			t.blocks = append(t.blocks, anthropic.NewTextBlock("(empty)"))
+		}
+		if t.role == model.User {
+			// The API wants a turn's tool results before anything else in it.
+			slices.SortStableFunc(t.blocks, func(a, b anthropic.ContentBlockParamUnion) int {
+				return cmp.Compare(rank(a), rank(b))
+			})
+		}
+		if i == len(turns)-1 && !noCache {
+			markLast(t.blocks)
+		}
+		if t.role == model.Assistant {
+			out[i] = anthropic.NewAssistantMessage(t.blocks...)
+		} else {
+			out[i] = anthropic.NewUserMessage(t.blocks...)
+		}
+	}
+	return out
+}
+
+func rank(b anthropic.ContentBlockParamUnion) int {
+	if b.OfToolResult != nil {
+		return 0
+	}
+	return 1
+}
+
+// toolInput is a recorded tool call's input as the API accepts it: a JSON
+// object. Malformed input the model produced earlier (the loop told the
+// model so in the tool result) is sent as {}, since the API would refuse the
+// whole request otherwise.
+func toolInput(in json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(in, &obj) != nil || obj == nil {
+		return json.RawMessage(`{}`)
+	}
+	return in
+}
+
+func fromMessage(msg *anthropic.Message) model.Response {
+	resp := model.Response{
+		StopReason: string(msg.StopReason),
+		Model:      string(msg.Model),
+		Usage:      usage(msg.Usage.InputTokens, msg.Usage.OutputTokens, msg.Usage.CacheReadInputTokens, msg.Usage.CacheCreationInputTokens),
+		Content:    make([]model.Block, 0, len(msg.Content)),
+	}
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			resp.Content = append(resp.Content, model.TextBlock(b.Text))
+		case "tool_use":
+			resp.Content = append(resp.Content, model.Block{Type: model.ToolUse, ID: b.ID, Name: b.Name, Input: rawInput(b.JSON.Input.Raw(), b.Input)})
+		}
+	}
+	return resp
+}
+
+// rawInput prefers the bytes the server sent for a tool input.
+func rawInput(raw string, decoded json.RawMessage) json.RawMessage {
+	if raw != "" {
+		return json.RawMessage(raw)
+	}
+	return decoded
+}
+
+func usage(in, out, read, write int64) model.Usage {
+	return model.Usage{InputTokens: in, OutputTokens: out, CacheReadTokens: read, CacheWriteTokens: write}
+}
+
+// apiError turns an SDK or transport error into a *model.APIError.
+func (m *Model) apiError(err error) error {
+	var ae *anthropic.Error
+	if errors.As(err, &ae) {
+		e := &model.APIError{Provider: Provider, Status: ae.StatusCode, Kind: model.KindOf(ae.StatusCode), Message: errorMessage(ae), Err: err}
+		if ae.StatusCode < 400 {
+			// An error event in the middle of a stream (the reply's status was 200).
+			e.Status, e.Kind = 0, streamErrorKind(string(ae.Type()))
+		}
+		switch e.Kind {
+		case model.ErrAuth:
+			e.Fix = "check ANTHROPIC_API_KEY (or the key in the config): it is missing, wrong or lacks access"
+		case model.ErrNotFound:
+			e.Fix = "check the model name " + m.cfg.Model + " and the base URL"
+		case model.ErrRateLimited, model.ErrOverloaded, model.ErrServer:
+			e.Fix = "retries gave up; try again later or raise the time budget"
+		}
+		return e
+	}
+	return retry.TransportError(Provider, err)
+}
+
+// streamErrorKind classifies the error type of a mid-stream error event.
+func streamErrorKind(typ string) model.ErrorKind {
+	switch typ {
+	case "overloaded_error":
+		return model.ErrOverloaded
+	case "rate_limit_error":
+		return model.ErrRateLimited
+	case "invalid_request_error":
+		return model.ErrBadRequest
+	case "authentication_error", "permission_error":
+		return model.ErrAuth
+	}
+	return model.ErrServer
+}
+
+// errorMessage is the message of the API's error body
+// ({"type":"error","error":{"type":...,"message":...}}), else the status.
+func errorMessage(ae *anthropic.Error) string {
+	var body struct {
+		Error struct{ Type, Message string }
+	}
+	if json.Unmarshal([]byte(ae.RawJSON()), &body) == nil && body.Error.Message != "" {
+		return strings.TrimSpace(body.Error.Type + ": " + body.Error.Message)
+	}
+	return http.StatusText(ae.StatusCode)
+}

@@ -1,0 +1,202 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/modeltest"
+	"github.com/ratchetloop/ratchet/model/price"
+)
+
+const testModel = "claude-sonnet-4-5"
+
+func newTest(t *testing.T, srv *modeltest.Server, o modeltest.Options) *Model {
+	t.Helper()
+	m, err := New(Config{Model: testModel, APIKey: o.APIKey, BaseURL: srv.URL, Stream: o.Stream, Retry: o.Retry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestConformance(t *testing.T) {
+	modeltest.Run(t, modeltest.Harness{
+		New: func(t *testing.T, turns []modeltest.Turn, o modeltest.Options) (model.Model, *modeltest.Server) {
+			srv := modeltest.Serve(t, wire{}, turns)
+			return newTest(t, srv, o), srv
+		},
+		Streams:              true,
+		Alternates:           true,
+		MalformedNeedsStream: true,
+		Cost: func(u model.Usage) (budget.Micros, bool) {
+			p, ok := price.Lookup(Provider, testModel)
+			return p.Cost(u), ok
+		},
+	})
+}
+
+func TestNewNeedsKeyAndModel(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	_, err := New(Config{})
+	if err == nil || !strings.Contains(err.Error(), "set ANTHROPIC_API_KEY") || !strings.Contains(err.Error(), "no model name") {
+		t.Errorf("New(zero) error = %v, want both problems", err)
+	}
+}
+
+// The request carries the stable prefix and the latest message marked for
+// caching, the key in x-api-key, and the reply cap.
+func TestRequestShape(t *testing.T) {
+	srv := modeltest.Serve(t, wire{}, []modeltest.Turn{{Reply: modeltest.Reply{Text: "ok"}}})
+	m := newTest(t, srv, modeltest.Options{APIKey: "sk-test"})
+	req := model.Request{
+		System: "sys",
+		Tools: []model.ToolSpec{
+			{Name: "a", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}},"additionalProperties":false}`)},
+			{Name: "b", Description: "B."},
+		},
+		Messages: []model.Message{
+			{Role: model.User, Content: []model.Block{model.TextBlock("goal")}},
+			{Role: model.Assistant, Content: []model.Block{{Type: model.ToolUse, ID: "t1", Name: "a", Input: json.RawMessage(`{"x":`)}}},
+			{Role: model.User, Content: []model.Block{{Type: model.ToolResult, ID: "t1", Text: "bad args", IsError: true}}},
+		},
+		MaxOutputTokens: 77,
+	}
+	if _, err := m.Generate(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	// The SDK sends the key as a bearer token (older versions: x-api-key).
+	if h := srv.Headers()[0]; h.Get("Authorization") != "Bearer sk-test" && h.Get("X-Api-Key") != "sk-test" {
+		t.Errorf("the key was not sent: %v", h)
+	}
+	var r wireRequest
+	if err := json.Unmarshal(srv.Bodies()[0], &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Model != testModel || r.MaxTokens != 77 || r.Stream {
+		t.Errorf("model %q max_tokens %d stream %v", r.Model, r.MaxTokens, r.Stream)
+	}
+	marked := func(b wireBlock) bool { return b.CacheControl != nil && b.CacheControl.Type == "ephemeral" }
+	if len(r.Tools) != 2 || marked(r.Tools[0]) || !marked(r.Tools[1]) {
+		t.Errorf("tools: want only the last marked for caching: %s", srv.Bodies()[0])
+	}
+	if len(r.System) != 1 || !marked(r.System[0]) {
+		t.Errorf("system not marked for caching")
+	}
+	last := r.Messages[len(r.Messages)-1].Content
+	if !marked(last[len(last)-1]) || marked(r.Messages[0].Content[0]) {
+		t.Errorf("want only the latest message marked for caching")
+	}
+	// The schema goes through as given; the malformed recorded input as {}.
+	body := string(srv.Bodies()[0])
+	if !strings.Contains(body, `"additionalProperties":false`) {
+		t.Errorf("schema lost a keyword: %s", body)
+	}
+	if got := r.Messages[1].Content[0].Input; string(got) != "{}" {
+		t.Errorf("recorded malformed input sent as %s, want {}", got)
+	}
+	if !r.Messages[2].Content[0].IsError {
+		t.Errorf("is_error lost")
+	}
+}
+
+// The fixtures in testdata, one whole reply and the same reply streamed, as
+// the API reference shows them, give the same Response.
+func TestFixtures(t *testing.T) {
+	want := model.Response{
+		Content: []model.Block{
+			model.TextBlock("I'll look up the weather in both cities."),
+			{Type: model.ToolUse, ID: "toolu_01A", Name: "get_weather", Input: json.RawMessage(`{"location": "San Francisco, CA"}`)},
+			{Type: model.ToolUse, ID: "toolu_01B", Name: "get_weather", Input: json.RawMessage(`{"location": "Paris"}`)},
+		},
+		StopReason: "tool_use",
+		Model:      "claude-sonnet-4-5-20250929",
+		Usage:      model.Usage{InputTokens: 472, OutputTokens: 89, CacheReadTokens: 2048, CacheWriteTokens: 128},
+	}
+	p, _ := price.Lookup(Provider, testModel)
+	want.Usage.Cost, want.Usage.CostKnown = p.Cost(want.Usage), true
+	for _, tc := range []struct {
+		file   string
+		stream bool
+	}{{"testdata/message.json", false}, {"testdata/message.sse", true}} {
+		body, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := modeltest.Serve(t, fixture{body, tc.stream}, []modeltest.Turn{{}})
+		m := newTest(t, srv, modeltest.Options{APIKey: "k", Stream: tc.stream})
+		var text strings.Builder
+		ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { text.WriteString(d) }})
+		got, err := m.Generate(ctx, model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("weather?")}}}})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if diff := cmp.Diff(want, got, cmp.Transformer("raw", func(r json.RawMessage) string { return string(r) })); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.file, diff)
+		}
+		if tc.stream && text.String() != want.Content[0].Text {
+			t.Errorf("streamed text %q", text.String())
+		}
+	}
+}
+
+// fixture serves a recorded body whatever the request.
+type fixture struct {
+	body   []byte
+	stream bool
+}
+
+func (f fixture) Reply(modeltest.Reply, bool) (string, []byte) {
+	if f.stream {
+		return "text/event-stream", f.body
+	}
+	return "application/json", f.body
+}
+func (fixture) Error(int) []byte                       { return nil }
+func (fixture) Parse(b []byte) (modeltest.Seen, error) { return wire{}.Parse(b) }
+
+// An error event in the middle of a stream is a temporary failure of the
+// kind it names, not a bad request.
+func TestStreamErrorEvent(t *testing.T) {
+	body := []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"x\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
+		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
+	srv := modeltest.Serve(t, fixture{body, true}, []modeltest.Turn{{}})
+	m := newTest(t, srv, modeltest.Options{APIKey: "k", Stream: true})
+	_, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("hi")}}}})
+	ae, ok := err.(*model.APIError)
+	if !ok || ae.Kind != model.ErrOverloaded || !ae.Temporary() || !strings.Contains(ae.Message, "Overloaded") {
+		t.Fatalf("error = %#v", err)
+	}
+}
+
+// Merged user turns put tool results first, as the API requires, whatever
+// order the loop sent the messages in.
+func TestToolResultsFirst(t *testing.T) {
+	msgs := messages([]model.Message{
+		{Role: model.User, Content: []model.Block{model.TextBlock("goal")}},
+		{Role: model.Assistant, Content: []model.Block{{Type: model.ToolUse, ID: "t1", Name: "a", Input: json.RawMessage(`{}`)}}},
+		{Role: model.User, Content: []model.Block{model.TextBlock("a note")}},
+		{Role: model.User, Content: []model.Block{{Type: model.ToolResult, ID: "t1", Text: "ok"}, model.TextBlock("more")}},
+	}, true)
+	if len(msgs) != 3 {
+		t.Fatalf("%d messages, want 3", len(msgs))
+	}
+	var kinds []string
+	for _, b := range msgs[2].OfUser.Content {
+		switch {
+		case b.OfToolResult != nil:
+			kinds = append(kinds, "tool_result")
+		case b.OfText != nil:
+			kinds = append(kinds, b.OfText.Text)
+		}
+	}
+	if got := strings.Join(kinds, ","); got != "tool_result,a note,more" {
+		t.Errorf("blocks = %s", got)
+	}
+}

@@ -1,0 +1,600 @@
+// Package modeltest is the conformance suite of model.Model implementations,
+// in the spirit of testing/slogtest: Run checks any provider against one set
+// of cases, so every provider behaves the same to the loop core.
+//
+// The cases: a tool round trip (the history's tool calls and results reach
+// the server, consecutive same-role messages are accepted), parallel tool
+// calls in order, text and calls interleaved as the thought then the acts,
+// usage and cost accounting, malformed tool arguments passed through byte
+// for byte, cancellation, streaming giving the same Response as not
+// streaming, and the transport's retry policy: a retry on each of 429, 529,
+// 500, 502, 503, 504, a connection reset and an attempt timeout, each
+// reported through model.Hooks.OnRetry; retry-after and retry-after-ms
+// honoured; no wait past the context's deadline; and 400, 401, 403 and 404
+// failing at once with a *model.APIError that names a fix and never the key.
+//
+// Providers with a transport are run against a local Server that speaks
+// their wire format through a Wire. A model without a transport (scripted)
+// runs the cases that apply; the transport cases then fail unless the
+// Harness says NoTransport, and are reported as not applicable.
+package modeltest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/retry"
+)
+
+// Turn is one model call as the fake side plays it: the failed attempts
+// that come first, then the reply.
+type Turn struct {
+	Fail  []Failure
+	Reply Reply
+}
+
+// Reply is a provider-neutral reply for a Wire to encode.
+type Reply struct {
+	Text  string
+	Calls []Call
+	// Usage is the reply's token counts (Cost fields ignored).
+	Usage model.Usage
+}
+
+// Call is one tool call. Args is sent as the model produced it, valid JSON
+// or not.
+type Call struct{ ID, Name, Args string }
+
+// Failure is one failed attempt: an HTTP status (with headers), a
+// connection reset, or a hang until the client gives up.
+type Failure struct {
+	Status int
+	Header map[string]string
+	Reset  bool
+	Hang   bool
+}
+
+// Options are what the suite asks of a model under test.
+type Options struct {
+	Stream bool
+	Retry  retry.Config
+	// APIKey is the key to configure; the suite checks errors never show it.
+	APIKey string
+}
+
+// Harness describes the implementation under test.
+type Harness struct {
+	// New returns a model that plays turns, in order, one per Generate
+	// call. For a provider, it serves them with Serve and points the model
+	// at the server; srv is nil for a model without a transport.
+	New func(t *testing.T, turns []Turn, o Options) (m model.Model, srv *Server)
+	// NoTransport says the model has no HTTP transport (scripted), so the
+	// retry, fail-fast and streaming cases do not apply. Saying so is
+	// required: a nil srv without it fails those cases.
+	NoTransport bool
+	// Streams says the model supports Options.Stream.
+	Streams bool
+	// MalformedNeedsStream says the wire can carry malformed tool arguments
+	// only in a streamed reply, so the malformed-arguments case streams.
+	// (Anthropic: a whole reply's tool input is always a JSON object; only
+	// the streamed partial_json fragments can add up to something else.)
+	MalformedNeedsStream bool
+	// Alternates says the wire requires user and assistant to alternate, so
+	// consecutive same-role messages must arrive merged.
+	Alternates bool
+	// Cost returns the cost a reply with usage u must report, and whether it
+	// is known.
+	Cost func(u model.Usage) (budget.Micros, bool)
+}
+
+// Seen is what a Wire read from a request body.
+type Seen struct {
+	System      string
+	Tools       []string
+	Roles       []string // each message's role, in order
+	UserTexts   []string
+	ToolUses    []Call
+	ToolResults []string // tool_use ids answered
+	Stream      bool
+}
+
+// Wire speaks one provider's format for a Server.
+type Wire interface {
+	// Reply encodes r as the provider's reply body, whole or as an SSE
+	// stream, returning the content type and body.
+	Reply(r Reply, stream bool) (contentType string, body []byte)
+	// Error is the provider's error body for status.
+	Error(status int) []byte
+	// Parse reads a request body.
+	Parse(body []byte) (Seen, error)
+}
+
+// Server is a local HTTP server that plays turns in a provider's wire
+// format and records what it received.
+type Server struct {
+	*httptest.Server
+	wire Wire
+
+	mu       sync.Mutex
+	turns    []Turn
+	turn     int // index of the turn being played
+	fail     int // failures of that turn already played
+	attempts int
+	bodies   [][]byte
+	headers  []http.Header
+}
+
+// Serve starts a Server playing turns; it is closed when t ends.
+func Serve(t testing.TB, w Wire, turns []Turn) *Server {
+	s := &Server{wire: w, turns: turns}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.handle))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Attempts is how many requests arrived.
+func (s *Server) Attempts() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.attempts
+}
+
+// Bodies returns every request body received, in order.
+func (s *Server) Bodies() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.bodies...)
+}
+
+// Headers returns every request's headers, in order.
+func (s *Server) Headers() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...)
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	body, _ := readAll(r)
+	s.mu.Lock()
+	s.attempts++
+	s.bodies = append(s.bodies, body)
+	s.headers = append(s.headers, r.Header.Clone())
+	if s.turn >= len(s.turns) {
+		s.mu.Unlock()
+		http.Error(w, "modeltest: no turn left", http.StatusTeapot)
+		return
+	}
+	t := s.turns[s.turn]
+	var f *Failure
+	if s.fail < len(t.Fail) {
+		f = &t.Fail[s.fail]
+		s.fail++
+	} else {
+		s.turn, s.fail = s.turn+1, 0
+	}
+	s.mu.Unlock()
+
+	switch {
+	case f == nil:
+		seen, _ := s.wire.Parse(body)
+		ct, out := s.wire.Reply(t.Reply, seen.Stream)
+		w.Header().Set("Content-Type", ct)
+		w.Write(out)
+	case f.Reset:
+		reset(w)
+	case f.Hang:
+		<-r.Context().Done()
+	default:
+		for k, v := range f.Header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.Status)
+		w.Write(s.wire.Error(f.Status))
+	}
+}
+
+// reset closes the connection with a TCP RST, as a crashed proxy does.
+func reset(w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+func readAll(r *http.Request) ([]byte, error) {
+	var b strings.Builder
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			return []byte(b.String()), nil
+		}
+	}
+}
+
+// sleeps records the retry waits instead of sleeping.
+type sleeps struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
+	s.mu.Lock()
+	s.d = append(s.d, d)
+	s.mu.Unlock()
+	return ctx.Err()
+}
+
+func (s *sleeps) waits() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.d...)
+}
+
+// retryConfig retries fast and records waits: jitter fixed at its middle.
+func retryConfig(s *sleeps) retry.Config {
+	return retry.Config{
+		BaseDelay:      100 * time.Millisecond,
+		AttemptTimeout: time.Second, // generous: a loaded CI machine must not time out a normal reply
+		Rand:           func() float64 { return 0.5 },
+		Sleep:          s.sleep,
+	}
+}
+
+// secretKey is configured as the API key and must never appear in errors.
+const secretKey = "sk-modeltest-SECRET-0123456789"
+
+func (h Harness) model(t *testing.T, turns []Turn, o Options) (model.Model, *Server) {
+	t.Helper()
+	o.APIKey = secretKey
+	m, srv := h.New(t, turns, o)
+	if m == nil {
+		t.Fatal("Harness.New returned a nil model")
+	}
+	return m, srv
+}
+
+// Run runs every case as a subtest of t.
+func Run(t *testing.T, h Harness) {
+	if h.New == nil || h.Cost == nil {
+		t.Fatal("modeltest: Harness.New and Harness.Cost are required")
+	}
+	t.Run("ToolRoundTrip", func(t *testing.T) { testRoundTrip(t, h) })
+	t.Run("ParallelCalls", func(t *testing.T) { testParallel(t, h, false) })
+	t.Run("Usage", func(t *testing.T) { testUsage(t, h) })
+	t.Run("MalformedArgs", func(t *testing.T) { testMalformed(t, h) })
+	t.Run("Cancellation", func(t *testing.T) { testCancel(t, h) })
+	transport := func(name string, f func(t *testing.T)) {
+		t.Run(name, func(t *testing.T) {
+			if h.NoTransport {
+				t.Log("not applicable: the model has no transport (Harness.NoTransport)")
+				return
+			}
+			f(t)
+		})
+	}
+	transport("Streaming", func(t *testing.T) {
+		if !h.Streams {
+			t.Fatal("the model has a transport but Harness.Streams is false")
+		}
+		testParallel(t, h, true)
+	})
+	for _, st := range []int{429, 529, 500, 502, 503, 504} {
+		transport(fmt.Sprintf("Retry%d", st), func(t *testing.T) { testRetry(t, h, Failure{Status: st}, st, "") })
+	}
+	transport("RetryReset", func(t *testing.T) { testRetry(t, h, Failure{Reset: true}, 0, "") })
+	transport("RetryTimeout", func(t *testing.T) { testRetry(t, h, Failure{Hang: true}, 0, "attempt timed out") })
+	transport("RetryAfter", func(t *testing.T) { testRetryAfter(t, h) })
+	transport("Deadline", func(t *testing.T) { testDeadline(t, h) })
+	transport("GivesUp", func(t *testing.T) { testGivesUp(t, h) })
+	for _, st := range []int{400, 401, 403, 404} {
+		transport(fmt.Sprintf("FailFast%d", st), func(t *testing.T) { testFailFast(t, h, st) })
+	}
+}
+
+var tools = []model.ToolSpec{
+	{Name: "add", Description: "Add two integers.", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}`)},
+	{Name: "finish", Description: "Finish with an answer.", InputSchema: json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}}}`)},
+}
+
+func request(msgs ...model.Message) model.Request {
+	if len(msgs) == 0 {
+		msgs = []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("What is 2+3?")}}}
+	}
+	return model.Request{System: "You are a careful agent.", Tools: tools, Messages: msgs, MaxOutputTokens: 512, Purpose: model.PurposeStep}
+}
+
+// want is the Response a reply must come back as (Model and cost aside).
+func want(r Reply) model.Response {
+	resp := model.Response{Content: []model.Block{}, StopReason: "end_turn"}
+	if r.Text != "" {
+		resp.Content = append(resp.Content, model.TextBlock(r.Text))
+	}
+	for _, c := range r.Calls {
+		resp.Content = append(resp.Content, model.Block{Type: model.ToolUse, ID: c.ID, Name: c.Name, Input: json.RawMessage(c.Args)})
+		resp.StopReason = "tool_use"
+	}
+	return resp
+}
+
+func generate(t *testing.T, m model.Model, ctx context.Context, req model.Request) model.Response {
+	t.Helper()
+	resp, err := m.Generate(ctx, req)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	return resp
+}
+
+func checkReply(t *testing.T, got model.Response, r Reply) {
+	t.Helper()
+	w := want(r)
+	got.Model, got.Usage = "", model.Usage{}
+	if diff := diffResponse(w, got); diff != "" {
+		t.Errorf("response mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func testRoundTrip(t *testing.T, h Harness) {
+	reply := Reply{Text: "2+3 is 5; finishing.", Calls: []Call{{ID: "call_1_1", Name: "finish", Args: `{"answer":"5"}`}}}
+	m, srv := h.model(t, []Turn{{Reply: reply}}, Options{})
+	req := request(
+		model.Message{Role: model.User, Content: []model.Block{model.TextBlock("What is 2+3?")}},
+		model.Message{Role: model.Assistant, Content: []model.Block{
+			model.TextBlock("I will add."),
+			{Type: model.ToolUse, ID: "toolu_01", Name: "add", Input: json.RawMessage(`{"a":2,"b":3}`)},
+		}},
+		model.Message{Role: model.User, Content: []model.Block{{Type: model.ToolResult, ID: "toolu_01", Text: "5"}}},
+		// A second user message in a row, as the loop core sends feedback.
+		model.Message{Role: model.User, Content: []model.Block{model.TextBlock("Now finish.")}},
+	)
+	checkReply(t, generate(t, m, context.Background(), req), reply)
+	if srv == nil {
+		return
+	}
+	bodies := srv.Bodies()
+	if len(bodies) != 1 {
+		t.Fatalf("%d requests, want 1", len(bodies))
+	}
+	seen, err := srv.wire.Parse(bodies[0])
+	if err != nil {
+		t.Fatalf("parse request: %v", err)
+	}
+	if seen.System != req.System {
+		t.Errorf("system = %q, want %q", seen.System, req.System)
+	}
+	if got := strings.Join(seen.Tools, ","); got != "add,finish" {
+		t.Errorf("tools = %s, want add,finish", got)
+	}
+	if len(seen.ToolUses) != 1 || seen.ToolUses[0] != (Call{"toolu_01", "add", `{"a":2,"b":3}`}) {
+		t.Errorf("tool uses = %+v, want the add call", seen.ToolUses)
+	}
+	if strings.Join(seen.ToolResults, ",") != "toolu_01" {
+		t.Errorf("tool results = %v, want [toolu_01]", seen.ToolResults)
+	}
+	texts := strings.Join(seen.UserTexts, "|")
+	if !strings.Contains(texts, "What is 2+3?") || !strings.Contains(texts, "Now finish.") {
+		t.Errorf("user texts = %q, want both user messages", texts)
+	}
+	if h.Alternates {
+		for i := 1; i < len(seen.Roles); i++ {
+			if seen.Roles[i] == seen.Roles[i-1] {
+				t.Errorf("roles %v do not alternate", seen.Roles)
+				break
+			}
+		}
+	}
+}
+
+func testParallel(t *testing.T, h Harness, stream bool) {
+	reply := Reply{Text: "Three sums at once.", Calls: []Call{
+		{ID: "call_1_1", Name: "add", Args: `{"a":1,"b":2}`},
+		{ID: "call_1_2", Name: "add", Args: `{"a":3,"b":4}`},
+		{ID: "call_1_3", Name: "add", Args: `{"a":5,"b":6}`},
+	}, Usage: model.Usage{InputTokens: 50, OutputTokens: 30}}
+	plain, _ := h.model(t, []Turn{{Reply: reply}}, Options{})
+	want := generate(t, plain, context.Background(), request())
+	checkReply(t, want, reply)
+	if !stream {
+		return
+	}
+	m, srv := h.model(t, []Turn{{Reply: reply}}, Options{Stream: true})
+	var deltas strings.Builder
+	ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { deltas.WriteString(d) }})
+	got := generate(t, m, ctx, request())
+	if diff := diffResponse(want, got); diff != "" {
+		t.Errorf("streamed response differs from the whole one (-whole +streamed):\n%s", diff)
+	}
+	if deltas.String() != reply.Text {
+		t.Errorf("OnText saw %q, want %q", deltas.String(), reply.Text)
+	}
+	if seen, err := srv.wire.Parse(srv.Bodies()[0]); err != nil || !seen.Stream {
+		t.Errorf("the request did not ask for a stream (err %v)", err)
+	}
+}
+
+func testUsage(t *testing.T, h Harness) {
+	u := model.Usage{InputTokens: 1200, OutputTokens: 345, CacheReadTokens: 5000, CacheWriteTokens: 800}
+	reply := Reply{Text: "done", Usage: u}
+	m, _ := h.model(t, []Turn{{Reply: reply}}, Options{})
+	got := generate(t, m, context.Background(), request()).Usage
+	want := u
+	want.Cost, want.CostKnown = h.Cost(u)
+	if got != want {
+		t.Errorf("usage = %+v, want %+v", got, want)
+	}
+	if pm, ok := m.(model.Priced); ok && pm.PriceKnown() != want.CostKnown {
+		t.Errorf("PriceKnown() = %v but CostKnown = %v", pm.PriceKnown(), want.CostKnown)
+	}
+}
+
+func testMalformed(t *testing.T, h Harness) {
+	for _, args := range []string{`{"a": 2,`, `{"a": 2, "b": }`, `not json at all`, `{"a":"\u00e9 \"quoted\""}`} {
+		reply := Reply{Calls: []Call{{ID: "call_1_1", Name: "add", Args: args}}}
+		m, _ := h.model(t, []Turn{{Reply: reply}}, Options{Stream: h.MalformedNeedsStream})
+		resp, err := m.Generate(context.Background(), request())
+		if err != nil {
+			t.Errorf("args %q: Generate failed (malformed arguments are the model's, not infrastructure's): %v", args, err)
+			continue
+		}
+		checkReply(t, resp, reply)
+	}
+}
+
+func testCancel(t *testing.T, h Harness) {
+	m, _ := h.model(t, []Turn{{Fail: []Failure{{Hang: true}}, Reply: Reply{Text: "late"}}}, Options{Retry: retry.Config{MaxAttempts: 1}})
+	if h.NoTransport {
+		// No server to hang: cancel before the call.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := m.Generate(ctx, request()); err == nil {
+			t.Error("Generate with a cancelled context succeeded")
+		}
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := m.Generate(ctx, request())
+	if err == nil {
+		t.Fatal("Generate succeeded after cancellation")
+	}
+	if !errorsIsCanceled(err) {
+		t.Errorf("error %v does not wrap context.Canceled", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Generate took %v to notice cancellation", d)
+	}
+}
+
+func testRetry(t *testing.T, h Harness, f Failure, status int, reason string) {
+	var s sleeps
+	reply := Reply{Text: "after a retry"}
+	m, srv := h.model(t, []Turn{{Fail: []Failure{f}, Reply: reply}}, Options{Retry: retryConfig(&s)})
+	if srv == nil {
+		t.Fatal("the model has no server: set Harness.NoTransport if it has no transport")
+	}
+	var retries []model.Retry
+	ctx := model.WithHooks(context.Background(), model.Hooks{OnRetry: func(r model.Retry) { retries = append(retries, r) }})
+	checkReply(t, generate(t, m, ctx, request()), reply)
+	if srv.Attempts() != 2 {
+		t.Errorf("%d attempts, want 2", srv.Attempts())
+	}
+	if len(retries) != 1 {
+		t.Fatalf("OnRetry called %d times, want 1: %+v", len(retries), retries)
+	}
+	r := retries[0]
+	// The first retry waits BaseDelay with jitter in its middle: 75ms.
+	if r.Attempt != 2 || r.Status != status || r.Wait != 75*time.Millisecond || r.Reason == "" {
+		t.Errorf("retry = %+v, want attempt 2, status %d, wait 75ms and a reason", r, status)
+	}
+	if reason != "" && r.Reason != reason {
+		t.Errorf("reason = %q, want %q", r.Reason, reason)
+	}
+	if w := s.waits(); len(w) != 1 || w[0] != r.Wait {
+		t.Errorf("slept %v, want [%v]", w, r.Wait)
+	}
+}
+
+func testRetryAfter(t *testing.T, h Harness) {
+	for _, tc := range []struct {
+		name  string
+		value func() string
+		want  time.Duration
+	}{
+		{"Retry-After", func() string { return "2" }, 2 * time.Second},
+		{"Retry-After-Ms", func() string { return "1500" }, 1500 * time.Millisecond},
+		// An HTTP date has one-second resolution, and time passes before the
+		// reply is read: allow two seconds less.
+		{"Retry-After", func() string { return time.Now().Add(20 * time.Second).UTC().Format(http.TimeFormat) }, 20 * time.Second},
+	} {
+		var s sleeps
+		header := map[string]string{tc.name: tc.value()}
+		m, _ := h.model(t, []Turn{{Fail: []Failure{{Status: 429, Header: header}}, Reply: Reply{Text: "ok"}}}, Options{Retry: retryConfig(&s)})
+		generate(t, m, context.Background(), request())
+		w := s.waits()
+		exact := tc.want < 10*time.Second
+		if len(w) != 1 || exact && w[0] != tc.want || !exact && (w[0] > tc.want || w[0] < tc.want-2*time.Second) {
+			t.Errorf("%v: waited %v, want %v", header, w, tc.want)
+		}
+	}
+}
+
+func testDeadline(t *testing.T, h Harness) {
+	var s sleeps
+	m, srv := h.model(t, []Turn{{Fail: []Failure{{Status: 429, Header: map[string]string{"Retry-After": "30"}}}, Reply: Reply{Text: "too late"}}}, Options{Retry: retryConfig(&s)})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := m.Generate(ctx, request())
+	ae := apiError(t, err)
+	if ae.Status != 429 || ae.Kind != model.ErrRateLimited {
+		t.Errorf("error = %+v, want the 429 the server sent", ae)
+	}
+	if w := s.waits(); len(w) != 0 || srv.Attempts() != 1 {
+		t.Errorf("waited %v over %d attempts; a wait past the deadline must give up at once", w, srv.Attempts())
+	}
+}
+
+func testGivesUp(t *testing.T, h Harness) {
+	var s sleeps
+	rc := retryConfig(&s)
+	rc.MaxAttempts = 3
+	fails := []Failure{{Status: 503}, {Status: 503}, {Status: 503}}
+	m, srv := h.model(t, []Turn{{Fail: fails, Reply: Reply{Text: "never"}}}, Options{Retry: rc})
+	_, err := m.Generate(context.Background(), request())
+	ae := apiError(t, err)
+	if ae.Status != 503 || !ae.Temporary() || srv.Attempts() != 3 {
+		t.Errorf("error %+v after %d attempts, want a temporary 503 after 3", ae, srv.Attempts())
+	}
+	// 100ms doubled once, each with jitter at its middle.
+	if w := s.waits(); len(w) != 2 || w[0] != 75*time.Millisecond || w[1] != 150*time.Millisecond {
+		t.Errorf("waits = %v, want [75ms 150ms]", w)
+	}
+}
+
+func testFailFast(t *testing.T, h Harness, status int) {
+	var s sleeps
+	m, srv := h.model(t, []Turn{{Fail: []Failure{{Status: status}}, Reply: Reply{Text: "never"}}}, Options{Retry: retryConfig(&s)})
+	_, err := m.Generate(context.Background(), request())
+	ae := apiError(t, err)
+	if ae.Status != status || ae.Kind != model.KindOf(status) || ae.Temporary() {
+		t.Errorf("error = %+v, want status %d of kind %s, not temporary", ae, status, model.KindOf(status))
+	}
+	if srv.Attempts() != 1 || len(s.waits()) != 0 {
+		t.Errorf("%d attempts, waits %v: want one attempt and no wait", srv.Attempts(), s.waits())
+	}
+	if (status == 401 || status == 403 || status == 404) && ae.Fix == "" {
+		t.Errorf("%d error has no fix: %v", status, err)
+	}
+	if strings.Contains(err.Error(), secretKey) || strings.Contains(fmt.Sprintf("%+v", ae), secretKey) {
+		t.Errorf("the error shows the API key: %v", err)
+	}
+}
+
+func apiError(t *testing.T, err error) *model.APIError {
+	t.Helper()
+	if err == nil {
+		t.Fatal("Generate succeeded, want an error")
+	}
+	ae, ok := err.(*model.APIError)
+	if !ok {
+		t.Fatalf("error %T %v is not a *model.APIError", err, err)
+	}
+	return ae
+}

@@ -1,0 +1,68 @@
+package openai
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/modeltest"
+)
+
+// FuzzAssemble feeds arbitrary streams through the SDK's decoder to the
+// assembler and the normalisation into a Response: no panic, the text shown
+// as it streamed is the Response's text, every tool call has an id and
+// arguments, and the stop reason says tool_use exactly when there are calls
+// (unless the reply was cut at max_tokens).
+func FuzzAssemble(f *testing.F) {
+	for _, name := range []string{"testdata/chat.sse", "testdata/ollama.sse"} {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b)
+		}
+	}
+	_, b := wire{}.Reply(modeltest.Reply{Text: "héllo", Calls: []modeltest.Call{{ID: "a", Name: "x", Args: `{"q": 1,`}}}, true)
+	f.Add(b)
+	m := &Model{cfg: Config{Model: "m"}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(data))}
+		s := ssestream.NewStream[openai.ChatCompletionChunk](ssestream.NewDecoder(res), nil)
+		var a assembler
+		var shown strings.Builder
+		for s.Next() {
+			shown.WriteString(a.add(s.Current()))
+		}
+		if s.Err() != nil {
+			return
+		}
+		r, err := a.reply()
+		if err != nil {
+			return
+		}
+		resp := m.response(r)
+		var text strings.Builder
+		calls := 0
+		for _, b := range resp.Content {
+			switch b.Type {
+			case model.Text:
+				text.WriteString(b.Text)
+			case model.ToolUse:
+				calls++
+				if b.ID == "" || len(b.Input) == 0 {
+					t.Errorf("tool call without id or input: %+v", b)
+				}
+			}
+		}
+		if shown.String() != text.String() {
+			t.Errorf("shown %q, Response text %q", shown.String(), text.String())
+		}
+		if resp.StopReason != "max_tokens" && (resp.StopReason == "tool_use") != (calls > 0) {
+			t.Errorf("stop reason %q with %d calls", resp.StopReason, calls)
+		}
+	})
+}

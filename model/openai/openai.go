@@ -1,0 +1,394 @@
+// Package openai is a model.Model for OpenAI's Chat Completions API and for
+// any server that speaks it (Ollama, vLLM, llama.cpp server, LM Studio),
+// built on the official Go SDK (github.com/openai/openai-go/v3).
+//
+// Requests: the system prompt goes first as a system message; a user turn's
+// tool results become tool messages (right after the assistant turn that
+// called them) and its text a user message; an assistant turn's text is its
+// content and its tool_use blocks its tool_calls, arguments sent back as
+// the model produced them. OpenAI caches a stable prompt prefix on its own,
+// and system + tools + history is such a prefix, so nothing is marked.
+//
+// Replies: the text (the thought) comes first, then the tool calls in
+// order; arguments are passed through as the model produced them, valid
+// JSON or not. OpenAI-compatible servers differ, and the differences are
+// tolerated: a missing usage (the cost is then unknown), finish reasons
+// other than OpenAI's (normalised to the Anthropic-style names the rest of
+// ratchet uses, and "tool_use" whenever there are tool calls), missing tool
+// call ids (generated), arguments sent as a JSON object instead of a string
+// (kept as the object's text), and empty arguments (sent on as {}).
+//
+// Transport: the SDK's own retries are off; a model/retry Transport under
+// it retries and reports each retry through model.Hooks. Failures are
+// *model.APIError.
+package openai
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/price"
+	"github.com/ratchetloop/ratchet/model/retry"
+)
+
+// Provider names, as in errors and model strings.
+const (
+	Provider           = "openai"
+	ProviderCompatible = "openai-compatible"
+)
+
+// Config configures a Model. Model is required; the zero value of every
+// other field means its default.
+type Config struct {
+	// Model is the server's model name, e.g. "gpt-4.1" or "llama3.1:8b".
+	Model string
+	// BaseURL is the API's root including /v1, e.g.
+	// "http://localhost:11434/v1" for Ollama. Default $OPENAI_BASE_URL, else
+	// OpenAI's.
+	BaseURL string
+	// APIKey defaults to $OPENAI_API_KEY. OpenAI requires one; most local
+	// servers do not, and get a placeholder when it is empty.
+	APIKey string
+	// Compatible marks a server that is not OpenAI: no key is required, the
+	// reply cap is sent as max_tokens (which local servers understand)
+	// rather than max_completion_tokens, and prices are unknown unless
+	// Price is set.
+	Compatible bool
+	// MaxTokens caps a reply when Request.MaxOutputTokens is 0; 0 leaves it
+	// to the server.
+	MaxTokens int
+	// Stream asks for a streamed reply and passes its text to
+	// model.Hooks.OnText as it arrives. The Response is the same as without.
+	Stream bool
+	// Retry configures transport retries (see model/retry).
+	Retry retry.Config
+	// Price overrides the price table's entry for Model (and gives a
+	// compatible server's model a price).
+	Price *price.Price
+	// NoEnv leaves the environment unread: the caller resolved it already
+	// (model/provider does, through its own Getenv).
+	NoEnv bool
+}
+
+// Model calls the Chat Completions API. It is safe for concurrent use.
+type Model struct {
+	cfg      Config
+	provider string
+	client   openai.Client
+	price    price.Price
+	priced   bool
+	ids      atomic.Int64 // for tool calls a server sent without an id
+}
+
+var (
+	_ model.Model  = (*Model)(nil)
+	_ model.Named  = (*Model)(nil)
+	_ model.Priced = (*Model)(nil)
+)
+
+// New returns a Model. It fails if no model name is configured, or no API
+// key for OpenAI itself.
+func New(cfg Config) (*Model, error) {
+	if !cfg.NoEnv {
+		cfg.APIKey = cmp.Or(cfg.APIKey, os.Getenv("OPENAI_API_KEY"))
+		cfg.BaseURL = cmp.Or(cfg.BaseURL, os.Getenv("OPENAI_BASE_URL"))
+	}
+	m := &Model{cfg: cfg, provider: Provider}
+	if cfg.Compatible {
+		m.provider = ProviderCompatible
+	}
+	var problems []string
+	if cfg.Model == "" {
+		problems = append(problems, "no model name (e.g. openai:gpt-4.1)")
+	}
+	if cfg.Compatible && cfg.BaseURL == "" {
+		problems = append(problems, "no base URL (e.g. openai-compatible:http://localhost:11434/v1#llama3.1)")
+	}
+	if !cfg.Compatible && cfg.APIKey == "" {
+		problems = append(problems, "no API key: set OPENAI_API_KEY")
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(m.provider + ": " + strings.Join(problems, "; "))
+	}
+	opts := []option.RequestOption{
+		option.WithAPIKey(cmp.Or(cfg.APIKey, "none")), // local servers ignore it; the SDK wants one
+		option.WithMaxRetries(0),                      // retries are model/retry's, so that each is reported
+		option.WithHTTPClient(&http.Client{Transport: retry.New(cfg.Retry)}),
+	}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	m.client = openai.NewClient(opts...)
+	switch {
+	case cfg.Price != nil:
+		m.price, m.priced = *cfg.Price, true
+	case !cfg.Compatible:
+		m.price, m.priced = price.Lookup(Provider, cfg.Model)
+	}
+	return m, nil
+}
+
+// Name returns "openai:<model>", or "openai-compatible:<base-url>#<model>".
+func (m *Model) Name() string {
+	if m.cfg.Compatible {
+		return ProviderCompatible + ":" + m.cfg.BaseURL + "#" + m.cfg.Model
+	}
+	return Provider + ":" + m.cfg.Model
+}
+
+// PriceKnown reports whether the model's calls have a known price.
+func (m *Model) PriceKnown() bool { return m.priced }
+
+// Generate sends req and returns the reply. The error is a *model.APIError.
+func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return model.Response{}, &model.APIError{Provider: m.provider, Kind: model.ErrBadRequest, Message: err.Error(), Err: err}
+	}
+	var r reply
+	if m.cfg.Stream {
+		r, err = m.stream(ctx, params)
+	} else {
+		var cc *openai.ChatCompletion
+		cc, err = m.client.Chat.Completions.New(ctx, params)
+		if err == nil {
+			r = fromCompletion(cc)
+		}
+	}
+	if err != nil {
+		return model.Response{}, m.apiError(err)
+	}
+	resp := m.response(r)
+	if m.priced && r.hasUsage {
+		resp.Usage.Cost, resp.Usage.CostKnown = m.price.Cost(resp.Usage), true
+	}
+	return resp, nil
+}
+
+func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParams) (reply, error) {
+	params.StreamOptions.IncludeUsage = openai.Bool(true)
+	s := m.client.Chat.Completions.NewStreaming(ctx, params)
+	defer s.Close()
+	var a assembler
+	onText := model.HooksFrom(ctx).OnText
+	for s.Next() {
+		if d := a.add(s.Current()); d != "" && onText != nil {
+			onText(d)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return reply{}, err
+	}
+	return a.reply()
+}
+
+func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{
+		Model:    shared.ChatModel(m.cfg.Model),
+		Messages: messages(req.System, req.Messages),
+	}
+	if n := cmp.Or(req.MaxOutputTokens, m.cfg.MaxTokens); n > 0 {
+		if m.cfg.Compatible {
+			p.MaxTokens = openai.Int(int64(n))
+		} else {
+			p.MaxCompletionTokens = openai.Int(int64(n))
+		}
+	}
+	for _, t := range req.Tools {
+		def, err := functionDef(t)
+		if err != nil {
+			return p, err
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(def))
+	}
+	return p, nil
+}
+
+// functionDef passes the tool's schema through as raw JSON rather than
+// decoding it into the SDK's map.
+func functionDef(t model.ToolSpec) (shared.FunctionDefinitionParam, error) {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	raw, err := json.Marshal(struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
+	}{t.Name, t.Description, schema})
+	if err != nil {
+		return shared.FunctionDefinitionParam{}, errors.New("tool " + t.Name + ": input schema is not valid JSON")
+	}
+	return param.Override[shared.FunctionDefinitionParam](json.RawMessage(raw)), nil
+}
+
+// messages converts the conversation. Each message is converted once per
+// call.
+func messages(system string, msgs []model.Message) []openai.ChatCompletionMessageParamUnion {
+	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
+	if system != "" {
+		out = append(out, openai.SystemMessage(system))
+	}
+	var text strings.Builder
+	for _, msg := range msgs {
+		text.Reset()
+		if msg.Role == model.Assistant {
+			a := openai.ChatCompletionAssistantMessageParam{}
+			for _, b := range msg.Content {
+				switch b.Type {
+				case model.Text:
+					join(&text, b.Text)
+				case model.ToolUse:
+					a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+						OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+							ID:       b.ID,
+							Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: b.Name, Arguments: string(b.Input)},
+						},
+					})
+				}
+			}
+			if text.Len() > 0 || len(a.ToolCalls) == 0 {
+				a.Content.OfString = openai.String(text.String())
+			}
+			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			continue
+		}
+		// Tool results first: they must follow the assistant's tool calls.
+		for _, b := range msg.Content {
+			if b.Type == model.ToolResult {
+				content := b.Text
+				if b.IsError && !strings.HasPrefix(content, "error") {
+					content = "error: " + content
+				}
+				out = append(out, openai.ToolMessage(content, b.ID))
+			} else if b.Type == model.Text {
+				join(&text, b.Text)
+			}
+		}
+		if text.Len() > 0 {
+			out = append(out, openai.UserMessage(text.String()))
+		}
+	}
+	return out
+}
+
+func join(b *strings.Builder, s string) {
+	if b.Len() > 0 {
+		b.WriteString("\n\n")
+	}
+	b.WriteString(s)
+}
+
+// reply is what either path (whole or streamed) read, before it is
+// normalised into a Response.
+type reply struct {
+	model    string
+	text     string
+	calls    []call
+	finish   string
+	usage    openai.CompletionUsage
+	hasUsage bool
+}
+
+type call struct {
+	id, name string
+	args     string
+}
+
+func fromCompletion(cc *openai.ChatCompletion) reply {
+	r := reply{model: cc.Model, usage: cc.Usage, hasUsage: cc.JSON.Usage.Valid() && cc.Usage.JSON.PromptTokens.Valid()}
+	if len(cc.Choices) == 0 {
+		return r
+	}
+	ch := cc.Choices[0]
+	r.finish = ch.FinishReason
+	r.text = ch.Message.Content
+	for _, tc := range ch.Message.ToolCalls {
+		args := tc.Function.Arguments
+		if raw := tc.Function.JSON.Arguments.Raw(); strings.HasPrefix(strings.TrimSpace(raw), "{") {
+			args = raw // a server that sent the arguments as an object, not a string
+		}
+		r.calls = append(r.calls, call{id: tc.ID, name: tc.Function.Name, args: args})
+	}
+	return r
+}
+
+func (m *Model) response(r reply) model.Response {
+	resp := model.Response{Model: r.model, StopReason: stopReason(r.finish, len(r.calls) > 0)}
+	resp.Content = make([]model.Block, 0, len(r.calls)+1)
+	if r.text != "" {
+		resp.Content = append(resp.Content, model.TextBlock(r.text))
+	}
+	for _, c := range r.calls {
+		id := c.id
+		if id == "" {
+			id = "call_ratchet_" + strconv.FormatInt(m.ids.Add(1), 10)
+		}
+		args := c.args
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		resp.Content = append(resp.Content, model.Block{Type: model.ToolUse, ID: id, Name: c.name, Input: json.RawMessage(args)})
+	}
+	if r.hasUsage {
+		u := r.usage
+		cached, written := u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens
+		resp.Usage = model.Usage{
+			InputTokens:      max(0, u.PromptTokens-cached-written),
+			OutputTokens:     u.CompletionTokens,
+			CacheReadTokens:  cached,
+			CacheWriteTokens: written,
+		}
+	}
+	return resp
+}
+
+// stopReason normalises a finish reason to the names the rest of ratchet
+// uses (Anthropic's). Some servers say "stop" after tool calls.
+func stopReason(finish string, calls bool) string {
+	switch {
+	case finish == "length":
+		return "max_tokens"
+	case calls:
+		return "tool_use"
+	case finish == "stop" || finish == "" || finish == "eos" || finish == "end_turn":
+		return "end_turn"
+	case finish == "content_filter":
+		return "refusal"
+	}
+	return finish
+}
+
+// apiError turns an SDK or transport error into a *model.APIError.
+func (m *Model) apiError(err error) error {
+	var oe *openai.Error
+	if errors.As(err, &oe) {
+		e := &model.APIError{Provider: m.provider, Status: oe.StatusCode, Kind: model.KindOf(oe.StatusCode), Message: cmp.Or(oe.Message, http.StatusText(oe.StatusCode)), Err: err}
+		switch e.Kind {
+		case model.ErrAuth:
+			e.Fix = "check OPENAI_API_KEY (or the key in the config): it is missing, wrong or lacks access"
+		case model.ErrNotFound:
+			e.Fix = "check the model name " + m.cfg.Model + " and the base URL"
+			if m.cfg.Compatible {
+				e.Fix += " (it usually ends in /v1; is the model pulled or loaded on the server?)"
+			}
+		case model.ErrRateLimited, model.ErrOverloaded, model.ErrServer:
+			e.Fix = "retries gave up; try again later or raise the time budget"
+		}
+		return e
+	}
+	return retry.TransportError(m.provider, err)
+}

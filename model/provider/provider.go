@@ -1,0 +1,135 @@
+// Package provider turns a model string into a model.Model. It is the one
+// parser of model strings, used by the CLI, task files and the Go API:
+//
+//	anthropic:<model>                      Anthropic's Messages API (ANTHROPIC_API_KEY)
+//	openai:<model>                         OpenAI's Chat Completions (OPENAI_API_KEY, OPENAI_BASE_URL)
+//	openai-compatible:<base-url>#<model>   any server speaking Chat Completions: Ollama, vLLM, llama.cpp, LM Studio
+//	scripted:<file>                        a recorded, offline test double (model/scripted)
+//
+// An empty string means $RATCHET_MODEL. For openai-compatible, an empty
+// base URL means $OPENAI_BASE_URL.
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/anthropic"
+	"github.com/ratchetloop/ratchet/model/openai"
+	"github.com/ratchetloop/ratchet/model/retry"
+	"github.com/ratchetloop/ratchet/model/scripted"
+)
+
+// Options lists the model string forms, for error messages and help.
+const Options = "anthropic:MODEL (needs ANTHROPIC_API_KEY), openai:MODEL (needs OPENAI_API_KEY), " +
+	"openai-compatible:BASE_URL#MODEL (Ollama, vLLM, llama.cpp server, LM Studio; e.g. openai-compatible:http://localhost:11434/v1#llama3.1), " +
+	"scripted:FILE (a recorded, offline test double)"
+
+// ErrNoModel is returned (wrapped) when no model is configured.
+var ErrNoModel = errors.New("no model configured")
+
+// Config configures Open. The zero value means defaults.
+type Config struct {
+	// Dir is where a relative scripted file resolves; "" means the working
+	// directory.
+	Dir string
+	// Stream asks providers that stream to do so (text reaches
+	// model.Hooks.OnText as it is generated).
+	Stream bool
+	// Retry configures transport retries of the HTTP providers.
+	Retry retry.Config
+	// Notice receives the scripted model's notice; nil means os.Stderr.
+	Notice io.Writer
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Spec is a parsed model string.
+type Spec struct {
+	Provider string // "anthropic", "openai", "openai-compatible" or "scripted"
+	Model    string // the model name; "" for scripted
+	BaseURL  string // openai-compatible only (before the environment default)
+	File     string // scripted only
+}
+
+// Parse parses a model string. It does not read the environment.
+func Parse(s string) (Spec, error) {
+	if s == "" {
+		return Spec{}, fmt.Errorf("%w; options: %s", ErrNoModel, Options)
+	}
+	kind, arg, _ := strings.Cut(s, ":")
+	sp := Spec{Provider: kind}
+	switch kind {
+	case "anthropic", "openai":
+		if arg == "" {
+			return Spec{}, fmt.Errorf("model %q: %s needs a model name, e.g. %s", s, kind, example(kind))
+		}
+		sp.Model = arg
+	case "openai-compatible":
+		i := strings.LastIndex(arg, "#")
+		if i < 0 || arg[i+1:] == "" {
+			return Spec{}, fmt.Errorf("model %q: openai-compatible needs BASE_URL#MODEL, e.g. %s", s, example(kind))
+		}
+		sp.BaseURL, sp.Model = arg[:i], arg[i+1:]
+	case "scripted":
+		if arg == "" {
+			return Spec{}, fmt.Errorf("model %q: scripted needs a file, e.g. scripted:turns.yaml", s)
+		}
+		sp.File = arg
+	default:
+		return Spec{}, fmt.Errorf("unknown model %q; options: %s", s, Options)
+	}
+	return sp, nil
+}
+
+func example(kind string) string {
+	switch kind {
+	case "anthropic":
+		return "anthropic:claude-sonnet-4-5"
+	case "openai":
+		return "openai:gpt-4.1"
+	}
+	return "openai-compatible:http://localhost:11434/v1#llama3.1"
+}
+
+// Open parses s (or $RATCHET_MODEL when s is "") and returns its model.
+func Open(s string, cfg Config) (model.Model, error) {
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if s == "" {
+		s = getenv("RATCHET_MODEL")
+	}
+	sp, err := Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	switch sp.Provider {
+	case "anthropic":
+		return anthropic.New(anthropic.Config{
+			Model: sp.Model, APIKey: getenv("ANTHROPIC_API_KEY"), BaseURL: getenv("ANTHROPIC_BASE_URL"),
+			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true,
+		})
+	case "openai", "openai-compatible":
+		compatible := sp.Provider == "openai-compatible"
+		base := sp.BaseURL
+		if base == "" {
+			base = getenv("OPENAI_BASE_URL")
+		}
+		return openai.New(openai.Config{
+			Model: sp.Model, APIKey: getenv("OPENAI_API_KEY"), BaseURL: base, Compatible: compatible,
+			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true,
+		})
+	}
+	file := sp.File
+	if cfg.Dir != "" && !filepath.IsAbs(file) {
+		file = filepath.Join(cfg.Dir, file)
+	}
+	return scripted.Load(file, scripted.Config{Notice: cfg.Notice})
+}

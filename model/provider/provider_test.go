@@ -1,0 +1,96 @@
+package provider
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ratchetloop/ratchet/model"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Spec
+		wantErr string
+	}{
+		{"anthropic:claude-sonnet-4-5", Spec{Provider: "anthropic", Model: "claude-sonnet-4-5"}, ""},
+		{"openai:gpt-4.1", Spec{Provider: "openai", Model: "gpt-4.1"}, ""},
+		{"openai-compatible:http://localhost:11434/v1#llama3.1:8b", Spec{Provider: "openai-compatible", BaseURL: "http://localhost:11434/v1", Model: "llama3.1:8b"}, ""},
+		{"openai-compatible:#qwen", Spec{Provider: "openai-compatible", Model: "qwen"}, ""}, // base URL from OPENAI_BASE_URL
+		{"openai-compatible:http://h/v1#a#b", Spec{Provider: "openai-compatible", BaseURL: "http://h/v1#a", Model: "b"}, ""},
+		{"scripted:turns.yaml", Spec{Provider: "scripted", File: "turns.yaml"}, ""},
+		{"", Spec{}, "no model configured; options: anthropic:MODEL"},
+		{"anthropic:", Spec{}, "needs a model name, e.g. anthropic:claude-sonnet-4-5"},
+		{"openai-compatible:http://localhost:8000/v1", Spec{}, "needs BASE_URL#MODEL"},
+		{"scripted:", Spec{}, "scripted needs a file"},
+		{"claude", Spec{}, `unknown model "claude"; options: anthropic:MODEL`},
+		{"gemini:pro", Spec{}, `unknown model "gemini:pro"`},
+	}
+	for _, tt := range tests {
+		got, err := Parse(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Parse(%q) error = %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Parse(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+	if _, err := Parse(""); !errors.Is(err, ErrNoModel) {
+		t.Errorf("Parse(\"\") = %v, want ErrNoModel", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"anthropic:x", "openai-compatible:http://a#b", "scripted:f", ":", "#", "openai:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sp, err := Parse(s)
+		if err != nil {
+			return
+		}
+		if sp.Provider != "scripted" && sp.Model == "" || sp.Provider == "scripted" && sp.File == "" {
+			t.Errorf("Parse(%q) = %+v without a model or file", s, sp)
+		}
+	})
+}
+
+func TestOpen(t *testing.T) {
+	env := map[string]string{
+		"ANTHROPIC_API_KEY": "sk-ant", "OPENAI_API_KEY": "sk-oai", "OPENAI_BASE_URL": "http://localhost:9/v1",
+		"RATCHET_MODEL": "openai:gpt-4.1",
+	}
+	getenv := func(k string) string { return env[k] }
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "t.yaml"), []byte("name: demo\nturns:\n  - text: hi\n"), 0o644)
+	for _, tc := range []struct{ in, name string }{
+		{"anthropic:claude-sonnet-4-5", "anthropic:claude-sonnet-4-5"},
+		{"openai:gpt-4.1", "openai:gpt-4.1"},
+		{"", "openai:gpt-4.1"}, // RATCHET_MODEL
+		{"openai-compatible:http://localhost:11434/v1#llama3.1", "openai-compatible:http://localhost:11434/v1#llama3.1"},
+		{"openai-compatible:#llama3.1", "openai-compatible:http://localhost:9/v1#llama3.1"}, // OPENAI_BASE_URL
+		{"scripted:t.yaml", "demo"},
+	} {
+		m, err := Open(tc.in, Config{Dir: dir, Getenv: getenv, Notice: io.Discard})
+		if err != nil {
+			t.Errorf("Open(%q): %v", tc.in, err)
+			continue
+		}
+		if got := m.(model.Named).Name(); got != tc.name {
+			t.Errorf("Open(%q).Name() = %q, want %q", tc.in, got, tc.name)
+		}
+	}
+}

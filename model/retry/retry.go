@@ -1,0 +1,298 @@
+// Package retry is the transport retry policy of ratchet's model providers:
+// an http.RoundTripper placed under a provider SDK whose own retries are off,
+// so that every provider retries the same way and every retry is reported.
+//
+// It retries 408, 429, 500, 502, 503, 504 and 529 replies, connection resets
+// and attempts that timed out, with exponential backoff and jitter. A
+// retry-after-ms or retry-after header (seconds or an HTTP date) replaces the
+// computed wait. It never waits past the request context's deadline (the
+// runner derives it from the run's remaining time budget): when the wait
+// would cross it, the transport gives up and returns the last reply or error.
+// Anything else (400, 401, 403, 404, a refused connection) is returned at
+// once. Before each wait it calls model.HooksFrom(ctx).OnRetry.
+package retry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ratchetloop/ratchet/model"
+)
+
+// Config configures a Transport. The zero value means defaults.
+type Config struct {
+	// Base carries out each attempt; nil means http.DefaultTransport.
+	Base http.RoundTripper
+	// MaxAttempts is the number of attempts including the first (default 5).
+	// 1 disables retries.
+	MaxAttempts int
+	// BaseDelay is the wait before the first retry, doubled for each later
+	// one (default 500ms); MaxDelay caps it (default 30s). Jitter takes the
+	// wait uniformly from [d/2, d).
+	BaseDelay, MaxDelay time.Duration
+	// MaxRetryAfter is the longest server-requested wait honoured (default
+	// 60s); a server asking for more gets its reply returned instead.
+	MaxRetryAfter time.Duration
+	// AttemptTimeout bounds how long one attempt waits for the reply's
+	// headers; 0 means no bound beyond the context. It does not bound
+	// reading the body, which for a non-streaming call arrives with the
+	// headers and for a streaming call may take as long as generation.
+	AttemptTimeout time.Duration
+	// Rand returns a number in [0, 1) for jitter; nil means math/rand/v2.
+	Rand func() float64
+	// Sleep waits d or until ctx is done; nil means a timer. Tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock compared with the context's deadline; nil means time.Now.
+	Now func() time.Time
+}
+
+// Transport is a retrying http.RoundTripper. It is safe for concurrent use.
+type Transport struct{ cfg Config }
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// New returns a Transport configured by cfg.
+func New(cfg Config) *Transport {
+	if cfg.Base == nil {
+		cfg.Base = http.DefaultTransport
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.BaseDelay <= 0 {
+		cfg.BaseDelay = 500 * time.Millisecond
+	}
+	if cfg.MaxDelay <= 0 {
+		cfg.MaxDelay = 30 * time.Second
+	}
+	if cfg.MaxRetryAfter <= 0 {
+		cfg.MaxRetryAfter = 60 * time.Second
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Transport{cfg: cfg}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// Retryable reports whether a reply with this status is retried.
+func Retryable(status int) bool {
+	switch status {
+	case 408, 429, 500, 502, 503, 504, 529:
+		return true
+	}
+	return false
+}
+
+// RoundTrip sends req, retrying as the package documentation describes.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		// The body must be sent again on a retry.
+		data, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req = req.Clone(ctx)
+		req.Body = io.NopCloser(bytes.NewReader(data))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	}
+	hooks := model.HooksFrom(ctx)
+	for attempt := 1; ; attempt++ {
+		areq := req
+		if attempt > 1 && req.GetBody != nil {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			areq = req.Clone(ctx)
+			areq.Body = body
+		}
+		resp, err := t.attempt(areq)
+		if ctx.Err() != nil {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			if err == nil {
+				err = context.Cause(ctx)
+			}
+			return nil, err
+		}
+		var status int
+		var reason string
+		var wait time.Duration
+		switch {
+		case err != nil:
+			var ok bool
+			if reason, ok = transient(err); !ok {
+				return nil, err
+			}
+		case !Retryable(resp.StatusCode):
+			return resp, nil
+		default:
+			status = resp.StatusCode
+			reason = fmt.Sprintf("%d %s", status, model.KindOf(status))
+			var asked bool
+			if wait, asked = retryAfter(resp.Header, t.cfg.Now()); asked && wait > t.cfg.MaxRetryAfter {
+				return resp, nil
+			}
+		}
+		if wait == 0 {
+			wait = t.backoff(attempt)
+		}
+		if attempt >= t.cfg.MaxAttempts || t.crossesDeadline(ctx, wait) {
+			return resp, err // the last reply or error, as the SDK would have seen it
+		}
+		if resp != nil {
+			// Drain a little so that the connection can be reused.
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+		}
+		if hooks.OnRetry != nil {
+			hooks.OnRetry(model.Retry{Attempt: attempt + 1, Status: status, Wait: wait, Reason: reason})
+		}
+		if err := t.cfg.Sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (t *Transport) crossesDeadline(ctx context.Context, wait time.Duration) bool {
+	d, ok := ctx.Deadline()
+	return ok && !t.cfg.Now().Add(wait).Before(d)
+}
+
+// backoff is the jittered wait before attempt+1.
+func (t *Transport) backoff(attempt int) time.Duration {
+	d := t.cfg.BaseDelay
+	for i := 1; i < attempt && d < t.cfg.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, t.cfg.MaxDelay)
+	return d/2 + time.Duration(t.cfg.Rand()*float64(d/2))
+}
+
+// errAttemptTimeout is the cause of an attempt cut off by AttemptTimeout.
+var errAttemptTimeout = errors.New("attempt timed out waiting for a reply")
+
+func (t *Transport) attempt(req *http.Request) (*http.Response, error) {
+	if t.cfg.AttemptTimeout <= 0 {
+		return t.cfg.Base.RoundTrip(req)
+	}
+	// A timer rather than a context deadline: once the headers are in, the
+	// body (a stream, perhaps) must not be cut off by the attempt's bound.
+	ctx, cancel := context.WithCancelCause(req.Context())
+	var fired atomic.Bool
+	timer := time.AfterFunc(t.cfg.AttemptTimeout, func() {
+		fired.Store(true)
+		cancel(errAttemptTimeout)
+	})
+	resp, err := t.cfg.Base.RoundTrip(req.WithContext(ctx))
+	timer.Stop()
+	if err != nil {
+		cancel(nil)
+		if fired.Load() {
+			return nil, errAttemptTimeout
+		}
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: func() { cancel(nil) }}
+	return resp, nil
+}
+
+type cancelBody struct {
+	io.ReadCloser
+	cancel func()
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// transient says whether a transport error is worth retrying, and names it.
+func transient(err error) (string, bool) {
+	switch {
+	case errors.Is(err, errAttemptTimeout):
+		return "attempt timed out", true
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset", true
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "connection closed before the reply", true
+	case errors.Is(err, syscall.EPIPE):
+		return "broken pipe", true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "network timeout", true
+	}
+	return "", false
+}
+
+// retryAfter reads the server's requested wait: retry-after-ms (Anthropic
+// and OpenAI send it), else retry-after in seconds or as an HTTP date.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
+			return max(time.Duration(ms*float64(time.Millisecond)), 1), true
+		}
+	}
+	if v := h.Get("Retry-After"); v != "" {
+		if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e9 {
+			return max(time.Duration(s*float64(time.Second)), 1), true
+		}
+		if at, err := http.ParseTime(v); err == nil {
+			return max(at.Sub(now), 1), true
+		}
+	}
+	return 0, false
+}
+
+// TransportError describes err, a call that got no HTTP reply, as a
+// *model.APIError of kind timeout or transport. It returns nil for nil.
+func TransportError(provider string, err error) *model.APIError {
+	if err == nil {
+		return nil
+	}
+	e := &model.APIError{Provider: provider, Kind: model.ErrTransport, Message: err.Error(), Err: err}
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, errAttemptTimeout), errors.As(err, &ne) && ne.Timeout():
+		e.Kind = model.ErrTimeout
+		e.Fix = "the call ran out of time: raise the time budget, or check the server is responsive"
+	case errors.Is(err, context.Canceled):
+		e.Kind = model.ErrTimeout
+		e.Message = "cancelled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		e.Fix = "nothing is listening at the base URL: is the server running?"
+	}
+	return e
+}
