@@ -640,7 +640,10 @@ func textOnly(blocks []model.Block) []model.Block {
 
 // charge adds one reply's usage.
 func (m *Machine) charge(u model.Usage) {
-	m.st.Usage.InputTokens += u.InputTokens
+	// Cached input is still input the model read: the token budget bounds
+	// what a run makes the model process (the cost budget prices the
+	// cache's discount).
+	m.st.Usage.InputTokens += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
 	m.st.Usage.OutputTokens += u.OutputTokens
 	m.st.Usage.Cost += u.Cost
 	m.st.MaxCallCost = max(m.st.MaxCallCost, u.Cost)

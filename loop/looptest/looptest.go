@@ -16,7 +16,8 @@
 //	     [sub_max=N]
 //	  <goal>
 //	start [at=DUR]
-//	reply [call=ID] [at=DUR] [in=N] [out=N] [cost=USD] [unknown_cost]
+//	reply [call=ID] [at=DUR] [in=N] [cache_read=N] [cache_write=N] [out=N]
+//	      [cost=USD] [unknown_cost]
 //	  text: <thought>
 //	  call <id> <tool> <json args>
 //	model-error [call=ID] [at=DUR] [kind=K]
@@ -334,6 +335,12 @@ func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {
 	r.Usage.CostKnown = !td.HasArg("unknown_cost")
 	if td.HasArg("in") {
 		td.ScanArgs(t, "in", &r.Usage.InputTokens)
+	}
+	if td.HasArg("cache_read") {
+		td.ScanArgs(t, "cache_read", &r.Usage.CacheReadTokens)
+	}
+	if td.HasArg("cache_write") {
+		td.ScanArgs(t, "cache_write", &r.Usage.CacheWriteTokens)
 	}
 	if td.HasArg("out") {
 		td.ScanArgs(t, "out", &r.Usage.OutputTokens)
