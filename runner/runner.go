@@ -200,6 +200,12 @@ type run struct {
 	// parallel (sampled alternatives): retries. The driving goroutine waits
 	// for those calls, so it never records at the same time.
 	recordMu sync.Mutex
+	// single serves every model call made alone (not a sampled
+	// alternative); hookCtx is hookParent carrying its hooks.
+	single     *callHooks
+	batch      bool // commands are being carried out in parallel
+	hookParent context.Context
+	hookCtx    context.Context
 }
 
 func newRun(task Task, cfg Config) (*run, error) {
@@ -352,6 +358,8 @@ func (r *run) carryOutAll(queue []loop.Event, ctx context.Context, cmds []loop.C
 	}
 	// Batches are rare (samples, checks of several candidates): each
 	// command gets its own context rather than the shared one of within.
+	r.batch = true
+	defer func() { r.batch = false }()
 	out := make([][]loop.Event, len(cmds))
 	var wg sync.WaitGroup
 	for i, c := range cmds {
@@ -404,38 +412,63 @@ func (r *run) callModel(ctx context.Context, c loop.Command) (ev loop.Event) {
 			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
 		}
 	}()
-	resp, err := r.cfg.Model.Generate(model.WithHooks(ctx, r.hooks(&c)), *c.Request)
+	resp, err := r.cfg.Model.Generate(r.withHooks(ctx, &c), *c.Request)
 	if err != nil {
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
 	}
 	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
 }
 
-// hooks record each transport retry as a retry entry and pass streamed text
-// to observers that show it; text of sampled alternatives, generated in
-// parallel, would interleave and is not shown.
-func (r *run) hooks(c *loop.Command) model.Hooks {
-	id := c.ID // not c: the closures would keep the whole command
-	h := model.Hooks{OnRetry: func(rt model.Retry) {
-		r.recordMu.Lock()
-		defer r.recordMu.Unlock()
-		r.record(observe.Entry{At: r.now(), Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
-	}}
-	if c.Request.Purpose == model.PurposeSample {
-		return h
+// callHooks record a model call's transport retries as retry entries and
+// pass its streamed text to the observers that show text.
+type callHooks struct {
+	r    *run
+	id   string
+	text []observe.TextObserver
+}
+
+func (h *callHooks) retry(rt model.Retry) {
+	h.r.recordMu.Lock()
+	defer h.r.recordMu.Unlock()
+	h.r.record(observe.Entry{At: h.r.now(), Kind: observe.KindRetry, Retry: &observe.Retry{Call: h.id, Retry: rt}})
+}
+
+func (h *callHooks) streamed(d string) {
+	for _, to := range h.text {
+		to.ObserveText(h.r.cfg.RunID, h.id, d)
 	}
-	for _, o := range r.cfg.Observers {
-		if to, ok := o.(observe.TextObserver); ok {
-			prev := h.OnText
-			h.OnText = func(d string) {
-				if prev != nil {
-					prev(d)
-				}
-				to.ObserveText(r.cfg.RunID, id, d)
+}
+
+func (h *callHooks) model(sample bool) model.Hooks {
+	mh := model.Hooks{OnRetry: h.retry}
+	if !sample && len(h.text) > 0 {
+		mh.OnText = h.streamed
+	}
+	return mh
+}
+
+// withHooks returns ctx carrying the hooks of call c. A run's calls are
+// mostly made one at a time under one deadline context, so those share
+// one hooks value and one context, saving three allocations a step;
+// sampled alternatives run in parallel and get their own.
+func (r *run) withHooks(ctx context.Context, c *loop.Command) context.Context {
+	if c.Request.Purpose == model.PurposeSample || r.batch {
+		h := &callHooks{r: r, id: c.ID}
+		return model.WithHooks(ctx, h.model(c.Request.Purpose == model.PurposeSample))
+	}
+	if r.single == nil {
+		r.single = &callHooks{r: r}
+		for _, o := range r.cfg.Observers {
+			if to, ok := o.(observe.TextObserver); ok {
+				r.single.text = append(r.single.text, to)
 			}
 		}
 	}
-	return h
+	r.single.id = c.ID
+	if ctx != r.hookParent {
+		r.hookParent, r.hookCtx = ctx, model.WithHooks(ctx, r.single.model(false))
+	}
+	return r.hookCtx
 }
 
 // failure classifies err, naming the time budget when the command's
