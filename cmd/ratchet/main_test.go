@@ -676,3 +676,68 @@ func TestIsPostgresDSN(t *testing.T) {
 		}
 	}
 }
+
+// TestApproveAndAnswer: a run that needs a person waits for one with exit
+// code 4; approve, deny and answer carry it on in a new process.
+func TestApproveAndAnswer(t *testing.T) {
+	dir := write(t, map[string]string{
+		"task.yaml": `goal: Journal the word yes, then answer yes.
+model: scripted:turns.yaml
+tools: [append_file]
+permissions:
+  - {tool: append_file, args: {path: "*.txt"}, action: ask}
+checks: [{equals: "yes"}]
+`,
+		"turns.yaml": `turns:
+  - tools: [{name: append_file, args: {path: journal.txt, text: "yes\n"}}]
+  - tools: [{name: append_file, args: {path: other.txt, text: "no\n"}}]
+  - expect: ["a person refused this call: not that file"]
+    finish: {answer: "yes", confidence: 0.9}
+`,
+	})
+	state := t.TempDir()
+	env := map[string]string{"XDG_STATE_HOME": state}
+	c := run(t, env, "run", filepath.Join(dir, "task.yaml"))
+	c.wantCode(t, exitWaiting)
+	m := regexp.MustCompile(`run (\S+) is waiting for a person:\n  (.*)\n`).FindStringSubmatch(c.stderr)
+	if m == nil || !strings.Contains(m[2], `Allow the agent to call append_file with {"path":"journal.txt"`) {
+		t.Fatalf("no specific question:\n%v", c)
+	}
+	id := m[1]
+	c = run(t, env, "ls", "--status", "awaiting_input", "--json")
+	if !strings.Contains(c.stdout, id) || !strings.Contains(c.stdout, `"question": "Allow`) {
+		t.Errorf("ls does not show the waiting run:\n%v", c)
+	}
+	// An answer is not an approval.
+	run(t, env, "answer", id, "sure").wantCode(t, exitUsage)
+	c = run(t, env, "approve", id)
+	c.wantCode(t, exitWaiting) // the second call asks again
+	if data, _ := os.ReadFile(filepath.Join(dir, "journal.txt")); string(data) != "yes\n" {
+		t.Errorf("journal = %q after approval", data)
+	}
+	c = run(t, env, "deny", id, "not that file")
+	c.wantCode(t, exitDone)
+	if _, err := os.Stat(filepath.Join(dir, "other.txt")); !os.IsNotExist(err) {
+		t.Errorf("a denied call ran: %v", err)
+	}
+	run(t, env, "approve", id).wantCode(t, exitUsage) // nothing waits any more
+	run(t, env, "replay", id).wantCode(t, exitDone)
+}
+
+// TestNoWait: with --no-wait nobody is asked: the call is refused.
+func TestNoWait(t *testing.T) {
+	dir := write(t, map[string]string{
+		"task.yaml": `goal: Try to journal, then answer no.
+model: scripted:turns.yaml
+tools: [append_file]
+permissions: [{tool: append_file, action: ask}]
+checks: [{equals: "no"}]
+`,
+		"turns.yaml": `turns:
+  - tools: [{name: append_file, args: {path: j.txt, text: "x"}}]
+  - expect: ["nobody could approve it now"]
+    finish: {answer: "no", confidence: 0.9}
+`,
+	})
+	run(t, nil, "run", "--no-wait", filepath.Join(dir, "task.yaml")).wantCode(t, exitDone)
+}
