@@ -45,19 +45,10 @@ func (r *run) save(ctx context.Context) error {
 	if r.cfg.Store == nil {
 		return nil
 	}
-	if r.saveErr != nil {
-		return r.saveErr
-	}
-	if len(r.unsaved) == 0 {
-		return nil
+	if err := r.flush(ctx); err != nil {
+		return err
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := r.cfg.Store.Append(ctx, r.cfg.RunID, r.unsaved); err != nil {
-		r.saveErr = fmt.Errorf("store: %w", err)
-		return r.saveErr
-	}
-	clear(r.unsaved)
-	r.unsaved = r.unsaved[:0]
 	every := int64(r.cfg.SnapshotEvery)
 	if every <= 0 {
 		every = defaultSnapshotEvery
@@ -76,6 +67,21 @@ func (r *run) save(ctx context.Context) error {
 	u := r.m.Usage()
 	steps, cost := int64(u.Steps), int64(u.Cost)
 	return r.cfg.Store.UpdateRun(ctx, r.cfg.RunID, store.Update{Steps: &steps, CostMicros: &cost, Updated: r.now()})
+}
+
+// flush makes the recorded entries durable. A failure is kept: the run
+// must not carry out another command.
+func (r *run) flush(ctx context.Context) error {
+	if r.saveErr != nil || len(r.unsaved) == 0 {
+		return r.saveErr
+	}
+	if err := r.cfg.Store.Append(context.WithoutCancel(ctx), r.cfg.RunID, r.unsaved); err != nil {
+		r.saveErr = fmt.Errorf("store: %w", err)
+		return r.saveErr
+	}
+	clear(r.unsaved)
+	r.unsaved = r.unsaved[:0]
+	return nil
 }
 
 // finish records the final Result on the run's row.

@@ -333,3 +333,55 @@ func TestResumeRefusesAChangedTask(t *testing.T) {
 		t.Fatal("resumed with a different goal")
 	}
 }
+
+// TestRecordedResultIsReused: when the process dies while a turn's other
+// calls run, the results already recorded are reused on resume: the
+// non-idempotent call is neither run again nor answered unknown.
+func TestRecordedResultIsReused(t *testing.T) {
+	ctx := context.Background()
+	for n := 1; n < 20; n++ {
+		fx := &sideEffects{}
+		st := &dying{Store: memory.New(), n: n}
+		cfg := runner.Config{Model: newScripted(t, journalScript()), Store: st, RunID: "r"}
+		if _, err := runner.Run(ctx, journalTask(fx), cfg); !errors.Is(err, errDied) {
+			t.Fatalf("kill %d never came", n)
+		}
+		recs, err := runner.LoadLog(ctx, st, "r")
+		if err != nil {
+			continue // died before anything was recorded
+		}
+		var results []string
+		for _, rec := range recs {
+			if rec.Event != nil && rec.Event.Type == loop.EventToolResult {
+				results = append(results, rec.Event.Call)
+			}
+		}
+		if len(results) != 1 {
+			continue // not the point between the turn's two results
+		}
+		st.n = 0
+		cfg.Model = newScripted(t, journalScript())
+		res, err := runner.Resume(ctx, journalTask(fx), cfg, runner.ResumeOptions{})
+		if err != nil || res.Status != loop.Done {
+			t.Fatalf("resume: %v %s", err, res.Status)
+		}
+		recs, _ = runner.LoadLog(ctx, st, "r")
+		answers := 0
+		for _, rec := range recs {
+			if rec.Event != nil && rec.Event.Call == results[0] {
+				answers++
+			}
+			if rec.Event != nil && rec.Event.Tool != nil && rec.Event.Tool.Outcome == runner.OutcomeUnknown && rec.Event.Call == results[0] {
+				t.Errorf("call %s answered unknown although its result was recorded", rec.Event.Call)
+			}
+		}
+		if answers != 1 {
+			t.Errorf("call %s answered %d times", results[0], answers)
+		}
+		if !slices.Equal(fx.lines, []string{"one", "two"}) {
+			t.Errorf("journal %q", fx.lines)
+		}
+		return
+	}
+	t.Fatal("no kill point fell between the two results of the first turn")
+}

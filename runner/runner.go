@@ -202,10 +202,13 @@ type run struct {
 	recordMu sync.Mutex
 	// single serves every model call made alone (not a sampled
 	// alternative); hookCtx is hookParent carrying its hooks.
-	single     *callHooks
-	batch      bool // commands are being carried out in parallel
-	hookParent context.Context
-	hookCtx    context.Context
+	single *callHooks
+	batch  bool // commands are being carried out in parallel
+	// prerecorded is how many events at the queue's front are already
+	// recorded (tool results made durable as their calls ended).
+	prerecorded int
+	hookParent  context.Context
+	hookCtx     context.Context
 }
 
 func newRun(task Task, cfg Config) (*run, error) {
@@ -280,7 +283,11 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		// into it without a copy.
 		ev := &queue[0]
 		queue = queue[1:]
-		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
+		if r.prerecorded > 0 {
+			r.prerecorded--
+		} else {
+			r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
+		}
 		if err := r.m.Step(*ev); err != nil {
 			// A shell bug; still end with exactly one Result.
 			r.m.Advance()
@@ -317,12 +324,13 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if r.awaiting != "" {
 			return r.wait(ctx)
 		}
-		// A cancelled run ends cancelled, whatever the interrupted work says.
+		// A cancelled run ends cancelled, whatever the interrupted work says;
+		// results already in the log stay, so that the run and its log agree.
 		if ctx.Err() != nil {
-			queue = []loop.Event{{Type: loop.EventCancel, Text: context.Cause(ctx).Error()}}
+			queue = append(queue[:r.prerecorded:r.prerecorded], loop.Event{Type: loop.EventCancel, Text: context.Cause(ctx).Error()})
 		}
 		at := r.now()
-		for i := range queue {
+		for i := r.prerecorded; i < len(queue); i++ {
 			queue[i].At = at
 		}
 	}
@@ -488,11 +496,44 @@ func (r *run) runTools(queue []loop.Event, ctx context.Context, c loop.Command) 
 	if r.resumed[c.ID] {
 		calls = r.settleUnknown(&queue, calls)
 	}
-	for _, res := range r.exec.Run(ctx, r.reg, calls) {
-		queue = append(queue, loop.Event{Type: loop.EventToolResult, Call: res.ID, Tool: &loop.ToolOutcome{
-			Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome),
-		}})
+	if r.cfg.Store != nil && !r.batch && len(queue) == 0 && len(calls) > 1 {
+		return r.runToolsDurably(ctx, calls)
 	}
+	for _, res := range r.exec.Run(ctx, r.reg, calls) {
+		queue = append(queue, toolEvent(res))
+	}
+	return queue
+}
+
+func toolEvent(res tool.Result) loop.Event {
+	return loop.Event{Type: loop.EventToolResult, Call: res.ID, Tool: &loop.ToolOutcome{
+		Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome),
+	}}
+}
+
+// runToolsDurably runs a turn's calls and makes each result durable as
+// soon as its call ends, so that a crash while the others run loses only
+// theirs: on resume the recorded results are reused. The events are
+// recorded here, in the order the calls end, and drive steps them without
+// recording them again (r.prerecorded).
+func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Event {
+	var queue []loop.Event
+	r.exec.RunEach(ctx, r.reg, calls, func(_ int, res tool.Result) {
+		r.recordMu.Lock()
+		defer r.recordMu.Unlock()
+		ev := toolEvent(res)
+		ev.At = r.now()
+		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
+		if len(queue) < len(calls)-1 {
+			// The last result is saved with the commands it leads to. No
+			// snapshot here: the core has not seen these events yet. A
+			// failure is kept in r.saveErr and stops the run before its
+			// next command.
+			_ = r.flush(ctx)
+		}
+		queue = append(queue, ev)
+	})
+	r.prerecorded = len(queue)
 	return queue
 }
 

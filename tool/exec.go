@@ -99,6 +99,15 @@ func (e *Executor) Run(ctx context.Context, reg *Registry, calls []Call) []Resul
 		return []Result{e.RunOne(ctx, reg, calls[0])}
 	}
 	results := make([]Result, len(calls))
+	e.RunEach(ctx, reg, calls, func(i int, r Result) { results[i] = r })
+	return results
+}
+
+// RunEach runs calls like Run and hands each result to done as soon as its
+// call ends, with the call's index. done may be called from several
+// goroutines at once; RunEach returns once every call has ended and every
+// done has returned.
+func (e *Executor) RunEach(ctx context.Context, reg *Registry, calls []Call, done func(i int, r Result)) {
 	var next atomic.Int64
 	work := func() {
 		for {
@@ -106,7 +115,7 @@ func (e *Executor) Run(ctx context.Context, reg *Registry, calls []Call) []Resul
 			if i >= len(calls) {
 				return
 			}
-			results[i] = e.RunOne(ctx, reg, calls[i])
+			done(i, e.RunOne(ctx, reg, calls[i]))
 		}
 	}
 	// The calling goroutine is one of the workers.
@@ -116,7 +125,6 @@ func (e *Executor) Run(ctx context.Context, reg *Registry, calls []Call) []Resul
 	}
 	work()
 	wg.Wait()
-	return results
 }
 
 // RunOne runs one call and returns its Result.
