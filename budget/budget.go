@@ -122,6 +122,28 @@ func (l Limits) Limit(d Dimension) int64 {
 	return Unlimited
 }
 
+// Set sets dimension d of l to v, the inverse of Limit.
+func (l *Limits) Set(d Dimension, v int64) {
+	switch d {
+	case Steps:
+		l.Steps = int(v)
+	case ModelCalls:
+		l.ModelCalls = int(v)
+	case ToolCalls:
+		l.ToolCalls = int(v)
+	case InputTokens:
+		l.InputTokens = v
+	case OutputTokens:
+		l.OutputTokens = v
+	case TotalTokens:
+		l.TotalTokens = v
+	case Cost:
+		l.Cost = Micros(v)
+	case Time:
+		l.Time = time.Duration(v)
+	}
+}
+
 // Validate reports every problem with l (after defaults) at once, checking
 // that it leaves room for the closing reserve r.
 func (l Limits) Validate(r Usage) error {

@@ -157,24 +157,7 @@ func only(d budget.Dimension, v int64) budget.Limits {
 		Steps: -1, ModelCalls: -1, ToolCalls: -1, InputTokens: -1, OutputTokens: -1,
 		TotalTokens: -1, Cost: -1, Time: -1,
 	}
-	switch d {
-	case budget.Steps:
-		l.Steps = int(v)
-	case budget.ModelCalls:
-		l.ModelCalls = int(v)
-	case budget.ToolCalls:
-		l.ToolCalls = int(v)
-	case budget.InputTokens:
-		l.InputTokens = v
-	case budget.OutputTokens:
-		l.OutputTokens = v
-	case budget.TotalTokens:
-		l.TotalTokens = v
-	case budget.Cost:
-		l.Cost = budget.Micros(v)
-	case budget.Time:
-		l.Time = time.Duration(v)
-	}
+	l.Set(d, v)
 	return l
 }
 
@@ -521,5 +504,23 @@ func TestReport(t *testing.T) {
 				t.Errorf("Report() =\n  %s\nwant\n  %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSetIsLimitsInverse: Set then Limit gives back the value, for every
+// dimension, and touches no other dimension.
+func TestSetIsLimitsInverse(t *testing.T) {
+	for i, d := range budget.Dimensions {
+		var l budget.Limits
+		l.Set(d, int64(i+10))
+		for _, other := range budget.Dimensions {
+			want := int64(0)
+			if other == d {
+				want = int64(i + 10)
+			}
+			if got := l.Limit(other); got != want {
+				t.Errorf("after Set(%s, %d): Limit(%s) = %d, want %d", d, i+10, other, got, want)
+			}
+		}
 	}
 }

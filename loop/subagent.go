@@ -367,28 +367,6 @@ func minChild(d budget.Dimension) int64 {
 	return 1
 }
 
-// setLimit sets dimension d of l to v.
-func setLimit(l *budget.Limits, d budget.Dimension, v int64) {
-	switch d {
-	case budget.Steps:
-		l.Steps = int(v)
-	case budget.ModelCalls:
-		l.ModelCalls = int(v)
-	case budget.ToolCalls:
-		l.ToolCalls = int(v)
-	case budget.InputTokens:
-		l.InputTokens = v
-	case budget.OutputTokens:
-		l.OutputTokens = v
-	case budget.TotalTokens:
-		l.TotalTokens = v
-	case budget.Cost:
-		l.Cost = budget.Micros(v)
-	case budget.Time:
-		l.Time = time.Duration(v)
-	}
-}
-
 // capAt is v capped at c, where v may be unlimited.
 func capAt(v, c int64) int64 {
 	if v == budget.Unlimited {
@@ -434,7 +412,7 @@ func (m *Machine) carve(r spawnRequest, n int) (budget.Limits, string) {
 			return out, fmt.Sprintf("too little %s budget is left: its share would be %s (what this run has left beyond its own next and closing turns, shared among the %d sub-agents still to start this turn), below the minimum of %s",
 				d, budget.Format(d, share), n, budget.Format(d, minChild(d)))
 		}
-		setLimit(&out, d, v)
+		out.Set(d, v)
 	}
 	return out, ""
 }
