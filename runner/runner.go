@@ -147,23 +147,7 @@ func (t Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, 
 	}
 	spec := loop.Spec{Mode: t.Mode, Goal: t.Goal, Instructions: t.Instructions, Tools: reg.Specs(), Permissions: t.Permissions, Budget: t.Budget, Policy: t.Policy}
 	byName := map[string]verify.Verifier{}
-	add := func(v verify.Verifier, tier verify.Tier) {
-		name := v.Name()
-		for n := 2; byName[name] != nil; n++ {
-			name = v.Name() + "#" + strconv.Itoa(n)
-		}
-		byName[name] = v
-		spec.Checks = append(spec.Checks, loop.Check{Name: name, Tier: tier})
-	}
-	for _, v := range t.Checks.Cheap {
-		add(v, verify.Cheap)
-	}
-	for _, v := range t.Checks.Expensive {
-		add(v, verify.Expensive)
-	}
-	for _, v := range t.Checks.Holdout {
-		add(v, verify.Holdout)
-	}
+	spec.Checks = nameChecks(spec.Checks, byName, t.Checks)
 	if err := t.compileSubagents(&spec, reg, byName); err != nil {
 		return loop.Spec{}, nil, nil, err
 	}
@@ -171,6 +155,25 @@ func (t Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, 
 		return loop.Spec{}, nil, nil, err
 	}
 	return spec, reg, byName, nil
+}
+
+// nameChecks appends the checks of tiers to checks, naming each by its
+// verifier in byName; a name already taken gets a "#n" suffix.
+func nameChecks(checks []loop.Check, byName map[string]verify.Verifier, tiers verify.Tiers) []loop.Check {
+	for _, tier := range []struct {
+		tier verify.Tier
+		vs   []verify.Verifier
+	}{{verify.Cheap, tiers.Cheap}, {verify.Expensive, tiers.Expensive}, {verify.Holdout, tiers.Holdout}} {
+		for _, v := range tier.vs {
+			name := v.Name()
+			for n := 2; byName[name] != nil; n++ {
+				name = v.Name() + "#" + strconv.Itoa(n)
+			}
+			byName[name] = v
+			checks = append(checks, loop.Check{Name: name, Tier: tier.tier})
+		}
+	}
+	return checks
 }
 
 type run struct {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/ratchetloop/ratchet/budget"
@@ -65,23 +64,7 @@ func (t Task) compileSubagents(spec *loop.Spec, reg *tool.Registry, byName map[s
 			}
 			sub.Checks = append(sub.Checks, spec.Checks[i])
 		}
-		add := func(v verify.Verifier, tier verify.Tier) {
-			name := v.Name()
-			for n := 2; byName[name] != nil; n++ {
-				name = v.Name() + "#" + strconv.Itoa(n)
-			}
-			byName[name] = v
-			sub.Checks = append(sub.Checks, loop.Check{Name: name, Tier: tier})
-		}
-		for _, v := range s.Checks.Cheap {
-			add(v, verify.Cheap)
-		}
-		for _, v := range s.Checks.Expensive {
-			add(v, verify.Expensive)
-		}
-		for _, v := range s.Checks.Holdout {
-			add(v, verify.Holdout)
-		}
+		sub.Checks = nameChecks(sub.Checks, byName, s.Checks)
 		if len(errs) > 0 {
 			return errors.Join(errs...)
 		}
