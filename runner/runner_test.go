@@ -337,3 +337,24 @@ func TestPanickingVerifierIsInfrastructure(t *testing.T) {
 		t.Fatalf("status %s reason %q err %v", res.Status, res.Reason, err)
 	}
 }
+
+// TestCheckNames: checks with the same name are told apart by a suffix,
+// across tiers, in tier order.
+func TestCheckNames(t *testing.T) {
+	task := addTask()
+	task.Checks = verify.Tiers{
+		Cheap:     []verify.Verifier{verify.Equals("5"), verify.Equals("5")},
+		Expensive: []verify.Verifier{verify.Equals("5")},
+	}
+	spec, byName, err := task.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []loop.Check{{Name: "equals", Tier: verify.Cheap}, {Name: "equals#2", Tier: verify.Cheap}, {Name: "equals#3", Tier: verify.Expensive}}
+	if diff := cmp.Diff(want, spec.Checks); diff != "" {
+		t.Errorf("checks (-want +got):\n%s", diff)
+	}
+	if len(byName) != 3 {
+		t.Errorf("%d verifiers by name, want 3", len(byName))
+	}
+}
