@@ -273,6 +273,9 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 	return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
 }
 
+// eventChunk is how many events the queue makes room for at once.
+const eventChunk = 16
+
 // drive feeds queue to the machine and carries out its commands until the
 // run finishes or waits for a person.
 func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error) {
@@ -322,6 +325,12 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if err := r.save(ctx); err != nil {
 			return r.abort(err)
 		}
+		if cap(queue)-len(queue) < 4 {
+			// Recorded events are pointed at by the log, so the queue's
+			// array is only ever filled, never reused; allocating events
+			// a chunk at a time saves an allocation per event.
+			queue = append(make([]loop.Event, 0, len(queue)+eventChunk), queue...)
+		}
 		queue = r.carryOutAll(queue, ctx, rd.Commands)
 		r.resumed = nil
 		if r.awaiting != "" {
@@ -365,7 +374,7 @@ func (r *run) within(ctx context.Context, d time.Time) context.Context {
 // checked), in parallel, and returns their events in command order.
 func (r *run) carryOutAll(queue []loop.Event, ctx context.Context, cmds []loop.Command) []loop.Event {
 	if len(cmds) == 1 {
-		return r.carryOut(queue, ctx, r.within(ctx, cmds[0].Deadline), cmds[0])
+		return r.carryOut(queue, ctx, r.within(ctx, cmds[0].Deadline), &cmds[0])
 	}
 	// Batches are rare (samples, checks of several candidates): each
 	// command gets its own context rather than the shared one of within.
@@ -373,7 +382,8 @@ func (r *run) carryOutAll(queue []loop.Event, ctx context.Context, cmds []loop.C
 	defer func() { r.batch = false }()
 	out := make([][]loop.Event, len(cmds))
 	var wg sync.WaitGroup
-	for i, c := range cmds {
+	for i := range cmds {
+		c := &cmds[i]
 		cctx, cancel := ctx, context.CancelFunc(func() {})
 		if !c.Deadline.IsZero() {
 			cctx, cancel = context.WithDeadline(ctx, c.Deadline)
@@ -392,13 +402,17 @@ func (r *run) carryOutAll(queue []loop.Event, ctx context.Context, cmds []loop.C
 
 // carryOut does c's work under cctx, ctx bounded by c's deadline, and
 // appends the events that answer it to queue.
-func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c loop.Command) []loop.Event {
+func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c *loop.Command) []loop.Event {
 	switch c.Type {
 	case loop.CallModel:
 		return append(queue, r.callModel(cctx, c))
 	case loop.RunTools:
 		return r.runTools(queue, cctx, c)
 	case loop.Verify:
+		if len(c.Checks) == 1 {
+			// Starting a goroutine for one check would cost a thread wake-up.
+			return append(queue, r.check(cctx, c, c.Checks[0]))
+		}
 		events := make([]loop.Event, len(c.Checks))
 		var wg sync.WaitGroup
 		for i, name := range c.Checks {
@@ -417,13 +431,13 @@ func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c loop.Com
 	return queue
 }
 
-func (r *run) callModel(ctx context.Context, c loop.Command) (ev loop.Event) {
+func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 	defer func() {
 		if p := recover(); p != nil { // a bug in the model: infrastructure, not the run's end
 			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
 		}
 	}()
-	resp, err := r.cfg.Model.Generate(r.withHooks(ctx, &c), *c.Request)
+	resp, err := r.cfg.Model.Generate(r.withHooks(ctx, c), *c.Request)
 	if err != nil {
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
 	}
@@ -491,7 +505,7 @@ func failure(ctx context.Context, err error) *loop.Failure {
 	return &loop.Failure{Kind: "error", Message: err.Error()}
 }
 
-func (r *run) runTools(queue []loop.Event, ctx context.Context, c loop.Command) []loop.Event {
+func (r *run) runTools(queue []loop.Event, ctx context.Context, c *loop.Command) []loop.Event {
 	calls := make([]tool.Call, len(c.Calls))
 	for i, call := range c.Calls {
 		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}
@@ -540,7 +554,7 @@ func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Eve
 	return queue
 }
 
-func (r *run) check(ctx context.Context, c loop.Command, name string) (ev loop.Event) {
+func (r *run) check(ctx context.Context, c *loop.Command, name string) (ev loop.Event) {
 	defer func() {
 		if p := recover(); p != nil {
 			ev = loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", name, p)}}
@@ -562,7 +576,7 @@ func (r *run) check(ctx context.Context, c loop.Command, name string) (ev loop.E
 	return loop.Event{Type: loop.EventVerdict, Call: c.ID, Verdict: &v}
 }
 
-func (r *run) ask(ctx context.Context, c loop.Command) loop.Event {
+func (r *run) ask(ctx context.Context, c *loop.Command) loop.Event {
 	if r.cfg.Human == nil {
 		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID}
 	}

@@ -83,7 +83,7 @@ func (t Task) compileSubagents(spec *loop.Spec, reg *tool.Registry, byName map[s
 // runChild carries out a RunChild command: it runs the child, or carries
 // on its run if a process before this one started it, and answers with the
 // child's Result.
-func (r *run) runChild(ctx context.Context, c loop.Command) loop.Event {
+func (r *run) runChild(ctx context.Context, c *loop.Command) loop.Event {
 	res := r.child(ctx, r.cfg.RunID+"/"+c.ID, *c.Child)
 	// The parent needs the outcome, not the history: the child's own log
 	// and row keep its attempts.
