@@ -125,17 +125,24 @@ func (m *Machine) keepFrom() int {
 // reports whether it issued the call. When the budget has no room it falls
 // back to trimming old tool outputs.
 func (m *Machine) maybeCompact(need budget.Usage) bool {
-	pol := m.spec.Policy
-	if pol.CompactAt <= 0 || m.st.Closing {
+	if m.spec.Policy.CompactAt <= 0 || m.st.Closing {
 		return false
 	}
 	if m.st.CompactStep > 0 && (m.st.Step <= m.st.CompactStep || (m.st.CompactFailed && m.st.Step < m.st.CompactStep+compactRetry)) {
 		return false // just tried: give the run some turns first
 	}
 	est := m.estimateInput()
-	if est <= pol.CompactAt {
+	if est <= m.spec.Policy.CompactAt {
 		return false
 	}
+	return m.compact(need, est)
+}
+
+// compact begins compacting the history, estimated at est input tokens,
+// if that gains enough and fits the budget with need; it reports whether
+// it did.
+func (m *Machine) compact(need budget.Usage, est int64) bool {
+	pol := &m.spec.Policy
 	cut := m.keepFrom()
 	if cut < 2 {
 		return false // no middle: the goal and the kept turns are all there is

@@ -277,6 +277,21 @@ func (m *Machine) Step(ev Event) error {
 			m.st.Usage.Time = el
 		}
 	}
+	// The commonest events are handled here, the rest apart, so that a
+	// run's stack holds the locals of only the branch it takes.
+	switch {
+	case ev.Type == EventModelReply && m.st.Phase == PhaseModel && m.st.Call.Purpose != model.PurposeCompact:
+		m.onReply(ev.Reply)
+	case ev.Type == EventToolResult:
+		m.onToolResult(ev.Call, ev.Tool)
+	default:
+		m.stepOther(&ev)
+	}
+	return nil
+}
+
+// stepOther handles the events Step does not.
+func (m *Machine) stepOther(ev *Event) {
 	switch ev.Type {
 	case EventResume:
 		m.resume()
@@ -300,7 +315,7 @@ func (m *Machine) Step(ev Event) error {
 		} else if m.st.Phase == PhaseSample {
 			m.onSample(ev.Call, ev.Reply, nil)
 		} else {
-			m.onReply(*ev.Reply)
+			m.onReply(ev.Reply)
 		}
 	case EventModelError:
 		if m.st.Phase == PhaseModel && m.st.Call.Purpose == model.PurposeCompact && m.onCompactError(*ev.Error) {
@@ -311,8 +326,6 @@ func (m *Machine) Step(ev Event) error {
 		} else {
 			m.onModelError(*ev.Error)
 		}
-	case EventToolResult:
-		m.onToolResult(ev.Call, *ev.Tool)
 	case EventChildResult:
 		m.onChildResult(ev.Call, *ev.Child)
 	case EventVerdict:
@@ -337,7 +350,7 @@ func (m *Machine) Step(ev Event) error {
 		}
 	case EventHumanReply:
 		if m.st.Approving != "" {
-			m.onApproval(ev)
+			m.onApproval(*ev)
 			break
 		}
 		m.st.Fires = 0
@@ -352,7 +365,6 @@ func (m *Machine) Step(ev Event) error {
 		}
 		m.stop(Escalated, "stopped making progress ("+string(m.st.StalledOn)+") and no person could answer now")
 	}
-	return nil
 }
 
 // accept checks that ev is well formed and expected in the current phase.
@@ -652,7 +664,9 @@ func (m *Machine) charge(u model.Usage) {
 	}
 }
 
-func (m *Machine) onReply(r model.Response) {
+// onReply takes a model's reply to a step. r is the event's and is only
+// read: the machine keeps slices of it, never writes through it.
+func (m *Machine) onReply(r *model.Response) {
 	m.st.Awaiting = nil
 	m.charge(r.Usage)
 
@@ -668,6 +682,27 @@ func (m *Machine) onReply(r model.Response) {
 			hasText = hasText || strings.TrimSpace(b.Text) != ""
 		}
 	}
+	if size > m.spec.Policy.MaxReplyBytes || m.spec.Mode == ModeGenerate || len(uses) == 0 {
+		m.onReplyWithoutCalls(r, size, len(uses) > 0, hasText)
+		return
+	}
+	m.onCalls(r, uses)
+}
+
+// freshCallID returns an ID for the step's nth call that is not among
+// taken, and adds it there.
+func (m *Machine) freshCallID(taken *[]string, n int) string {
+	fresh := fmt.Sprintf("s%d_%d", m.st.Step, n)
+	for k := 2; slices.Contains(*taken, fresh); k++ {
+		fresh = fmt.Sprintf("s%d_%d_%d", m.st.Step, n, k)
+	}
+	*taken = append(*taken, fresh)
+	return fresh
+}
+
+// onReplyWithoutCalls answers a reply whose calls are not run: one too
+// big, one in generate mode, or one that calls nothing.
+func (m *Machine) onReplyWithoutCalls(r *model.Response, size int, calls, hasText bool) {
 	switch {
 	case size > m.spec.Policy.MaxReplyBytes:
 		m.appendHistory(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock(fmt.Sprintf("[reply of %d bytes discarded]", size))}})
@@ -682,16 +717,17 @@ func (m *Machine) onReply(r model.Response) {
 		}
 		m.submit(answer, conf, "", statedNote(stated))
 		return
-	case len(uses) == 0 && !hasText:
+	case !calls && !hasText:
 		m.appendHistory(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock("[empty reply]")}})
 		m.malformed("empty_reply", "Your reply was empty. Call a tool, or call `finish` with your answer and confidence.")
-		return
-	case len(uses) == 0:
+	case !calls:
 		m.appendHistory(model.Message{Role: model.Assistant, Content: textOnly(r.Content)})
 		m.malformed("no_action", "Your reply called no tool. To act, call a tool; to answer, call `finish` with your answer and confidence. A plain-text answer is not submitted.")
-		return
 	}
+}
 
+// onCalls takes the tool calls of reply r, at indices uses of its content.
+func (m *Machine) onCalls(r *model.Response, uses []int) {
 	// The history copy gives every tool_use a unique, non-empty ID so each
 	// gets its result, and an object input, which providers require when
 	// the history is sent back; the raw arguments stay in the calls, quoted
@@ -713,12 +749,7 @@ func (m *Machine) onReply(r model.Response) {
 					taken = append(taken, r.Content[j].ID)
 				}
 			}
-			fresh := fmt.Sprintf("s%d_%d", m.st.Step, n+1)
-			for k := 2; slices.Contains(taken, fresh); k++ {
-				fresh = fmt.Sprintf("s%d_%d_%d", m.st.Step, n+1, k)
-			}
-			taken = append(taken, fresh)
-			edit(i).ID = fresh
+			edit(i).ID = m.freshCallID(&taken, n+1)
 		}
 		if !isObject(content[i].Input) {
 			edit(i).Input = json.RawMessage(`{}`)
@@ -762,39 +793,12 @@ func (m *Machine) dispatchTools() {
 		if c.Result != nil {
 			continue
 		}
-		var problem, text string
-		switch {
-		case m.st.Closing:
-			problem, text = "closing_turn", fmt.Sprintf("tool %q not run: this is the closing turn and tools are no longer available", c.Name)
-		case !m.known[c.Name]:
-			problem, text = "unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, m.toolList())
-		case len(bytes.TrimSpace(c.Args)) == 0:
-			c.Args = json.RawMessage(`{}`) // some providers omit the arguments of a call that takes none
-		}
-		switch {
-		case problem != "":
-		case !json.Valid(c.Args):
-			problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
-		case budgetLeft == 0 && !m.isSpawn(c.Name):
-			problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
-		}
-		var rule *Permission
-		if problem == "" && !c.Approved {
-			if rule = m.permission(c.Name, c.Args); rule != nil && rule.Action == Deny {
-				problem, text = "denied", fmt.Sprintf("tool %q not run: the task's permissions refuse this call (rule: %s); do it another way or finish", c.Name, rule)
-			}
-		}
-		if problem != "" {
-			c.Result = &ToolOutcome{Output: text, IsError: true, Outcome: problem}
-			m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
+		rule, refused := m.screen(c, budgetLeft == 0)
+		if refused {
 			continue
 		}
 		if rule != nil && rule.Action == Ask {
-			// One specific question at a time; the turn's calls run together
-			// once every approval is in.
-			m.st.Approving, m.st.Question = c.ID, approvalQuestion(c, rule)
-			m.st.Phase = PhaseHuman
-			m.emit(m.askCommand())
+			m.askApproval(c, rule)
 			return
 		}
 		if m.isSpawn(c.Name) {
@@ -817,12 +821,61 @@ func (m *Machine) dispatchTools() {
 		return
 	}
 	m.st.Phase = PhaseTools
+	m.emitTools(run, children)
+}
+
+// askApproval asks a person whether call c may run, as rule says. One
+// specific question at a time; the turn's calls run together once every
+// approval is in.
+func (m *Machine) askApproval(c *pendingCall, rule *Permission) {
+	m.st.Approving, m.st.Question = c.ID, approvalQuestion(c, rule)
+	m.st.Phase = PhaseHuman
+	m.emit(m.askCommand())
+}
+
+// emitTools issues the commands of a turn's dispatched calls; apart from
+// dispatchTools, whose stack frame would otherwise hold each Command.
+func (m *Machine) emitTools(run []ToolCall, children []Command) {
 	if len(run) > 0 {
 		m.emit(Command{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: m.deadline(m.spec.Policy.Reserve.Time), Calls: run})
 	}
 	for _, c := range children {
 		m.emit(c)
 	}
+}
+
+// screen checks call c before it is dispatched. A call that may not run
+// is answered with why, and refused is true; otherwise rule is the
+// permission rule that matched, if any. Apart from dispatchTools so that
+// the formatting of rare refusals does not weigh on every step's stack.
+func (m *Machine) screen(c *pendingCall, budgetSpent bool) (rule *Permission, refused bool) {
+	var problem, text string
+	switch {
+	case m.st.Closing:
+		problem, text = "closing_turn", fmt.Sprintf("tool %q not run: this is the closing turn and tools are no longer available", c.Name)
+	case !m.known[c.Name]:
+		problem, text = "unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, m.toolList())
+	case len(bytes.TrimSpace(c.Args)) == 0:
+		c.Args = json.RawMessage(`{}`) // some providers omit the arguments of a call that takes none
+	}
+	switch {
+	case problem != "":
+	case !json.Valid(c.Args):
+		problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
+	case budgetSpent && !m.isSpawn(c.Name):
+		problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
+	}
+	if problem == "" && !c.Approved {
+		if rule = m.permission(c.Name, c.Args); rule != nil && rule.Action == Deny {
+			problem, text = "denied", fmt.Sprintf("tool %q not run: the task's permissions refuse this call (rule: %s); do it another way or finish", c.Name, rule)
+		}
+	}
+	if problem == "" {
+		return rule, false
+	}
+	c.Result = &ToolOutcome{Output: text, IsError: true, Outcome: problem}
+	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
+	return nil, true
 }
 
 // askCommand is the AskHuman command for the current question.
@@ -872,9 +925,11 @@ func (m *Machine) toolList() string {
 	return strings.Join(names, ", ")
 }
 
-func (m *Machine) onToolResult(id string, out ToolOutcome) {
+// onToolResult takes the outcome of call id. out is the event's, kept
+// as is: events are not changed once stepped.
+func (m *Machine) onToolResult(id string, out *ToolOutcome) {
 	i := m.callIndex(id)
-	m.st.Calls[i].Result = &out
+	m.st.Calls[i].Result = out
 	for _, c := range m.st.Calls {
 		if c.Result == nil {
 			return
@@ -1079,6 +1134,12 @@ func (m *Machine) observe(o progress.Observation) bool {
 	if pat == progress.None {
 		return true
 	}
+	return m.intervene(pat, o)
+}
+
+// intervene climbs the ladder because the monitor saw pat on o, and
+// reports whether the loop should go on to the next turn.
+func (m *Machine) intervene(pat progress.Pattern, o progress.Observation) bool {
 	m.st.Fires++
 	m.st.Monitor.Reset()
 	rung := progress.Ladder(m.st.Fires)

@@ -155,6 +155,16 @@ func (s Spec) Validate() error {
 	if s.Goal == "" {
 		add("goal is empty")
 	}
+	// One part at a time, so that the goroutine starting a run never holds
+	// the locals of every part at once: its stack stays at 8 KB.
+	s.validateTools(add)
+	s.validateChecks(add)
+	s.validateSubagents(add)
+	s.validatePolicy(add)
+	return errors.Join(errs...)
+}
+
+func (s *Spec) validateTools(add func(format string, args ...any)) {
 	seen := map[string]bool{FinishTool: true, ScratchpadTool: true, SubmitPlanTool: true, StepDoneTool: true, SpawnTool: true}
 	for i, t := range s.Tools {
 		switch {
@@ -189,6 +199,9 @@ func (s Spec) Validate() error {
 	if s.Mode == ModeGenerate && (s.Policy.Plan || s.Policy.Scratchpad) {
 		add("policy: plan and scratchpad need tools; generate mode has none")
 	}
+}
+
+func (s *Spec) validateChecks(add func(format string, args ...any)) {
 	gates := 0
 	for _, c := range s.Checks {
 		if c.Tier != verify.Holdout {
@@ -211,10 +224,12 @@ func (s Spec) Validate() error {
 			add("checks[%d] %q: tier %q is not cheap, expensive or holdout", i, c.Name, c.Tier)
 		}
 	}
-	s.validateSubagents(add)
+}
+
+func (s *Spec) validatePolicy(add func(format string, args ...any)) {
 	p := s.Policy.withDefaults(s.Budget.WithDefaults())
 	if err := s.Budget.Validate(p.Reserve); err != nil {
-		errs = append(errs, err)
+		add("%w", err)
 	}
 	if p.Progress.Window < 2 {
 		add("progress.window: %d is below 2", p.Progress.Window)
@@ -236,5 +251,4 @@ func (s Spec) Validate() error {
 			add("policy.%s: %d is negative", f.name, f.v)
 		}
 	}
-	return errors.Join(errs...)
 }

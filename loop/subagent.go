@@ -526,7 +526,7 @@ func (m *Machine) onChildResult(cmd string, res Result) {
 	if res.Status != Done {
 		out.IsError, out.Outcome = true, "subagent_not_done"
 	}
-	m.onToolResult(m.st.Calls[i].ID, *out)
+	m.onToolResult(m.st.Calls[i].ID, out)
 }
 
 // renderChild is what the parent model sees of a child's result.

@@ -85,7 +85,8 @@ func (r *run) flush(ctx context.Context) error {
 }
 
 // finish records the final Result on the run's row.
-func (r *run) finish(ctx context.Context, res loop.Result) (loop.Result, error) {
+func (r *run) finish(ctx context.Context, final *loop.Result) (loop.Result, error) {
+	res := *final
 	var err error
 	if res.Status == loop.Failed {
 		err = errors.New(res.Reason)
@@ -189,7 +190,7 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 	default:
 		return loop.Result{}, fmt.Errorf("runner: run %s: %w (%s)", cfg.RunID, ErrFinished, row.Status)
 	}
-	r, err := newRun(task, cfg)
+	r, err := newRun(&task, &cfg)
 	if err != nil {
 		return loop.Result{}, err
 	}
@@ -239,7 +240,7 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 	r.seq = recs[len(recs)-1].Seq
 	if res, ok := r.m.Result(); ok && res.Status != loop.Cancelled {
 		// The run finished, but its process died before the row said so.
-		return r.finish(ctx, res)
+		return r.finish(ctx, &res)
 	}
 	at := r.now()
 	queue := []loop.Event{{Type: loop.EventResume, At: at}}

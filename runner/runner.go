@@ -126,7 +126,7 @@ type Config struct {
 // could not start (an invalid task or config) or ended failed because
 // infrastructure broke (the Result then says what).
 func Run(ctx context.Context, task Task, cfg Config) (loop.Result, error) {
-	r, err := newRun(task, cfg)
+	r, err := newRun(&task, &cfg)
 	if err != nil {
 		return loop.Result{}, err
 	}
@@ -140,7 +140,7 @@ func (t Task) Spec() (loop.Spec, map[string]verify.Verifier, error) {
 	return spec, checks, err
 }
 
-func (t Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, error) {
+func (t *Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier, error) {
 	reg, err := tool.NewRegistry(t.Tools...)
 	if err != nil {
 		return loop.Spec{}, nil, nil, err
@@ -214,7 +214,9 @@ type run struct {
 	hookCtx     context.Context
 }
 
-func newRun(task Task, cfg Config) (*run, error) {
+// newRun takes pointers, as does compile: a run's goroutine stack stays
+// small (see TestRunStackStaysSmall) only if setup copies no big values.
+func newRun(task *Task, cfg *Config) (*run, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("runner: no model configured")
 	}
@@ -236,7 +238,7 @@ func newRun(task Task, cfg Config) (*run, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &run{cfg: cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks, childLog: childLog{obs: cfg.ChildObservers}}, nil
+	return &run{cfg: *cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks, childLog: childLog{obs: cfg.ChildObservers}}, nil
 }
 
 func (r *run) record(e observe.Entry) {
@@ -261,16 +263,26 @@ func (r *run) record(e observe.Entry) {
 // Carrying it out on this goroutine rather than handing it to another saves
 // a cross-thread wake-up per step, most of the cost of a fast step.
 func (r *run) run(ctx context.Context) (loop.Result, error) {
+	start, err := r.begin(ctx)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
+}
+
+// begin creates the run and records its spec. It is apart from run so
+// that the spec's copy is off the stack while the run is driven.
+func (r *run) begin(ctx context.Context) (time.Time, error) {
 	start := r.now()
 	if r.cfg.RunID == "" {
 		r.cfg.RunID = "run-" + strconv.FormatInt(start.UnixNano(), 10)
 	}
 	spec := r.m.Spec()
 	if err := r.create(ctx, start); err != nil {
-		return loop.Result{}, err
+		return time.Time{}, err
 	}
 	r.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
-	return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
+	return start, nil
 }
 
 // eventChunk is how many events the queue makes room for at once.
@@ -295,27 +307,12 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 			r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
 		}
 		if err := r.m.Step(*ev); err != nil {
-			// A shell bug; still end with exactly one Result.
-			r.m.Advance()
-			r.m.Abort("runner: " + err.Error())
-			res, _ := r.m.Result()
-			return res, fmt.Errorf("runner: %w", err)
+			return r.stepFailed(err)
 		}
 		rd := r.m.Ready()
 		r.m.Advance()
-		now := r.now()
-		for i := range rd.Notes {
-			r.record(observe.Entry{At: now, Kind: observe.KindNote, Note: &rd.Notes[i]})
-		}
-		for i := range rd.Commands {
-			c := &rd.Commands[i]
-			r.record(observe.Entry{At: now, Kind: observe.KindCommand, Command: c})
-			if c.Type == loop.Finish {
-				return r.finish(ctx, *c.Result)
-			}
-			if ev.Type == loop.EventResume && c.Type == loop.RunTools {
-				r.resumed = map[string]bool{c.ID: true}
-			}
+		if final := r.recordReady(ev, rd); final != nil {
+			return r.finish(ctx, final)
 		}
 		if len(rd.Commands) == 0 {
 			continue
@@ -347,6 +344,35 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		}
 	}
 	return loop.Result{}, errors.New("runner: the loop core stopped issuing commands before finishing")
+}
+
+// stepFailed ends the run after the core refused an event: a shell bug,
+// but the run still ends with exactly one Result.
+func (r *run) stepFailed(err error) (loop.Result, error) {
+	r.m.Advance()
+	r.m.Abort("runner: " + err.Error())
+	res, _ := r.m.Result()
+	return res, fmt.Errorf("runner: %w", err)
+}
+
+// recordReady records what the step on ev decided, up to a Finish
+// command, whose Result it returns. A step takes no time worth a clock
+// read: its notes and commands are stamped with ev's time.
+func (r *run) recordReady(ev *loop.Event, rd loop.Ready) (final *loop.Result) {
+	for i := range rd.Notes {
+		r.record(observe.Entry{At: ev.At, Kind: observe.KindNote, Note: &rd.Notes[i]})
+	}
+	for i := range rd.Commands {
+		c := &rd.Commands[i]
+		r.record(observe.Entry{At: ev.At, Kind: observe.KindCommand, Command: c})
+		if c.Type == loop.Finish {
+			return c.Result
+		}
+		if ev.Type == loop.EventResume && c.Type == loop.RunTools {
+			r.resumed = map[string]bool{c.ID: true}
+		}
+	}
+	return nil
 }
 
 // now reads the clock without its monotonic reading: the core computes
@@ -413,13 +439,7 @@ func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c *loop.Co
 			// Starting a goroutine for one check would cost a thread wake-up.
 			return append(queue, r.check(cctx, c, c.Checks[0]))
 		}
-		events := make([]loop.Event, len(c.Checks))
-		var wg sync.WaitGroup
-		for i, name := range c.Checks {
-			wg.Go(func() { events[i] = r.check(cctx, c, name) })
-		}
-		wg.Wait()
-		return append(queue, events...)
+		return r.checkAll(queue, cctx, c)
 	case loop.RunChild:
 		return append(queue, r.runChild(cctx, c))
 	case loop.AskHuman:
@@ -429,6 +449,17 @@ func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c *loop.Co
 		return queue
 	}
 	return queue
+}
+
+// checkAll runs c's checks in parallel.
+func (r *run) checkAll(queue []loop.Event, ctx context.Context, c *loop.Command) []loop.Event {
+	events := make([]loop.Event, len(c.Checks))
+	var wg sync.WaitGroup
+	for i, name := range c.Checks {
+		wg.Go(func() { events[i] = r.check(ctx, c, name) })
+	}
+	wg.Wait()
+	return append(queue, events...)
 }
 
 func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
@@ -506,6 +537,11 @@ func failure(ctx context.Context, err error) *loop.Failure {
 }
 
 func (r *run) runTools(queue []loop.Event, ctx context.Context, c *loop.Command) []loop.Event {
+	if len(c.Calls) == 1 && !r.resumed[c.ID] {
+		// The common case: one call, nothing to coordinate.
+		call := c.Calls[0]
+		return append(queue, toolEvent(r.exec.RunOne(ctx, r.reg, tool.Call{ID: call.ID, Name: call.Name, Args: call.Args})))
+	}
 	calls := make([]tool.Call, len(c.Calls))
 	for i, call := range c.Calls {
 		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}

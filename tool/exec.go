@@ -46,8 +46,6 @@ type Result struct {
 	// IsError is true for every Outcome but OutcomeOK.
 	IsError bool
 	Outcome Outcome
-	// Duration is the whole call, argument checks included.
-	Duration time.Duration
 }
 
 // ExecConfig configures an Executor. Zero or negative fields take the
@@ -136,7 +134,6 @@ func (e *Executor) RunEach(ctx context.Context, reg *Registry, calls []Call, don
 // it; such a tool's goroutine leaks until the tool's Run returns, and its
 // output is discarded.
 func (e *Executor) RunOne(ctx context.Context, reg *Registry, call Call) Result {
-	start := time.Now()
 	res := Result{ID: call.ID, Name: call.Name}
 	maxBytes, maxLines := e.cfg.MaxOutputBytes, e.cfg.MaxOutputLines
 	hint := DefaultMoreHint
@@ -159,7 +156,6 @@ func (e *Executor) RunOne(ctx context.Context, reg *Registry, call Call) Result 
 		maxBytes, maxLines = cmp.Or(c.MaxBytes, maxBytes), cmp.Or(c.MaxLines, maxLines)
 	}
 	res.Output = TrimHint(res.Output, maxBytes, maxLines, hint)
-	res.Duration = time.Since(start)
 	return res
 }
 
@@ -190,18 +186,8 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 	if len(args) == 0 {
 		args = emptyObject
 	}
-	if ent.flat != nil && json.Valid(args) {
-		if msg := ent.flat.validate(args); msg != "" {
-			return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments do not match the schema: %s", name, msg)
-		}
-	} else {
-		var v any
-		if err := json.Unmarshal(args, &v); err != nil {
-			return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments are not valid JSON: %v", name, err)
-		}
-		if err := ent.schema.Validate(v); err != nil {
-			return OutcomeInvalidArgs, fmt.Sprintf("tool %q: arguments do not match the schema: %v", name, err)
-		}
+	if msg := checkArgs(ent, args); msg != "" {
+		return OutcomeInvalidArgs, msg
 	}
 	if ent.info.Inline {
 		r := runInline(ctx, ent.tool, args)
@@ -210,6 +196,33 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 		}
 		return describe(name, r)
 	}
+	return e.runApart(ctx, ent, args)
+}
+
+// checkArgs says what is wrong with args for ent's tool, or "" if
+// nothing is.
+func checkArgs(ent *entry, args json.RawMessage) string {
+	name := ent.info.Name
+	if ent.flat != nil && json.Valid(args) {
+		if msg := ent.flat.validate(args); msg != "" {
+			return fmt.Sprintf("tool %q: arguments do not match the schema: %s", name, msg)
+		}
+		return ""
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return fmt.Sprintf("tool %q: arguments are not valid JSON: %v", name, err)
+	}
+	if err := ent.schema.Validate(v); err != nil {
+		return fmt.Sprintf("tool %q: arguments do not match the schema: %v", name, err)
+	}
+	return ""
+}
+
+// runApart runs a tool that is not Inline on its own goroutine, under its
+// timeout.
+func (e *Executor) runApart(ctx context.Context, ent *entry, args json.RawMessage) (Outcome, string) {
+	name := ent.info.Name
 	run, r := prepare(ent.tool, args)
 	if run == nil {
 		return describe(name, r)

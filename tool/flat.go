@@ -199,9 +199,12 @@ func (p flatProp) check(val []byte) string {
 	if got != "number" {
 		return fmt.Sprintf("want %s, got %s", p.typ, got)
 	}
-	f, err := strconv.ParseFloat(string(val), 64)
-	if err != nil {
-		return fmt.Sprintf("number %s is out of range", val)
+	f, ok := smallInt(val)
+	if !ok {
+		var err error
+		if f, err = strconv.ParseFloat(string(val), 64); err != nil {
+			return fmt.Sprintf("number %s is out of range", val)
+		}
 	}
 	if _, frac := math.Modf(f); p.typ == "integer" && frac != 0 {
 		return fmt.Sprintf("want integer, got %s", val)
@@ -313,4 +316,28 @@ func (s *scanner) skipValue() {
 			s.pos++
 		}
 	}
+}
+
+// smallInt reads a JSON number that is a plain integer of at most 15
+// digits, exactly representable as a float64. Most arguments are; reading
+// them so skips ParseFloat, whose large frame would grow a run's stack.
+func smallInt(val []byte) (float64, bool) {
+	digits := val
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 15 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if len(digits) < len(val) {
+		n = -n
+	}
+	return float64(n), true
 }

@@ -108,9 +108,10 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 			continue
 		}
 		info := t.Info()
-		prefix := fmt.Sprintf("tool[%d] %q", i, info.Name)
+		// Formatting only on a problem: fmt here, run for every tool of
+		// every run, would grow each run's goroutine stack.
 		problem := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("%s: %s", prefix, fmt.Sprintf(format, args...)))
+			errs = append(errs, fmt.Errorf("tool[%d] %q: %s", i, info.Name, fmt.Sprintf(format, args...)))
 		}
 		switch {
 		case !validName(info.Name):
