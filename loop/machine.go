@@ -237,10 +237,23 @@ func (m *Machine) Result() (Result, bool) {
 }
 
 // Ready returns the notes and commands produced since the last Advance.
-func (m *Machine) Ready() Ready { return m.ready }
+func (m *Machine) Ready() Ready {
+	rd := Ready{Notes: m.ready.Notes}
+	if len(m.ready.Commands) > 0 {
+		// Clipped: appending to what is returned must not write where the
+		// next commands will go.
+		rd.Commands = slices.Clip(m.ready.Commands)
+	}
+	return rd
+}
 
 // Advance acknowledges that the last Ready has been recorded and carried out.
-func (m *Machine) Advance() { m.ready = Ready{} }
+//
+// The commands stay where they are, since a log may point at them, and the
+// next ones are written after them in the same array until it is full.
+func (m *Machine) Advance() {
+	m.ready = Ready{Commands: m.ready.Commands[len(m.ready.Commands):]}
+}
 
 // Abort ends the run failed, for a shell that cannot go on (it broke the
 // protocol, say): the Result still carries the attempts and usage so far.
@@ -1249,8 +1262,17 @@ func (m *Machine) best() *Attempt {
 	return best
 }
 
-func (m *Machine) emit(c Command) { m.ready.Commands = append(m.ready.Commands, c) }
-func (m *Machine) note(n Note)    { m.ready.Notes = append(m.ready.Notes, n) }
+// commandChunk is how many commands are allocated at once (see Advance).
+const commandChunk = 16
+
+func (m *Machine) emit(c Command) {
+	if len(m.ready.Commands) == cap(m.ready.Commands) {
+		m.ready.Commands = append(make([]Command, 0, len(m.ready.Commands)+commandChunk), m.ready.Commands...)
+	}
+	m.ready.Commands = append(m.ready.Commands, c)
+}
+
+func (m *Machine) note(n Note) { m.ready.Notes = append(m.ready.Notes, n) }
 
 func clip(s string, n int) string {
 	if len(s) <= n {

@@ -700,6 +700,29 @@ func TestMemoryAndFunc(t *testing.T) {
 	}
 }
 
+// TestMemoryKeepsOddEntries: Memory stores an entry of the usual shape (its
+// Kind's one pointer) compactly; any other entry must come back unchanged.
+func TestMemoryKeepsOddEntries(t *testing.T) {
+	at := time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC)
+	ev, cmd := &loop.Event{Type: loop.EventStart, At: at}, &loop.Command{Type: loop.CallModel, ID: "m1"}
+	entries := []observe.Entry{
+		{Seq: 1, Run: "r", At: at, Kind: observe.KindEvent, Event: ev},
+		{Seq: 2, Run: "r", At: at, Kind: observe.KindRetry, Retry: &observe.Retry{Call: "m1"}},
+		{Seq: 3, Run: "r", At: at, Kind: observe.KindCommand, Event: ev},                // kind and pointer disagree
+		{Seq: 4, Run: "r", At: at, Kind: observe.KindEvent, Event: ev, Command: cmd},    // two pointers
+		{Seq: 5, Run: "r", At: at, Kind: observe.KindNote},                              // none
+		{Seq: 6, Run: "child", At: at, Kind: "custom", Note: &loop.Note{Text: "hello"}}, // a kind ratchet does not write
+		{Seq: 7, Run: "r", At: at, Kind: observe.KindRun, Spec: &loop.Spec{Goal: "g"}},
+	}
+	var m observe.Memory
+	for _, e := range entries {
+		m.Observe(e)
+	}
+	if diff := cmp.Diff(entries, m.Entries()); diff != "" {
+		t.Errorf("Entries() (-want +got):\n%s", diff)
+	}
+}
+
 func TestMemoryOrder(t *testing.T) {
 	for _, n := range []int{0, 1, 16, 17, 48, 49, 1500, 5000} {
 		var m observe.Memory
