@@ -122,7 +122,8 @@ func compact(e Entry) any {
 		ptr, set = e.Retry, set+1
 	}
 	if set != 1 || memEntry.entry(memEntry{ptr: ptr}).Kind != e.Kind {
-		return &e
+		whole := e // declared here so that only such entries are copied to the heap
+		return &whole
 	}
 	return ptr
 }
