@@ -87,7 +87,7 @@ func TestNewFlatDecoder(t *testing.T) {
 		}},
 		{"untagged and option-only tags use the Go name", reflect.TypeFor[struct {
 			Name  string
-			Count int `json:",omitempty"`
+			Count int  `json:",omitempty"`
 			Flag  bool `json:","`
 		}](), []string{"Name string/0", "Count int/64", "Flag bool/0"}},
 		{"unexported fields ignored", reflect.TypeFor[struct {
