@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,12 +45,12 @@ func stepsTask(n int) runner.Task {
 	}
 }
 
-func runSteps(tb testing.TB, s scripted.Script, task runner.Task, obs observe.Observer) loop.Result {
+func runSteps(tb testing.TB, s scripted.Script, task runner.Task, obs ...observe.Observer) loop.Result {
 	m, err := scripted.New(s, scripted.Config{Quiet: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	res, err := runner.Run(context.Background(), task, runner.Config{Model: m, RunID: "bench", Observers: []observe.Observer{obs}})
+	res, err := runner.Run(context.Background(), task, runner.Config{Model: m, RunID: "bench", Observers: obs})
 	if err != nil || res.Status != loop.Done {
 		tb.Fatalf("status %s err %v (%s)", res.Status, err, res.Reason)
 	}
@@ -97,19 +98,31 @@ func BenchmarkConcurrent200x50(b *testing.B) {
 // BenchmarkWaiting10000 runs 10,000 loops of 20 steps against a model with
 // 50 ms latency: ideally 1 s of wall time. It reports the wall time as a
 // ratio of the ideal, then runs the loops again to measure the live heap and
-// stack per loop mid-run (after a forced GC, which the timed run does not
-// pay).
+// stack per loop at the run's midpoint: once half of all model replies are
+// in, every loop is held at its next log entry, and after a forced GC the
+// heap is read with nothing allocating.
 //
 //	go test ./runner -run '^$' -bench BenchmarkWaiting10000 -benchtime 1x -count 3
 func BenchmarkWaiting10000(b *testing.B) {
 	const loops, n, latency = 10_000, 19, 50 * time.Millisecond // 19 tool steps + the finish = 20 model turns
 	s, task := stepsScript(b, n, latency), stepsTask(n)
 	ideal := time.Duration(n+1) * latency
+	var replies atomic.Int64
+	var hold atomic.Pointer[chan struct{}]
+	midpoint := observe.Func(func(e observe.Entry) {
+		if e.Event != nil && e.Event.Type == loop.EventModelReply {
+			replies.Add(1)
+		}
+		if h := hold.Load(); h != nil {
+			<-*h
+		}
+	})
 	all := func(during func()) time.Duration {
+		replies.Store(0)
 		start := time.Now()
 		var wg sync.WaitGroup
 		for range loops {
-			wg.Go(func() { runSteps(b, s, task, &observe.Memory{}) })
+			wg.Go(func() { runSteps(b, s, task, &observe.Memory{}, midpoint) })
 		}
 		if during != nil {
 			during()
@@ -123,9 +136,16 @@ func BenchmarkWaiting10000(b *testing.B) {
 		var before, mid runtime.MemStats
 		runtime.ReadMemStats(&before)
 		all(func() {
-			time.Sleep(ideal / 2)
+			for replies.Load() < loops*(n+1)/2 {
+				time.Sleep(time.Millisecond)
+			}
+			release := make(chan struct{})
+			hold.Store(&release)
+			time.Sleep(3 * latency) // every loop reaches its next entry, or ends
 			runtime.GC()
 			runtime.ReadMemStats(&mid)
+			hold.Store(nil)
+			close(release)
 		})
 		b.ReportMetric(float64(mid.HeapAlloc-before.HeapAlloc)/loops/1024, "heapKB/loop")
 		b.ReportMetric(float64(mid.StackInuse-before.StackInuse)/loops/1024, "stackKB/loop")

@@ -237,12 +237,8 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		}
 	}
 	if st.delay > 0 {
-		t := time.NewTimer(st.delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return model.Response{}, ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, st.delay); err != nil {
+			return model.Response{}, err
 		}
 	}
 	if st.err != nil {
@@ -254,6 +250,28 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		resp.Usage.InputTokens = estimateInput(&req)
 	}
 	return resp, nil
+}
+
+// timers are reused across calls: a latency-bound benchmark of thousands
+// of loops would otherwise allocate a timer and its channel per call.
+var timers sync.Pool
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t, _ := timers.Get().(*time.Timer)
+	if t == nil {
+		t = time.NewTimer(d)
+	} else {
+		t.Reset(d)
+	}
+	defer timers.Put(t)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 func (m *Model) exhausted(call int) error {
