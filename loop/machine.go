@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ratchetloop/ratchet/internal/chunk"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,7 +69,9 @@ type Machine struct {
 	system string
 	known  map[string]bool
 	ready  Ready
-	st     state
+	// commands sizes the arrays commands are emitted into (see Advance).
+	commands chunk.Sizer
+	st       state
 }
 
 // pendingCall is one tool_use of the reply being processed.
@@ -1262,14 +1265,8 @@ func (m *Machine) best() *Attempt {
 	return best
 }
 
-// commandChunk is how many commands are allocated at once (see Advance).
-const commandChunk = 16
-
 func (m *Machine) emit(c Command) {
-	if len(m.ready.Commands) == cap(m.ready.Commands) {
-		m.ready.Commands = append(make([]Command, 0, len(m.ready.Commands)+commandChunk), m.ready.Commands...)
-	}
-	m.ready.Commands = append(m.ready.Commands, c)
+	m.ready.Commands = append(chunk.Reserve(m.ready.Commands, 1, &m.commands), c)
 }
 
 func (m *Machine) note(n Note) { m.ready.Notes = append(m.ready.Notes, n) }

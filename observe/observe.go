@@ -8,6 +8,7 @@
 package observe
 
 import (
+	"github.com/ratchetloop/ratchet/internal/chunk"
 	"time"
 
 	"github.com/ratchetloop/ratchet/loop"
@@ -75,6 +76,7 @@ func (f Func) Observe(e Entry) { f(e) }
 type Memory struct {
 	chunks [][]memEntry
 	n      int
+	sizer  chunk.Sizer
 }
 
 // memEntry is an Entry in 64 bytes instead of 104: of its five pointers one
@@ -87,14 +89,10 @@ type memEntry struct {
 	ptr any
 }
 
-// memoryChunk is the number of entries per chunk: about eight steps of a
-// tool loop.
-const memoryChunk = 32
-
 func (m *Memory) Observe(e Entry) {
 	last := len(m.chunks) - 1
-	if last < 0 || len(m.chunks[last]) == memoryChunk {
-		m.chunks = append(m.chunks, make([]memEntry, 0, memoryChunk))
+	if last < 0 || len(m.chunks[last]) == cap(m.chunks[last]) {
+		m.chunks = append(m.chunks, make([]memEntry, 0, m.sizer.Next()))
 		last++
 	}
 	m.chunks[last] = append(m.chunks[last], memEntry{seq: e.Seq, at: e.At, run: e.Run, ptr: compact(e)})

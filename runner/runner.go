@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ratchetloop/ratchet/internal/chunk"
 	"strconv"
 	"sync"
 	"time"
@@ -210,8 +211,10 @@ type run struct {
 	// prerecorded is how many events at the queue's front are already
 	// recorded (tool results made durable as their calls ended).
 	prerecorded int
-	hookParent  context.Context
-	hookCtx     context.Context
+	// events sizes the queue's arrays.
+	events     chunk.Sizer
+	hookParent context.Context
+	hookCtx    context.Context
 }
 
 // newRun takes pointers, as does compile: a run's goroutine stack stays
@@ -285,9 +288,6 @@ func (r *run) begin(ctx context.Context) (time.Time, error) {
 	return start, nil
 }
 
-// eventChunk is how many events the queue makes room for at once.
-const eventChunk = 16
-
 // drive feeds queue to the machine and carries out its commands until the
 // run finishes or waits for a person.
 func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error) {
@@ -322,12 +322,9 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if err := r.save(ctx); err != nil {
 			return r.abort(err)
 		}
-		if cap(queue)-len(queue) < 4 {
-			// Recorded events are pointed at by the log, so the queue's
-			// array is only ever filled, never reused; allocating events
-			// a chunk at a time saves an allocation per event.
-			queue = append(make([]loop.Event, 0, len(queue)+eventChunk), queue...)
-		}
+		// Recorded events are pointed at by the log, so the queue's array
+		// is only ever filled, never reused.
+		queue = chunk.Reserve(queue, answers(rd.Commands), &r.events)
 		queue = r.carryOutAll(queue, ctx, rd.Commands)
 		r.resumed = nil
 		if r.awaiting != "" {
@@ -344,6 +341,22 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		}
 	}
 	return loop.Result{}, errors.New("runner: the loop core stopped issuing commands before finishing")
+}
+
+// answers is how many events carrying out cmds gives, at most.
+func answers(cmds []loop.Command) int {
+	n := 0
+	for _, c := range cmds {
+		switch c.Type {
+		case loop.RunTools:
+			n += len(c.Calls)
+		case loop.Verify:
+			n += len(c.Checks)
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 // stepFailed ends the run after the core refused an event: a shell bug,
