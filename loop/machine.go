@@ -702,7 +702,18 @@ func (m *Machine) onReply(r *model.Response) {
 		m.onReplyWithoutCalls(r, size, len(uses) > 0, hasText)
 		return
 	}
-	m.onCalls(r, uses)
+	// Taking the calls and acting on them are apart, so that the deep
+	// work of acting (parsing a finish, checking arguments) does not sit on
+	// onCalls' frame.
+	switch finishes := m.onCalls(r, uses); {
+	case finishes == len(uses):
+		m.onFinish()
+		return
+	case finishes > 0:
+		m.dropFinishes()
+	}
+	m.answerCoreTools()
+	m.dispatchTools()
 }
 
 // freshCallID returns an ID for the step's nth call that is not among
@@ -742,8 +753,9 @@ func (m *Machine) onReplyWithoutCalls(r *model.Response, size int, calls, hasTex
 	}
 }
 
-// onCalls takes the tool calls of reply r, at indices uses of its content.
-func (m *Machine) onCalls(r *model.Response, uses []int) {
+// onCalls takes the tool calls of reply r, at indices uses of its content,
+// into the history and the turn's calls, and returns how many call finish.
+func (m *Machine) onCalls(r *model.Response, uses []int) (finishes int) {
 	// The history copy gives every tool_use a unique, non-empty ID so each
 	// gets its result, and an object input, which providers require when
 	// the history is sent back; the raw arguments stay in the calls, quoted
@@ -756,7 +768,6 @@ func (m *Machine) onCalls(r *model.Response, uses []int) {
 		return &content[i]
 	}
 	m.st.Calls = m.st.Calls[:0]
-	finishes := 0
 	var taken []string // IDs in use, the model's own and the generated; built when first needed
 	for n, i := range uses {
 		if id := content[i].ID; id == "" || slices.ContainsFunc(uses[:n], func(j int) bool { return content[j].ID == id }) {
@@ -776,15 +787,7 @@ func (m *Machine) onCalls(r *model.Response, uses []int) {
 		}
 	}
 	m.appendHistory(model.Message{Role: model.Assistant, Content: content})
-
-	if finishes > 0 && finishes < len(uses) {
-		m.dropFinishes()
-	} else if finishes == len(uses) {
-		m.onFinish()
-		return
-	}
-	m.answerCoreTools()
-	m.dispatchTools()
+	return finishes
 }
 
 func (m *Machine) dropFinishes() {
