@@ -71,6 +71,10 @@ type Machine struct {
 	ready  Ready
 	// commands sizes the arrays commands are emitted into (see Advance).
 	commands chunk.Sizer
+	// observed is reused for each turn's progress observation (a KeyFunc
+	// must not keep it), and awaiting for the one model call in flight.
+	observed []progress.Call
+	awaiting [1]string
 	st       state
 }
 
@@ -542,7 +546,8 @@ func (m *Machine) callModel(p model.Purpose, tools []model.ToolSpec, maxOut int,
 	m.st.Usage.Steps++
 	m.st.Usage.ModelCalls++
 	id := "m" + strconv.Itoa(m.st.CallSeq)
-	m.st.Awaiting = []string{id}
+	m.awaiting[0] = id
+	m.st.Awaiting = m.awaiting[:]
 	m.st.Phase = PhaseModel
 	m.st.Call = callParams{Purpose: p, MaxOut: maxOut, Keep: keep}
 	m.emit(m.modelCommand(id))
@@ -960,11 +965,12 @@ func (m *Machine) onToolResult(id string, out *ToolOutcome) {
 // completeTools answers every call of the turn, in call order, watches for
 // lack of progress and moves on.
 func (m *Machine) completeTools() {
-	obs := progress.Observation{Kind: progress.Action, Calls: make([]progress.Call, len(m.st.Calls))}
-	for i, c := range m.st.Calls {
+	m.observed = m.observed[:0]
+	for _, c := range m.st.Calls {
 		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: c.Result.IsError})
-		obs.Calls[i] = progress.Call{Tool: c.Name, Args: c.Args, Result: c.Result.Output}
+		m.observed = append(m.observed, progress.Call{Tool: c.Name, Args: c.Args, Result: c.Result.Output})
 	}
+	obs := progress.Observation{Kind: progress.Action, Calls: m.observed}
 	m.st.Calls = m.st.Calls[:0]
 	if m.st.Closing {
 		m.stopExhausted("the closing turn called tools instead of finishing")

@@ -64,7 +64,8 @@ type Call struct {
 	Result string          `json:"result"`
 }
 
-// KeyFunc maps an observation to a progress key. It must be a pure function.
+// KeyFunc maps an observation to a progress key. It must be a pure function,
+// and must not keep the observation's slices: the loop reuses them.
 type KeyFunc func(Observation) Key
 
 // DefaultKey is the KeyFunc described in the package doc. Arguments are
@@ -116,7 +117,9 @@ func DefaultKey(o Observation) Key {
 		b = field(b, []byte(o.Problem))
 	}
 	sum := sha256.Sum256(b)
-	return Key(hex.EncodeToString(sum[:12]))
+	var key [24]byte
+	hex.Encode(key[:], sum[:12])
+	return Key(key[:])
 }
 
 // field appends p length-prefixed, so that fields cannot run together.
