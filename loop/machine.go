@@ -70,6 +70,8 @@ type Machine struct {
 	known  map[string]bool
 	ready  Ready
 	// commands sizes the arrays commands are emitted into (see Advance).
+	// Its chunks stay small: a command's Request may hold a copy of the
+	// history (a pinned scratchpad or plan), which a chunk keeps alive.
 	commands chunk.Sizer
 	// observed is reused for each turn's progress observation (a KeyFunc
 	// must not keep it), and awaiting for the one model call in flight.
@@ -189,7 +191,7 @@ func New(spec Spec) (*Machine, error) {
 	}
 	spec.Budget = spec.Budget.WithDefaults()
 	spec.Policy = spec.Policy.withDefaults(spec.Budget)
-	m := &Machine{spec: spec}
+	m := &Machine{spec: spec, commands: chunk.Sizer{Limit: 8}}
 	m.init()
 	m.st = state{Phase: PhaseNew, Monitor: progress.NewMonitor(spec.Policy.Progress)}
 	return m, nil
@@ -949,11 +951,12 @@ func (m *Machine) toolList() string {
 	return strings.Join(names, ", ")
 }
 
-// onToolResult takes the outcome of call id. out is the event's, kept
-// as is: events are not changed once stepped.
+// onToolResult takes the outcome of call id, copied: a driver may reuse
+// the value it pointed at for the next result.
 func (m *Machine) onToolResult(id string, out *ToolOutcome) {
 	i := m.callIndex(id)
-	m.st.Calls[i].Result = out
+	kept := *out
+	m.st.Calls[i].Result = &kept
 	for _, c := range m.st.Calls {
 		if c.Result == nil {
 			return
@@ -1327,7 +1330,7 @@ func Restore(data []byte, key progress.KeyFunc) (*Machine, error) {
 		return nil, fmt.Errorf("loop: restore: snapshot version %d, this build reads version %d", s.Version, SnapshotVersion)
 	}
 	s.Spec.Policy.Key = key
-	m := &Machine{spec: s.Spec, st: s.State}
+	m := &Machine{spec: s.Spec, st: s.State, commands: chunk.Sizer{Limit: 8}}
 	m.init()
 	if m.st.Monitor.Seen == nil {
 		m.st.Monitor.Seen = map[progress.Key]bool{}

@@ -13,12 +13,20 @@ const (
 
 // Sizer hands out chunk sizes for one growing sequence. The zero value is
 // ready.
-type Sizer struct{ next int }
+type Sizer struct {
+	// Limit caps the chunk size; 0 means 64.
+	Limit int
+	next  int
+}
 
 // Next returns the size of the next chunk and doubles the one after.
 func (z *Sizer) Next() int {
-	n := max(z.next, first)
-	z.next = min(2*n, limit)
+	lim := z.Limit
+	if lim <= 0 {
+		lim = limit
+	}
+	n := min(max(z.next, first), lim)
+	z.next = min(2*n, lim)
 	return n
 }
 

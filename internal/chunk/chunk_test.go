@@ -15,6 +15,14 @@ func TestSizerDoublesToLimit(t *testing.T) {
 	if diff := cmp.Diff([]int{4, 8, 16, 32, 64, 64, 64}, got); diff != "" {
 		t.Errorf("sizes (-want +got):\n%s", diff)
 	}
+	small := Sizer{Limit: 8}
+	got = got[:0]
+	for range 4 {
+		got = append(got, small.Next())
+	}
+	if diff := cmp.Diff([]int{4, 8, 8, 8}, got); diff != "" {
+		t.Errorf("sizes with Limit 8 (-want +got):\n%s", diff)
+	}
 }
 
 func TestReserveNeverMovesWhatIsPast(t *testing.T) {

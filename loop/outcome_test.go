@@ -1,0 +1,53 @@
+package loop_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// TestStepCopiesToolOutcome: a driver may reuse one ToolOutcome variable
+// for a turn's results (a common Go pattern); the core must copy it.
+func TestStepCopiesToolOutcome(t *testing.T) {
+	spec := loop.Spec{
+		Goal:   "g",
+		Tools:  []model.ToolSpec{{Name: "t", Description: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		Checks: []loop.Check{{Name: "c", Tier: verify.Cheap}},
+	}
+	m, err := loop.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(0, 0)
+	step := func(ev loop.Event) loop.Ready {
+		t.Helper()
+		if err := m.Step(ev); err != nil {
+			t.Fatal(err)
+		}
+		rd := m.Ready()
+		m.Advance()
+		return rd
+	}
+	rd := step(loop.Event{Type: loop.EventStart, At: t0})
+	reply := model.Response{Content: []model.Block{
+		{Type: model.ToolUse, ID: "a", Name: "t", Input: json.RawMessage(`{}`)},
+		{Type: model.ToolUse, ID: "b", Name: "t", Input: json.RawMessage(`{"x":1}`)},
+	}}
+	rd = step(loop.Event{Type: loop.EventModelReply, At: t0, Call: rd.Commands[0].ID, Reply: &reply})
+	var out loop.ToolOutcome
+	for _, c := range rd.Commands[0].Calls {
+		out = loop.ToolOutcome{Output: "result of " + c.ID, Outcome: "ok"}
+		rd = step(loop.Event{Type: loop.EventToolResult, At: t0, Call: c.ID, Tool: &out})
+	}
+	msgs := rd.Commands[0].Request.Messages
+	last := msgs[len(msgs)-1]
+	for _, b := range last.Content {
+		if b.Type == model.ToolResult && b.Text != "result of "+b.ID {
+			t.Errorf("tool result for %s = %q, want %q", b.ID, b.Text, "result of "+b.ID)
+		}
+	}
+}
