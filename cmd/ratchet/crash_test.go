@@ -35,8 +35,9 @@ const crashRuns = 200
 // TestCrashResume kills 'ratchet run' with SIGKILL at seeded random points
 // and resumes each run (killing the resume too, sometimes) until it ends.
 // A kill point is "k lines into the run's output, then d more": k and d
-// are drawn from a seeded source, so the kills spread over every step of
-// the run however slow the machine is. Every run must end with the
+// are drawn from a seeded source, d up to about a line's time, so the
+// kills spread over every step of the run however slow or fast the
+// machine is. Every run must end with the
 // uninterrupted run's Result, with a gap-free log in which no event answers
 // the same call twice and which replays identically, and the journal that
 // the non-idempotent append_file tool writes must never hold a line twice.
@@ -49,7 +50,11 @@ func TestCrashResume(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	base := newCrashRun(t, bin, t.TempDir())
+	start := time.Now()
 	code, lines := base.run(t, nil)
+	// The extra time of a kill point spans about a line of output, so
+	// that it lands inside the run however fast the machine is.
+	spread := min(40*time.Millisecond, max(time.Since(start)/time.Duration(lines), time.Millisecond))
 	if code != 0 {
 		t.Fatalf("uninterrupted run exited %d", code)
 	}
@@ -66,7 +71,7 @@ func TestCrashResume(t *testing.T) {
 	draw := func(r *rand.Rand) *killPoint {
 		// The last lines are printed as the process exits: a kill there
 		// would land too late.
-		return &killPoint{line: r.IntN(lines - 2), after: time.Duration(r.Int64N(int64(40 * time.Millisecond)))}
+		return &killPoint{line: r.IntN(lines - 2), after: time.Duration(r.Int64N(int64(spread)))}
 	}
 	points := make([]*killPoint, crashRuns)
 	for i := range points {
