@@ -70,9 +70,9 @@ type Func func(Entry)
 func (f Func) Observe(e Entry) { f(e) }
 
 // Memory keeps every entry in memory, for tests and benchmarks. Entries are
-// stored compactly in fixed-size chunks, so the log is never copied as it
-// grows and wastes at most one partly filled chunk. It is not safe for
-// concurrent use.
+// stored compactly in chunks that start small and double (see
+// internal/chunk), so the log is never copied as it grows and wastes at
+// most one partly filled chunk. It is not safe for concurrent use.
 type Memory struct {
 	chunks [][]memEntry
 	n      int
