@@ -713,13 +713,24 @@ func TestMemoryKeepsOddEntries(t *testing.T) {
 		{Seq: 5, Run: "r", At: at, Kind: observe.KindNote},                              // none
 		{Seq: 6, Run: "child", At: at, Kind: "custom", Note: &loop.Note{Text: "hello"}}, // a kind ratchet does not write
 		{Seq: 7, Run: "r", At: at, Kind: observe.KindRun, Spec: &loop.Spec{Goal: "g"}},
+		{Seq: 8, Run: "r/child", At: at, Kind: observe.KindEvent, Event: ev},                          // another run
+		{Seq: 9, Run: "r", At: time.Now(), Kind: observe.KindEvent, Event: ev},                        // a monotonic reading
+		{Seq: 10, Run: "r", At: at.In(time.FixedZone("X", 3600)), Kind: observe.KindEvent, Event: ev}, // another location
+		{Seq: 11, Run: "r", Kind: observe.KindEvent, Event: ev},                                       // no time
+		{Seq: 12, Run: "r", At: at.Add(time.Nanosecond), Kind: observe.KindEvent, Event: ev},
 	}
 	var m observe.Memory
 	for _, e := range entries {
 		m.Observe(e)
 	}
-	if diff := cmp.Diff(entries, m.Entries()); diff != "" {
+	got := m.Entries()
+	if diff := cmp.Diff(entries, got); diff != "" {
 		t.Errorf("Entries() (-want +got):\n%s", diff)
+	}
+	for i := range entries { // cmp compares times with Equal; the log keeps them exactly
+		if got[i].At != entries[i].At {
+			t.Errorf("entry %d: At = %#v, want %#v", i, got[i].At, entries[i].At)
+		}
 	}
 }
 
