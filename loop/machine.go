@@ -319,6 +319,12 @@ func (m *Machine) stepOther(ev *Event) {
 		m.resume()
 	case EventStart:
 		m.st.Start = ev.At
+		if steps := m.spec.Budget.Steps; steps > 0 {
+			// Room for a tool loop's two messages a step, up to a point: a
+			// logged request keeps the history array it was built on, so
+			// every doubling would leave a copy alive.
+			m.st.History = make([]model.Message, 0, min(2*steps+2, 256))
+		}
 		m.appendHistory(model.Message{Role: model.User, Content: []model.Block{model.TextBlock(m.spec.Goal)}})
 		m.nextTurn()
 	case EventCancel:
