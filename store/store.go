@@ -70,6 +70,29 @@ type Update struct {
 	Updated    time.Time
 }
 
+// Columns calls set with the name of each column u changes and its new
+// value, in a fixed order: the SQL backends build their UPDATE from it.
+func (u Update) Columns(set func(column string, value any)) {
+	if u.Status != nil {
+		set("status", *u.Status)
+	}
+	if u.Question != nil {
+		set("question", *u.Question)
+	}
+	if u.Result != nil {
+		set("result", u.Result)
+	}
+	if u.Steps != nil {
+		set("steps", *u.Steps)
+	}
+	if u.CostMicros != nil {
+		set("cost_micros", *u.CostMicros)
+	}
+	if !u.Updated.IsZero() {
+		set("updated", u.Updated)
+	}
+}
+
 // Filter selects runs for List. Zero fields match everything.
 type Filter struct {
 	// Status matches runs whose status is any of these; a value ending in

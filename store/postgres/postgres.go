@@ -172,28 +172,10 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error {
 	args := []any{id}
 	var set []string
-	add := func(col string, v any) {
+	u.Columns(func(col string, v any) {
 		args = append(args, v)
 		set = append(set, fmt.Sprintf("%s = $%d", col, len(args)))
-	}
-	if u.Status != nil {
-		add("status", *u.Status)
-	}
-	if u.Question != nil {
-		add("question", *u.Question)
-	}
-	if u.Result != nil {
-		add("result", u.Result)
-	}
-	if u.Steps != nil {
-		add("steps", *u.Steps)
-	}
-	if u.CostMicros != nil {
-		add("cost_micros", *u.CostMicros)
-	}
-	if !u.Updated.IsZero() {
-		add("updated", u.Updated)
-	}
+	})
 	query := `SELECT FROM runs WHERE id = $1`
 	if len(set) > 0 {
 		query = `UPDATE runs SET ` + strings.Join(set, ", ") + ` WHERE id = $1`

@@ -266,28 +266,13 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error 
 		set  []string
 		args []any
 	)
-	add := func(col string, v any) {
+	u.Columns(func(col string, v any) {
+		if t, ok := v.(time.Time); ok {
+			v = t.UnixMicro() // times are stored as microseconds
+		}
 		set = append(set, col+" = ?")
 		args = append(args, v)
-	}
-	if u.Status != nil {
-		add("status", *u.Status)
-	}
-	if u.Question != nil {
-		add("question", *u.Question)
-	}
-	if u.Result != nil {
-		add("result", u.Result)
-	}
-	if u.Steps != nil {
-		add("steps", *u.Steps)
-	}
-	if u.CostMicros != nil {
-		add("cost_micros", *u.CostMicros)
-	}
-	if !u.Updated.IsZero() {
-		add("updated", u.Updated.UnixMicro())
-	}
+	})
 	query := `SELECT 1 FROM runs WHERE id = ?`
 	if len(set) > 0 {
 		query = `UPDATE runs SET ` + strings.Join(set, ", ") + ` WHERE id = ? RETURNING 1`
