@@ -90,10 +90,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	noLogs := fs.Bool("no-logs", false, "do not keep each run's event log")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: ratchet eval run SUITE.yaml [flags]\n\nRuns every case of the suite its number of repeats, stores each run in the\nresult directory as it finishes, and prints the metrics. Interrupted, it keeps\nwhat finished; run it again with the same label to do only the rest.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "Usage: ratchet eval run SUITE.yaml [flags]\n\nRuns every case of the suite its number of repeats, stores each run in the\nresult directory as it finishes, and prints the metrics. Interrupted, it keeps\nwhat finished; run it again with the same label to do only the rest.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
@@ -353,8 +350,7 @@ func (m *Main) evalCompare(args []string) int {
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
 	holmFlag := fs.Bool("holm", false, "adjust p-values for the number of gated metrics (Holm-Bonferroni): --alpha bounds\nthe chance of any false regression, not of each")
 	ignore := fs.String("ignore", "wall time", "comma-separated metric names or prefixes shown but never counted as regressions\n(wall time depends on the machine's load; --ignore '' gates on it too)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: ratchet eval compare BASE CAND [flags]
+	setUsage(fs, `Usage: ratchet eval compare BASE CAND [flags]
 
 Prints every metric of the baseline and the candidate side by side with the
 difference, its 95% interval and a two-sided test: Fisher's exact test for
@@ -364,8 +360,6 @@ in the worse direction. Each metric is tested at --alpha on its own.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
@@ -427,8 +421,7 @@ func (m *Main) evalAdd(ctx context.Context, args []string) int {
 	want := fs.String("expect-answer", "", "the right answer: checked by the case (and, without --task, by an inline equals check)")
 	category := fs.String("category", "", "failure category, overriding the guess: "+strings.Join(eval.Categories, ", "))
 	name := fs.String("name", "", "case name (default from-RUNID)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: ratchet eval add --from-run LOG --suite SUITE.yaml [--task TASK.yaml | --expect-answer A] [flags]
+	setUsage(fs, `Usage: ratchet eval add --from-run LOG --suite SUITE.yaml [--task TASK.yaml | --expect-answer A] [flags]
 
 Turns a failed run into a suite case: the run's task, the expected outcome
 (done, and never again the run's wrong answer) and a failure category guessed
@@ -436,8 +429,6 @@ from the log (see docs/eval.md; --category overrides it).
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code

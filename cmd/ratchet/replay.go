@@ -22,8 +22,7 @@ func (m *Main) replayCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet replay", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: ratchet replay RUN|LOG.jsonl [--db DB]
+	setUsage(fs, `Usage: ratchet replay RUN|LOG.jsonl [--db DB]
 
 Feeds the events of a recorded run (a run in the database, or a JSONL log
 written by 'ratchet run --log') to this build of the loop core and checks
@@ -32,8 +31,6 @@ first divergence (printed), 2 when the log cannot be read.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code

@@ -77,6 +77,15 @@ Model strings (docs/providers.md): %s.
 // parseCommand parses a subcommand's flags. When parsing ends the command
 // (-h, or a bad flag the flag package has already reported), done is true
 // and code is the exit code.
+// setUsage makes fs's usage text, shown by -h and on a bad flag, text and
+// then its flags' defaults.
+func setUsage(fs *flag.FlagSet, text string) {
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), text)
+		fs.PrintDefaults()
+	}
+}
+
 func parseCommand(fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
 	pos, err := parseInterleaved(fs, args)
 	switch {

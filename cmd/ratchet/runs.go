@@ -118,10 +118,7 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		"approve": "approve RUN       approve the tool call a run is waiting on, and carry it on",
 		"deny":    "deny RUN [WHY]    refuse the tool call a run is waiting on, and carry it on",
 	}[name]
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: ratchet %s\n\nFlags:\n", usage)
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "Usage: ratchet "+usage+"\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
@@ -186,10 +183,7 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&label, "label", "", "only runs with this label")
 	fs.IntVar(&limit, "limit", 20, "at most this many runs, newest first (0 for all)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: ratchet ls [flags]\n\nLists runs, newest first: status, goal, steps, cost and age.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "Usage: ratchet ls [flags]\n\nLists runs, newest first: status, goal, steps, cost and age.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
@@ -285,10 +279,7 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
 	fs.BoolVar(&events, "events", false, "print the run's event log (JSONL, docs/events.md) instead")
 	fs.BoolVar(&asJSON, "json", false, "print the Result as JSON")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), "Usage: ratchet show RUN [flags]\n\nPrints a run's Result, attempts, verdicts and usage.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
+	setUsage(fs, "Usage: ratchet show RUN [flags]\n\nPrints a run's Result, attempts, verdicts and usage.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code

@@ -32,8 +32,7 @@ func (m *Main) simCmd(ctx context.Context, args []string) int {
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed; the same seed and flags give the same report")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "chains run at once (default GOMAXPROCS; does not change the report)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: ratchet sim [flags]
+	setUsage(fs, `Usage: ratchet sim [flags]
 
 Simulates chains of n agent steps on the real engine, with a generator that is
 right with probability p and a verifier of known recall, and prints each
@@ -43,8 +42,6 @@ confidence is low. Seeded and deterministic.
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code

@@ -31,8 +31,7 @@ func (m *Main) verifyCmd(ctx context.Context, args []string) int {
 	fs.SetOutput(m.Stderr)
 	asJSON := fs.Bool("json", false, "print the verdicts as JSON")
 	unsafe := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: ratchet verify TASK.yaml FILE... [flags]
+	setUsage(fs, `Usage: ratchet verify TASK.yaml FILE... [flags]
 
 Runs every check of the task (cheap, expensive and holdout) on each candidate
 file, with no model, and prints each verdict. Exit 0 when every cheap and
@@ -41,8 +40,6 @@ config error, 3 when a check could not run (e.g. no sandbox).
 
 Flags:
 `)
-		fs.PrintDefaults()
-	}
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
