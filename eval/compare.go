@@ -376,16 +376,6 @@ func (c Comparison) Markdown(w io.Writer) error {
 	b.WriteString("| metric | base | candidate | Δ | 95% CI of Δ | test | p | |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range c.Rows {
-		delta, ci, test, p := "–", "–", "–", "–"
-		if r.Test != "" || r.HasCI {
-			delta = fmtDelta(r, r.Delta)
-		}
-		if r.HasCI {
-			ci = "[" + fmtDelta(r, r.Lo) + ", " + fmtDelta(r, r.Hi) + "]"
-		}
-		if r.Test != "" {
-			test, p = r.Test, fmtP(r.PAdj)
-		}
 		flag := ""
 		switch {
 		case r.Regression:
@@ -395,7 +385,7 @@ func (c Comparison) Markdown(w io.Writer) error {
 		case r.Significant && r.Ignored:
 			flag = "(ignored)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Metric, r.BaseText, r.CandText, delta, ci, test, p, flag)
+		mdRow(&b, append(r.cells(), flag))
 	}
 	b.WriteString("\n")
 	if len(c.Regressions) == 0 {
@@ -405,6 +395,22 @@ func (c Comparison) Markdown(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cells are r's columns as both reports show them: metric, base,
+// candidate, Δ, its confidence interval, the test and its p-value.
+func (r Row) cells() []string {
+	delta, ci, test, p := "–", "–", "–", "–"
+	if r.Test != "" || r.HasCI {
+		delta = fmtDelta(r, r.Delta)
+	}
+	if r.HasCI {
+		ci = "[" + fmtDelta(r, r.Lo) + ", " + fmtDelta(r, r.Hi) + "]"
+	}
+	if r.Test != "" {
+		test, p = r.Test, fmtP(r.PAdj)
+	}
+	return []string{r.Metric, r.BaseText, r.CandText, delta, ci, test, p}
 }
 
 func fmtP(p float64) string {

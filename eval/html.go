@@ -99,16 +99,6 @@ func HTMLCompare(w io.Writer, c Comparison) error {
 	}
 	t := table{Title: "Metrics", Head: []string{"metric", "base", "candidate", "Δ", "95% CI of Δ", "test", "p", ""}}
 	for _, r := range c.Rows {
-		delta, ci, test, p := "–", "–", "–", "–"
-		if r.Test != "" || r.HasCI {
-			delta = fmtDelta(r, r.Delta)
-		}
-		if r.HasCI {
-			ci = "[" + fmtDelta(r, r.Lo) + ", " + fmtDelta(r, r.Hi) + "]"
-		}
-		if r.Test != "" {
-			test, p = r.Test, fmtP(r.PAdj)
-		}
 		flag, verdict := "", ""
 		switch {
 		case r.Regression:
@@ -116,7 +106,7 @@ func HTMLCompare(w io.Writer, c Comparison) error {
 		case r.Improvement:
 			flag, verdict = "good", "▲ better"
 		}
-		t.Rows = append(t.Rows, []string{r.Metric, r.BaseText, r.CandText, delta, ci, test, p, verdict})
+		t.Rows = append(t.Rows, append(r.cells(), verdict))
 		t.Flags = append(t.Flags, flag)
 	}
 	d.Tables = append(d.Tables, t)
