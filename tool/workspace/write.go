@@ -40,13 +40,20 @@ type editArgs struct {
 	NewText string `json:"new_text" jsonschema:"the text to put in its place; empty to delete old_text"`
 }
 
+// cleanFile is clean for a path that must name a file, not the root;
+// example is a file name to suggest.
+func cleanFile(path, example string) (string, error) {
+	p, err := clean(path)
+	if err == nil && p == "." {
+		err = fmt.Errorf(`%w: path %q is the workspace root; give the path of a file, such as %q`, tool.ErrInvalidArgs, path, example)
+	}
+	return p, err
+}
+
 func (ws *Workspace) writeFile(ctx context.Context, in writeArgs) (string, error) {
-	p, err := clean(in.Path)
+	p, err := cleanFile(in.Path, "notes.txt")
 	if err != nil {
 		return "", err
-	}
-	if p == "." {
-		return "", fmt.Errorf(`%w: path %q is the workspace root; give the path of a file, such as "notes.txt"`, tool.ErrInvalidArgs, in.Path)
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -198,12 +205,9 @@ func notFound(arg, text, old string) error {
 func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func (ws *Workspace) appendFile(ctx context.Context, in appendArgs) (string, error) {
-	p, err := clean(in.Path)
+	p, err := cleanFile(in.Path, "log.txt")
 	if err != nil {
 		return "", err
-	}
-	if p == "." {
-		return "", fmt.Errorf(`%w: path %q is the workspace root; give the path of a file, such as "log.txt"`, tool.ErrInvalidArgs, in.Path)
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
