@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratchetloop/ratchet/internal/testenv"
 )
 
 // renderHTML writes a comparison and a summary report of synthetic runs.
@@ -59,10 +61,7 @@ func chromium(t *testing.T) string {
 	t.Helper()
 	const bin = "/usr/bin/chromium"
 	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is missing (apt-get install chromium; test.sh installs it): %v", err)
-		}
-		t.Skipf("chromium is missing (%v); install the Debian package chromium", err)
+		testenv.Missing(t, fmt.Sprintf("chromium: %v (apt-get install chromium; ./test.sh installs it)", err))
 	}
 	return bin
 }

@@ -11,11 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// inCI reports whether we run under CI, where a missing prerequisite is a
-// failure rather than a reason to skip.
-func inCI() bool { return os.Getenv("CI") == "true" }
+	"github.com/ratchetloop/ratchet/internal/testenv"
+)
 
 // need fails (under CI=true) or skips the test when ok is false.
 func need(t testing.TB, ok bool, what string) {
@@ -23,10 +21,7 @@ func need(t testing.TB, ok bool, what string) {
 	if ok {
 		return
 	}
-	if inCI() {
-		t.Fatalf("missing prerequisite (CI=true, so this fails instead of skipping): %s; test.sh installs it", what)
-	}
-	t.Skipf("skipping: %s (test.sh installs it; under CI=true this fails)", what)
+	testenv.Missing(t, what+" (./test.sh installs it)")
 }
 
 var (

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/observe"
@@ -544,10 +545,7 @@ func TestDoubleDash(t *testing.T) {
 // be written exits 3 even though the run itself ended done.
 func TestIncompleteLogIsInfrastructureFailure(t *testing.T) {
 	if _, err := os.Stat("/dev/full"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI must run this test, but /dev/full is missing")
-		}
-		t.Skip("no /dev/full on this system")
+		testenv.Missing(t, "/dev/full")
 	}
 	c := run(t, nil, "run", quickstart, "--quiet", "--log", "/dev/full")
 	c.wantCode(t, exitInfra)
@@ -562,10 +560,7 @@ func requireSandboxTools(t *testing.T) {
 	t.Helper()
 	for _, p := range []string{"/usr/bin/python3", "/usr/bin/prlimit"} {
 		if _, err := os.Stat(p); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("CI must provide %s (test.sh installs it)", p)
-			}
-			t.Skipf("%s missing", p)
+			testenv.Missing(t, p+" (./test.sh installs it)")
 		}
 	}
 }
@@ -642,13 +637,7 @@ func TestVerifyCommand(t *testing.T) {
 // TestPostgresDatabase runs a task with its runs kept in PostgreSQL
 // (test.sh starts a throwaway cluster and sets RATCHET_TEST_POSTGRES_DSN).
 func TestPostgresDatabase(t *testing.T) {
-	dsn := os.Getenv("RATCHET_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI must provide RATCHET_TEST_POSTGRES_DSN (test.sh starts a cluster)")
-		}
-		t.Skip("RATCHET_TEST_POSTGRES_DSN is not set")
-	}
+	dsn := testenv.PostgresDSN(t)
 	label := fmt.Sprintf("pg-%d", time.Now().UnixNano())
 	c := run(t, nil, "run", "--db", dsn, "--label", label, quickstart)
 	c.wantCode(t, exitDone)

@@ -1,47 +1,17 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/loop"
 )
 
-// npmServer returns the path of a reference MCP server that ./test.sh
-// installs with npm (or $RATCHET_NPM_BIN names the directory of), or ends
-// the test: skipped outside CI, failed under CI=true.
-func npmServer(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("RATCHET_NPM_BIN")
-	if dir == "" {
-		dir = filepath.Join("..", "..", ".cache", "npm", "node_modules", ".bin")
-	}
-	path, err := filepath.Abs(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	missing := ""
-	if _, err := os.Stat(path); err != nil {
-		missing = fmt.Sprintf("%s is not installed at %s (./test.sh installs it with npm)", name, path)
-	} else if _, err := exec.LookPath("node"); err != nil {
-		missing = "node is not installed (./test.sh installs it)"
-	}
-	if missing != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(missing)
-		}
-		t.Skip(missing)
-	}
-	return path
-}
-
 // TestRunMCP runs a task file whose tool comes from an MCP server.
 func TestRunMCP(t *testing.T) {
-	bin := npmServer(t, "mcp-server-everything")
+	bin := testenv.NPMBin(t, "mcp-server-everything")
 	dir := write(t, map[string]string{
 		"task.yaml": `goal: What is 20+22? Use the tool, then finish.
 model: scripted:turns.yaml
@@ -73,7 +43,7 @@ budget: {steps: 4, time: 1m}
 
 // TestRunMCPClash: a server tool may not take a workspace tool's name.
 func TestRunMCPClash(t *testing.T) {
-	bin := npmServer(t, "mcp-server-filesystem")
+	bin := testenv.NPMBin(t, "mcp-server-filesystem")
 	dir := write(t, map[string]string{
 		"task.yaml": `goal: g
 model: scripted:turns.yaml

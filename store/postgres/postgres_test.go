@@ -13,27 +13,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/store/postgres"
 	"github.com/ratchetloop/ratchet/store/storetest"
 )
-
-// dsnVar names the database the tests use; ./test.sh starts a throwaway
-// cluster and sets it.
-const dsnVar = "RATCHET_TEST_POSTGRES_DSN"
-
-// testDSN returns the test database's DSN. Without one the test fails under
-// CI (where test.sh always provides one) and skips elsewhere.
-func testDSN(t testing.TB) string {
-	dsn := os.Getenv(dsnVar)
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: under CI the PostgreSQL tests must run (./test.sh starts a cluster)", dsnVar)
-		}
-		t.Skipf("%s is not set; ./test.sh starts a throwaway PostgreSQL cluster and sets it", dsnVar)
-	}
-	return dsn
-}
 
 var schemas atomic.Int64
 
@@ -59,7 +43,7 @@ func newSchema(t testing.TB, dsn string) string {
 // open opens a store in a new schema of the test database.
 func open(t testing.TB) *postgres.Store {
 	t.Helper()
-	dsn := testDSN(t)
+	dsn := testenv.PostgresDSN(t)
 	s, err := postgres.New(context.Background(), postgres.Config{DSN: dsn, Schema: newSchema(t, dsn)})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -79,7 +63,7 @@ var (
 // TestTwoProcesses has two Stores on one schema (as two processes would)
 // race to append to the same run: exactly one wins each seq.
 func TestTwoProcesses(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := testenv.PostgresDSN(t)
 	schema := newSchema(t, dsn)
 	var stores [2]*postgres.Store
 	for i := range stores {
@@ -188,7 +172,7 @@ func TestConfig(t *testing.T) {
 // TestMigrateConcurrently opens several stores on a new schema at once:
 // the advisory lock makes one migrate and the rest find it done.
 func TestMigrateConcurrently(t *testing.T) {
-	dsn := testDSN(t)
+	dsn := testenv.PostgresDSN(t)
 	schema := newSchema(t, dsn)
 	var wg sync.WaitGroup
 	errs := make([]error, 4)

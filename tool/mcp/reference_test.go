@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/runner"
@@ -28,33 +29,6 @@ import (
 	"github.com/ratchetloop/ratchet/tool/mcp"
 	"github.com/ratchetloop/ratchet/verify"
 )
-
-// reference returns the path of an npm-installed server's executable, or
-// ends the test when it is missing.
-func reference(t *testing.T, name string) string {
-	t.Helper()
-	dir := os.Getenv("RATCHET_NPM_BIN")
-	if dir == "" {
-		dir = filepath.Join("..", "..", ".cache", "npm", "node_modules", ".bin")
-	}
-	path, err := filepath.Abs(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	missing := ""
-	if _, err := os.Stat(path); err != nil {
-		missing = fmt.Sprintf("%s is not installed at %s (./test.sh installs it with npm)", name, path)
-	} else if _, err := exec.LookPath("node"); err != nil {
-		missing = "node is not installed (./test.sh installs it)"
-	}
-	if missing != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(missing)
-		}
-		t.Skip(missing)
-	}
-	return path
-}
 
 func mustConnect(t *testing.T, cfg mcp.Config) *mcp.Server {
 	t.Helper()
@@ -128,7 +102,7 @@ func checkEverythingTools(t *testing.T, s *mcp.Server) {
 }
 
 func TestEverythingStdio(t *testing.T) {
-	bin := reference(t, "mcp-server-everything")
+	bin := testenv.NPMBin(t, "mcp-server-everything")
 	t.Setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
 	s := mustConnect(t, mcp.Config{
 		Name: "everything", Command: []string{bin, "stdio"}, Env: map[string]string{"FOO": "bar"},
@@ -144,7 +118,7 @@ func TestEverythingStdio(t *testing.T) {
 
 func TestEverythingAllTools(t *testing.T) {
 	t.Parallel() // node is slow to start
-	bin := reference(t, "mcp-server-everything")
+	bin := testenv.NPMBin(t, "mcp-server-everything")
 	s := mustConnect(t, mcp.Config{Name: "everything", Command: []string{bin}})
 	// Every tool the server lists is acceptable to the registry as is.
 	reg, err := tool.NewRegistry(s.Tools()...)
@@ -168,7 +142,7 @@ func freePort(t *testing.T) int {
 
 func TestEverythingHTTP(t *testing.T) {
 	t.Parallel() // node is slow to start
-	bin := reference(t, "mcp-server-everything")
+	bin := testenv.NPMBin(t, "mcp-server-everything")
 	port := freePort(t)
 	cmd := exec.Command(bin, "streamableHttp")
 	cmd.Env = mcp.Environ(map[string]string{"PORT": fmt.Sprint(port)})
@@ -202,7 +176,7 @@ func TestEverythingHTTP(t *testing.T) {
 
 func TestFilesystem(t *testing.T) {
 	t.Parallel() // node is slow to start
-	bin := reference(t, "mcp-server-filesystem")
+	bin := testenv.NPMBin(t, "mcp-server-filesystem")
 	root := t.TempDir()
 	allowed := filepath.Join(root, "allowed")
 	for path, data := range map[string]string{
@@ -243,7 +217,7 @@ func TestFilesystem(t *testing.T) {
 // server-everything, sees its result and finishes with it.
 func TestRunWithMCPTool(t *testing.T) {
 	t.Parallel() // node is slow to start
-	bin := reference(t, "mcp-server-everything")
+	bin := testenv.NPMBin(t, "mcp-server-everything")
 	s := mustConnect(t, mcp.Config{Name: "everything", Command: []string{bin}, Tools: []string{"get-sum"}})
 	sure := 0.95
 	m, err := scripted.New(scripted.Script{Turns: []scripted.Turn{
