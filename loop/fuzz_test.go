@@ -308,16 +308,7 @@ func FuzzCoreTools(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := time.Unix(0, 0)
-		step := func(ev Event) Ready {
-			ev.At = at
-			if err := m.Step(ev); err != nil {
-				t.Fatalf("Step %s: %v", ev.Type, err)
-			}
-			rd := m.Ready()
-			m.Advance()
-			return rd
-		}
+		step := stepper(t, m)
 		rd := step(Event{Type: EventStart})
 		turns := [][2]string{{name1, args1}, {name2, args2}, {name3, args3}}
 		for i := 0; i < 2 && m.Phase() != PhaseStopped; i++ {
@@ -386,16 +377,7 @@ func FuzzCompaction(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := time.Unix(0, 0)
-		step := func(ev Event) Ready {
-			ev.At = at
-			if err := m.Step(ev); err != nil {
-				t.Fatalf("Step %s: %v", ev.Type, err)
-			}
-			rd := m.Ready()
-			m.Advance()
-			return rd
-		}
+		step := stepper(t, m)
 		rd := step(Event{Type: EventStart})
 		latest := ""
 		for i, c := range choices {
