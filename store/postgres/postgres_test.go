@@ -74,42 +74,7 @@ func TestTwoProcesses(t *testing.T) {
 		defer s.Close()
 		stores[i] = s
 	}
-	if err := stores[0].CreateRun(ctx, store.Run{ID: "r", Created: when, Updated: when}); err != nil {
-		t.Fatal(err)
-	}
-	if err := stores[1].CreateRun(ctx, store.Run{ID: "r", Created: when, Updated: when}); !errors.Is(err, store.ErrExists) {
-		t.Errorf("second process CreateRun of the same ID = %v, want ErrExists", err)
-	}
-	const rounds = 50
-	wins := [2]int{}
-	for seq := int64(1); seq <= rounds; seq++ {
-		var (
-			wg   sync.WaitGroup
-			errs [2]error
-		)
-		for i, s := range stores {
-			wg.Go(func() {
-				errs[i] = s.Append(ctx, "r", []store.Entry{{Seq: seq, Kind: "k", At: when, Data: []byte{byte(i)}}})
-			})
-		}
-		wg.Wait()
-		switch {
-		case errs[0] == nil && errs[1] == nil:
-			t.Fatalf("seq %d: both stores appended", seq)
-		case errs[0] == nil && errors.Is(errs[1], store.ErrConflict):
-			wins[0]++
-		case errs[1] == nil && errors.Is(errs[0], store.ErrConflict):
-			wins[1]++
-		default:
-			t.Fatalf("seq %d: errors %v, want one nil and one ErrConflict", seq, errs)
-		}
-	}
-	for _, s := range stores {
-		if last, err := s.LastSeq(ctx, "r"); err != nil || last != rounds {
-			t.Errorf("LastSeq = %d, %v; want %d", last, err, rounds)
-		}
-	}
-	t.Logf("wins: %v", wins)
+	storetest.TwoWriters(t, stores[0], stores[1])
 }
 
 // TestBadAppendInBatch checks that an append the server refuses (a kind

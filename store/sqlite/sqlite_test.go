@@ -3,11 +3,9 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -112,42 +110,7 @@ func TestTwoProcesses(t *testing.T) {
 	a, b := open(t, path), open(t, path)
 	defer a.Close()
 	defer b.Close()
-	if err := a.CreateRun(ctx, newRun("r")); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.CreateRun(ctx, newRun("r")); !errors.Is(err, store.ErrExists) {
-		t.Errorf("second process CreateRun of the same ID = %v, want ErrExists", err)
-	}
-	const rounds = 50
-	wins := map[string]int{}
-	for seq := int64(1); seq <= rounds; seq++ {
-		var (
-			wg   sync.WaitGroup
-			errs [2]error
-		)
-		for i, s := range []*sqlite.Store{a, b} {
-			wg.Go(func() {
-				errs[i] = s.Append(ctx, "r", []store.Entry{{Seq: seq, Kind: "k", At: when, Data: []byte{byte(i)}}})
-			})
-		}
-		wg.Wait()
-		switch {
-		case errs[0] == nil && errs[1] == nil:
-			t.Fatalf("seq %d: both stores appended", seq)
-		case errs[0] == nil && errors.Is(errs[1], store.ErrConflict):
-			wins["a"]++
-		case errs[1] == nil && errors.Is(errs[0], store.ErrConflict):
-			wins["b"]++
-		default:
-			t.Fatalf("seq %d: errors %v, want one nil and one ErrConflict", seq, errs)
-		}
-	}
-	for _, s := range []*sqlite.Store{a, b} {
-		if last, err := s.LastSeq(ctx, "r"); err != nil || last != rounds {
-			t.Errorf("LastSeq = %d, %v; want %d", last, err, rounds)
-		}
-	}
-	t.Logf("wins: %v", wins)
+	storetest.TwoWriters(t, a, b)
 }
 
 func TestConfig(t *testing.T) {
