@@ -118,14 +118,15 @@ func approvalQuestion(c *pendingCall, rule *Permission) string {
 
 // approved reads a person's answer to an approval question.
 func approved(ev Event) (bool, string) {
-	if ev.Approved != nil {
-		return *ev.Approved, ev.Text
+	d := ev.Detail()
+	if d.Approved != nil {
+		return *d.Approved, d.Text
 	}
-	t := strings.ToLower(strings.TrimSpace(ev.Text))
+	t := strings.ToLower(strings.TrimSpace(d.Text))
 	for _, yes := range []string{"approve", "approved", "yes", "y", "allow", "ok"} {
 		if t == yes || strings.HasPrefix(t, yes+" ") || strings.HasPrefix(t, yes+":") || strings.HasPrefix(t, yes+",") {
 			return true, ""
 		}
 	}
-	return false, ev.Text
+	return false, d.Text
 }
