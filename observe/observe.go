@@ -76,46 +76,51 @@ func (f Func) Observe(e Entry) { f(e) }
 type Memory struct {
 	// run and loc are every entry's Run and At location: entries of
 	// another run (a child's, say) are kept whole.
-	run    string
-	loc    *time.Location
-	chunks [][]memEntry
-	n      int
-	sizer  chunk.Sizer
+	run string
+	loc *time.Location
+	// first is the Seq of the first entry, next one more than the Seq of
+	// the run's latest: a compact entry's Seq is the one it must have.
+	first, next int64
+	chunks      [][]memEntry
+	n           int
+	sizer       chunk.Sizer
 }
 
-// memEntry is an Entry in 40 bytes instead of 104, with one pointer for
-// the collector to follow instead of five: its At as seconds and
-// nanoseconds, and of its five pointers the one that is set, kept as an
-// interface whose type gives the Kind. An entry of another shape is kept
-// whole.
+// memEntry is an Entry in 24 bytes instead of 104, with one pointer for
+// the collector to follow instead of five: its At in Unix nanoseconds and,
+// of its five pointers, the one that is set, kept as an interface whose
+// type gives the Kind. Its Seq is implied. An entry of another shape is
+// kept whole.
 type memEntry struct {
-	seq  int64
-	sec  int64
-	nsec int32
-	ptr  any
+	at  int64
+	ptr any
 }
 
 func (m *Memory) Observe(e Entry) {
 	if m.n == 0 {
 		m.run, m.loc = e.Run, e.At.Location()
+		m.first, m.next = e.Seq, e.Seq
 	}
 	last := len(m.chunks) - 1
 	if last < 0 || len(m.chunks[last]) == cap(m.chunks[last]) {
 		m.chunks = append(m.chunks, make([]memEntry, 0, m.sizer.Next()))
 		last++
 	}
-	me := memEntry{seq: e.Seq, sec: e.At.Unix(), nsec: int32(e.At.Nanosecond())}
-	if e.Run == m.run && m.time(me) == e.At {
+	me := memEntry{at: e.At.UnixNano()}
+	if e.Run == m.run && e.Seq == m.next && m.time(me) == e.At {
 		me.ptr = compact(e)
 	} else {
 		whole := e // declared here so that only such entries are copied to the heap
 		me.ptr = &whole
 	}
+	if e.Run == m.run {
+		m.next = e.Seq + 1
+	}
 	m.chunks[last] = append(m.chunks[last], me)
 	m.n++
 }
 
-func (m *Memory) time(me memEntry) time.Time { return time.Unix(me.sec, int64(me.nsec)).In(m.loc) }
+func (m *Memory) time(me memEntry) time.Time { return time.Unix(0, me.at).In(m.loc) }
 
 // compact returns the one pointer e holds, if that is all it holds beyond
 // what memEntry keeps, and a copy of e otherwise.
@@ -161,11 +166,8 @@ func kindOf(ptr any) Kind {
 	return ""
 }
 
-func (m *Memory) entry(me memEntry) Entry {
-	if whole, ok := me.ptr.(*Entry); ok {
-		return *whole
-	}
-	e := Entry{Seq: me.seq, Run: m.run, At: m.time(me), Kind: kindOf(me.ptr)}
+func (m *Memory) entry(me memEntry, seq int64) Entry {
+	e := Entry{Seq: seq, Run: m.run, At: m.time(me), Kind: kindOf(me.ptr)}
 	switch p := me.ptr.(type) {
 	case *loop.Spec:
 		e.Spec = p
@@ -187,9 +189,18 @@ func (m *Memory) Len() int { return m.n }
 // Entries returns every entry in order, as a new slice.
 func (m *Memory) Entries() []Entry {
 	out := make([]Entry, 0, m.n)
+	seq := m.first // as Observe kept next
 	for _, c := range m.chunks {
 		for _, me := range c {
-			out = append(out, m.entry(me))
+			if whole, ok := me.ptr.(*Entry); ok {
+				out = append(out, *whole)
+				if whole.Run == m.run {
+					seq = whole.Seq + 1
+				}
+				continue
+			}
+			out = append(out, m.entry(me, seq))
+			seq++
 		}
 	}
 	return out

@@ -718,6 +718,12 @@ func TestMemoryKeepsOddEntries(t *testing.T) {
 		{Seq: 10, Run: "r", At: at.In(time.FixedZone("X", 3600)), Kind: observe.KindEvent, Event: ev}, // another location
 		{Seq: 11, Run: "r", Kind: observe.KindEvent, Event: ev},                                       // no time
 		{Seq: 12, Run: "r", At: at.Add(time.Nanosecond), Kind: observe.KindEvent, Event: ev},
+		{Seq: 3, Run: "r/child", At: at, Kind: observe.KindEvent, Event: ev}, // a child's entries between the run's
+		{Seq: 13, Run: "r", At: at, Kind: observe.KindCommand, Command: cmd},
+		{Seq: 20, Run: "r", At: at, Kind: observe.KindEvent, Event: ev}, // a gap in the run's sequence
+		{Seq: 21, Run: "r", At: at, Kind: observe.KindEvent, Event: ev},
+		{Seq: 22, Run: "r", At: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), Kind: observe.KindEvent, Event: ev}, // out of UnixNano's range
+		{Seq: 23, Run: "r", At: at, Kind: observe.KindEvent, Event: ev},
 	}
 	var m observe.Memory
 	for _, e := range entries {
