@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
@@ -149,5 +150,51 @@ func BenchmarkWaiting10000(b *testing.B) {
 		})
 		b.ReportMetric(float64(mid.HeapAlloc-before.HeapAlloc)/loops/1024, "heapKB/loop")
 		b.ReportMetric(float64(mid.StackInuse-before.StackInuse)/loops/1024, "stackKB/loop")
+	}
+}
+
+// floorRecord is about the size of one of the log's records, with a
+// pointer in it like them.
+type floorRecord struct {
+	prev *floorRecord
+	text string
+	_    [10]int64
+}
+
+// BenchmarkWaitingFloor is BenchmarkWaiting10000 without ratchet: 10,000
+// goroutines that each wait 20 times on a 50 ms timer and, per wait, keep
+// the given bytes of small records holding pointers, as a run's log does.
+// It is what the Go runtime on this machine manages at all, to read
+// BenchmarkWaiting10000 against: keep=0B is the scheduler and timers
+// alone, keep=1400B is about what a step of the benchmark's runs keeps.
+//
+//	go test ./runner -run '^$' -bench 'BenchmarkWaiting' -benchtime 1x -count 3
+func BenchmarkWaitingFloor(b *testing.B) {
+	const loops, n, latency = 10_000, 20, 50 * time.Millisecond
+	for _, keep := range []int{0, 1400} {
+		b.Run(fmt.Sprintf("keep=%dB", keep), func(b *testing.B) {
+			perStep := keep / int(unsafe.Sizeof(floorRecord{}))
+			for b.Loop() {
+				start := time.Now()
+				var wg sync.WaitGroup
+				for range loops {
+					wg.Go(func() {
+						var last *floorRecord
+						t := time.NewTimer(latency)
+						for range n {
+							<-t.C
+							for range perStep {
+								last = &floorRecord{prev: last, text: "x"}
+							}
+							t.Reset(latency)
+						}
+						t.Stop()
+						runtime.KeepAlive(last)
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(time.Since(start).Seconds()/(time.Duration(n)*latency).Seconds(), "x-ideal")
+			}
+		})
 	}
 }
