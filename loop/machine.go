@@ -74,9 +74,12 @@ type Machine struct {
 	// history (a pinned scratchpad or plan), which a chunk keeps alive.
 	commands chunk.Sizer
 	// observed is reused for each turn's progress observation (a KeyFunc
-	// must not keep it), and awaiting for the one model call in flight.
+	// must not keep it), awaiting for the one model call in flight, and
+	// outcomes for the copies of a turn's tool results, which are read
+	// only until the turn completes.
 	observed []progress.Call
 	awaiting [1]string
+	outcomes []ToolOutcome
 	st       state
 }
 
@@ -961,8 +964,11 @@ func (m *Machine) toolList() string {
 // the value it pointed at for the next result.
 func (m *Machine) onToolResult(id string, out *ToolOutcome) {
 	i := m.callIndex(id)
-	kept := *out
-	m.st.Calls[i].Result = &kept
+	if len(m.outcomes) < len(m.st.Calls) {
+		m.outcomes = make([]ToolOutcome, len(m.st.Calls))
+	}
+	m.outcomes[i] = *out
+	m.st.Calls[i].Result = &m.outcomes[i]
 	for _, c := range m.st.Calls {
 		if c.Result == nil {
 			return
