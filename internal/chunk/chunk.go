@@ -2,19 +2,19 @@
 // event or command is pointed at from the log, so its array is only ever
 // filled, never reused or moved; records are allocated a chunk at a time to
 // save an allocation each. Chunks start small, so that ten thousand short
-// runs waste little, and double up to a limit, so that a long run allocates
-// rarely.
+// runs waste little, and double up to a limit (16 by default), so that a
+// long run allocates once per chunk and leaves little of its last unused.
 package chunk
 
 const (
 	first = 4
-	limit = 64
+	limit = 16
 )
 
 // Sizer hands out chunk sizes for one growing sequence. The zero value is
 // ready.
 type Sizer struct {
-	// Limit caps the chunk size; 0 means 64.
+	// Limit caps the chunk size; 0 means 16.
 	Limit int
 	next  int
 }

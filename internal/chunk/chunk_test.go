@@ -12,7 +12,7 @@ func TestSizerDoublesToLimit(t *testing.T) {
 	for range 7 {
 		got = append(got, z.Next())
 	}
-	if diff := cmp.Diff([]int{4, 8, 16, 32, 64, 64, 64}, got); diff != "" {
+	if diff := cmp.Diff([]int{4, 8, 16, 16, 16, 16, 16}, got); diff != "" {
 		t.Errorf("sizes (-want +got):\n%s", diff)
 	}
 	small := Sizer{Limit: 8}
