@@ -149,7 +149,8 @@ func TestContextGrowth(t *testing.T) {
 		latest := "" // the feedback the next request must carry
 		for step := 1; ; step++ {
 			if len(rd.Commands) != 1 || rd.Commands[0].Type != loop.CallModel {
-				t.Fatalf("%s step %d: want one call_model, got %+v", g.name, step, rd.Commands)
+				got, _ := json.Marshal(rd.Commands) // %+v would print the detail's address
+				t.Fatalf("%s step %d: want one call_model, got %s", g.name, step, got)
 			}
 			c := rd.Commands[0]
 			if c.Request.Purpose == model.PurposeCompact {

@@ -313,7 +313,8 @@ func FuzzCoreTools(f *testing.F) {
 		turns := [][2]string{{name1, args1}, {name2, args2}, {name3, args3}}
 		for i := 0; i < 2 && m.Phase() != PhaseStopped; i++ {
 			if len(rd.Commands) != 1 || rd.Commands[0].Type != CallModel {
-				t.Fatalf("turn %d: want one call_model, got %+v", i, rd.Commands)
+				got, _ := json.Marshal(rd.Commands) // %+v would print the detail's address
+				t.Fatalf("turn %d: want one call_model, got %s", i, got)
 			}
 			var content []model.Block
 			for k, c := range turns[i : i+2] {
