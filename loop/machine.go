@@ -1027,6 +1027,21 @@ func isObject(raw json.RawMessage) bool {
 
 // parseFinish validates finish arguments strictly; the error is for the model.
 func parseFinish(raw json.RawMessage) (answer string, confidence float64, err error) {
+	answer, confidence, ok := scanFinish(raw)
+	if !ok {
+		if answer, confidence, err = decodeFinish(raw); err != nil {
+			return "", 0, err
+		}
+	}
+	if !(confidence >= 0 && confidence <= 1) {
+		return "", 0, fmt.Errorf(`"confidence" is %v; it must be between 0 and 1`, confidence)
+	}
+	return answer, confidence, nil
+}
+
+// decodeFinish reads finish arguments of any form with encoding/json and
+// says what is wrong with them.
+func decodeFinish(raw json.RawMessage) (answer string, confidence float64, err error) {
 	const form = `arguments must be a JSON object {"answer": string, "confidence": number from 0 to 1}`
 	if !isObject(raw) {
 		return "", 0, errors.New(form)
@@ -1054,9 +1069,6 @@ func parseFinish(raw json.RawMessage) (answer string, confidence float64, err er
 		return "", 0, errors.New(`"confidence" is missing: give a number from 0 to 1`)
 	case string(c) == "null" || json.Unmarshal(c, &confidence) != nil:
 		return "", 0, fmt.Errorf(`"confidence" must be a number from 0 to 1, got %s`, clip(string(c), 40))
-	}
-	if !(confidence >= 0 && confidence <= 1) {
-		return "", 0, fmt.Errorf(`"confidence" is %v; it must be between 0 and 1`, confidence)
 	}
 	return answer, confidence, nil
 }
