@@ -309,10 +309,22 @@ func (m *Machine) Step(ev Event) error {
 		m.onReply(ev.Reply)
 	case ev.Type == EventToolResult:
 		m.onToolResult(ev.Call, ev.Tool)
+	case ev.Type == EventVerdict:
+		// Not in stepOther, whose frame is large: a verdict can end the
+		// run, whose summary is written at the deepest point of a step.
+		m.verdictEvent(ev.Call, ev.Verdict)
 	default:
 		m.stepOther(&ev)
 	}
 	return nil
+}
+
+func (m *Machine) verdictEvent(call string, v *verify.Verdict) {
+	if m.isPlanCheck(call) {
+		m.onPlanVerdict(*v)
+		return
+	}
+	m.onVerdict(call, *v)
 }
 
 // stepOther handles the events Step does not.
@@ -359,12 +371,6 @@ func (m *Machine) stepOther(ev *Event) {
 		}
 	case EventChildResult:
 		m.onChildResult(ev.Call, *ev.Child)
-	case EventVerdict:
-		if m.isPlanCheck(ev.Call) {
-			m.onPlanVerdict(*ev.Verdict)
-			break
-		}
-		m.onVerdict(ev.Call, *ev.Verdict)
 	case EventCheckError:
 		if m.isPlanCheck(ev.Call) {
 			// A step check that could not run counts as not passed.
@@ -1153,7 +1159,7 @@ func (m *Machine) feedback(a Attempt) string {
 
 func summarize(a Attempt, ok bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "attempt %d (step %d, confidence %.2f) answered %q: ", a.N, a.Step, a.Confidence, clip(a.Answer, 60))
+	b.Write(attemptHead(a))
 	if ok {
 		b.WriteString("passed every check")
 		return b.String()
@@ -1275,7 +1281,7 @@ func (m *Machine) stop(s Status, reason string) {
 	}
 	for i := range res.Attempts {
 		if res.Attempts[i].Summary == "" {
-			res.Attempts[i].Summary = fmt.Sprintf("attempt %d (step %d, confidence %.2f) answered %q: not fully checked", res.Attempts[i].N, res.Attempts[i].Step, res.Attempts[i].Confidence, clip(res.Attempts[i].Answer, 60))
+			res.Attempts[i].Summary = string(append(attemptHead(res.Attempts[i]), "not fully checked"...))
 		}
 	}
 	if b := m.best(); b != nil {
@@ -1286,6 +1292,21 @@ func (m *Machine) stop(s Status, reason string) {
 	m.st.Phase = PhaseStopped
 	m.st.Awaiting = nil
 	m.emit(Command{Type: Finish, ID: "end", CommandDetail: &CommandDetail{Result: res}})
+}
+
+// attemptHead begins an attempt's summary, as fmt would with "attempt %d
+// (step %d, confidence %.2f) answered %q: " but without its stack: it is
+// written at every run's end.
+func attemptHead(a Attempt) []byte {
+	b := append(make([]byte, 0, 128), "attempt "...)
+	b = strconv.AppendInt(b, int64(a.N), 10)
+	b = append(b, " (step "...)
+	b = strconv.AppendInt(b, int64(a.Step), 10)
+	b = append(b, ", confidence "...)
+	b = strconv.AppendFloat(b, a.Confidence, 'f', 2, 64)
+	b = append(b, ") answered "...)
+	b = strconv.AppendQuote(b, clip(a.Answer, 60))
+	return append(b, ": "...)
 }
 
 // best is the accepted attempt, else the one that passed the most checks,

@@ -406,9 +406,9 @@ func (m *Machine) acceptWinner() {
 	}
 	a := &m.st.Attempts[s.Winner-1]
 	a.Accepted = true
-	reason := fmt.Sprintf("attempt %d passed every check", a.N)
+	reason := "attempt " + strconv.Itoa(a.N) + " passed every check"
 	if a.Sample {
-		reason = fmt.Sprintf("attempt %d, an alternative sampled because the model was unsure, passed every check", a.N)
+		reason = "attempt " + strconv.Itoa(a.N) + ", an alternative sampled because the model was unsure, passed every check"
 	}
 	if h := len(a.Holdout); h > 0 {
 		failed := 0
