@@ -98,10 +98,11 @@ func BenchmarkConcurrent200x50(b *testing.B) {
 
 // BenchmarkWaiting10000 runs 10,000 loops of 20 steps against a model with
 // 50 ms latency: ideally 1 s of wall time. It reports the wall time as a
-// ratio of the ideal, then runs the loops again to measure the live heap and
-// stack per loop at the run's midpoint: once half of all model replies are
-// in, every loop is held at its next log entry, and after a forced GC the
-// heap is read with nothing allocating.
+// ratio of the ideal, with the CPU the process used per step (user and
+// system time, where the platform reports it), then runs the loops
+// again to measure the live heap and stack per loop at the run's midpoint:
+// once half of all model replies are in, every loop is held at its next log
+// entry, and after a forced GC the heap is read with nothing allocating.
 //
 //	go test ./runner -run '^$' -bench BenchmarkWaiting10000 -benchtime 1x -count 3
 func BenchmarkWaiting10000(b *testing.B) {
@@ -132,10 +133,12 @@ func BenchmarkWaiting10000(b *testing.B) {
 		return time.Since(start)
 	}
 	for b.Loop() {
+		before := processCPU()
 		b.ReportMetric(all(nil).Seconds()/ideal.Seconds(), "x-ideal")
+		reportCPU(b, processCPU()-before, loops*(n+1))
 		runtime.GC()
-		var before, mid runtime.MemStats
-		runtime.ReadMemStats(&before)
+		var start, mid runtime.MemStats
+		runtime.ReadMemStats(&start)
 		all(func() {
 			for replies.Load() < loops*(n+1)/2 {
 				time.Sleep(time.Millisecond)
@@ -148,8 +151,17 @@ func BenchmarkWaiting10000(b *testing.B) {
 			hold.Store(nil)
 			close(release)
 		})
-		b.ReportMetric(float64(mid.HeapAlloc-before.HeapAlloc)/loops/1024, "heapKB/loop")
-		b.ReportMetric(float64(mid.StackInuse-before.StackInuse)/loops/1024, "stackKB/loop")
+		b.ReportMetric(float64(mid.HeapAlloc-start.HeapAlloc)/loops/1024, "heapKB/loop")
+		b.ReportMetric(float64(mid.StackInuse-start.StackInuse)/loops/1024, "stackKB/loop")
+	}
+}
+
+// reportCPU reports the process's CPU time per step, if the platform
+// gives it: above a step's cost in a warm loop, it is what running at
+// scale costs (cold caches, the collector, the scheduler).
+func reportCPU(b *testing.B, used time.Duration, steps int) {
+	if used > 0 {
+		b.ReportMetric(float64(used.Microseconds())/float64(steps), "cpu-µs/step")
 	}
 }
 
@@ -175,7 +187,7 @@ func BenchmarkWaitingFloor(b *testing.B) {
 		b.Run(fmt.Sprintf("keep=%dB", keep), func(b *testing.B) {
 			perStep := keep / int(unsafe.Sizeof(floorRecord{}))
 			for b.Loop() {
-				start := time.Now()
+				before, start := processCPU(), time.Now()
 				var wg sync.WaitGroup
 				for range loops {
 					wg.Go(func() {
@@ -194,6 +206,7 @@ func BenchmarkWaitingFloor(b *testing.B) {
 				}
 				wg.Wait()
 				b.ReportMetric(time.Since(start).Seconds()/(time.Duration(n)*latency).Seconds(), "x-ideal")
+				reportCPU(b, processCPU()-before, loops*n)
 			}
 		})
 	}
