@@ -3,6 +3,8 @@ package loop
 import (
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 )
 
 // scanFinish reads finish arguments of the usual form, an object of
@@ -42,7 +44,7 @@ func scanFinish(s []byte) (answer string, confidence float64, ok bool) {
 			}
 			answer, haveAnswer, i = string(s[start:end]), true, end+1
 		case string(key) == "confidence" && !haveConfidence:
-			end := numberEnd(s, i)
+			end := jsonvalid.Number(s, i)
 			if end == i {
 				return "", 0, false
 			}
@@ -88,46 +90,4 @@ func plainString(s []byte, i int) (start, end int) {
 		}
 	}
 	return 0, -1
-}
-
-// numberEnd returns the end of the JSON number at s[i], or i if there is
-// none.
-func numberEnd(s []byte, i int) int {
-	digits := func(j int) int {
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		return j
-	}
-	j := i
-	if j < len(s) && s[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(s) && s[j] == '0':
-		j++
-	case j < len(s) && s[j] >= '1' && s[j] <= '9':
-		j = digits(j)
-	default:
-		return i
-	}
-	if j < len(s) && s[j] == '.' {
-		if k := digits(j + 1); k > j+1 {
-			j = k
-		} else {
-			return i
-		}
-	}
-	if j < len(s) && (s[j] == 'e' || s[j] == 'E') {
-		k := j + 1
-		if k < len(s) && (s[k] == '+' || s[k] == '-') {
-			k++
-		}
-		if d := digits(k); d > k {
-			j = d
-		} else {
-			return i
-		}
-	}
-	return j
 }

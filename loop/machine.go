@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ratchetloop/ratchet/internal/chunk"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/internal/chunk"
+	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/verify"
@@ -901,7 +902,7 @@ func (m *Machine) screen(c *pendingCall, budgetSpent bool) (rule *Permission, re
 	}
 	switch {
 	case problem != "":
-	case !json.Valid(c.Args):
+	case !jsonvalid.Valid(c.Args):
 		problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
 	case budgetSpent && !m.isSpawn(c.Name):
 		problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
@@ -1024,7 +1025,7 @@ func isObject(raw json.RawMessage) bool {
 		case ' ', '\t', '\n', '\r':
 			continue
 		case '{':
-			return json.Valid(raw)
+			return jsonvalid.Valid(raw)
 		}
 		return false
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 )
 
 // Call is one tool call requested by the model.
@@ -203,7 +205,7 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 // nothing is.
 func checkArgs(ent *entry, args json.RawMessage) string {
 	name := ent.info.Name
-	if ent.flat != nil && json.Valid(args) {
+	if ent.flat != nil && jsonvalid.Valid(args) {
 		if msg := ent.flat.validate(args); msg != "" {
 			return fmt.Sprintf("tool %q: arguments do not match the schema: %s", name, msg)
 		}
