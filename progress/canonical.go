@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+
+	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 )
 
 // Canonical returns raw JSON with insignificant space removed and object keys
@@ -123,26 +125,13 @@ func (c *canon) number(out []byte) ([]byte, bool) {
 
 // str copies a string literal verbatim after checking it is well formed.
 func (c *canon) str(out []byte) ([]byte, bool) {
-	start := c.pos
-	c.pos++ // opening quote
-	for c.pos < len(c.in) {
-		switch ch := c.in[c.pos]; {
-		case ch == '"':
-			c.pos++
-			lit := c.in[start:c.pos]
-			if !json.Valid(lit) { // control characters, bad escapes, bad UTF-8
-				return out, false
-			}
-			return append(out, lit...), true
-		case ch == '\\':
-			c.pos += 2
-		case ch < 0x20:
-			return out, false
-		default:
-			c.pos++
-		}
+	end := jsonvalid.String(c.in, c.pos)
+	if end < 0 {
+		return out, false
 	}
-	return out, false
+	lit := c.in[c.pos:end]
+	c.pos = end
+	return append(out, lit...), true
 }
 
 func (c *canon) array(out []byte, depth int) ([]byte, bool) {

@@ -95,3 +95,14 @@ func hasDuplicateKeys(raw []byte) bool {
 		}
 	}
 }
+
+// BenchmarkDefaultKey keys a typical tool turn, once per step of a loop.
+//
+//	go test ./progress -run '^$' -bench DefaultKey -benchmem
+func BenchmarkDefaultKey(b *testing.B) {
+	o := Observation{Kind: Action, Calls: []Call{{Tool: "add", Args: json.RawMessage(`{"a":7,"b":1}`), Result: "8"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		DefaultKey(o)
+	}
+}
