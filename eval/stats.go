@@ -8,9 +8,6 @@ import (
 	"github.com/ratchetloop/ratchet/sim"
 )
 
-// z95 is the standard normal quantile for a two-sided 95% interval.
-const z95 = 1.959963984540054
-
 // Wilson returns the 95% Wilson score interval for k successes in n trials;
 // [0, 1] when n is 0. It is sim.Wilson: one formula in the code base.
 func Wilson(k, n int) (lo, hi float64) { return sim.Wilson(k, n) }

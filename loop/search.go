@@ -43,9 +43,6 @@ type search struct {
 	Winner int `json:"winner,omitempty"`
 }
 
-// gateTiers are the tiers that decide acceptance, in order.
-var gateTiers = []verify.Tier{verify.Cheap, verify.Expensive}
-
 func verifyID(n int, t verify.Tier) string { return "v" + strconv.Itoa(n) + "." + string(t) }
 
 // submit records a candidate from the model's own turn and starts judging it.

@@ -135,7 +135,8 @@ func (fs *flatSchema) validate(args json.RawMessage) string {
 	// problems are recorded per property and judged at the end.
 	var seenBuf [8]bool
 	var probBuf [8]string
-	seen, probs := seenBuf[:0], probBuf[:0]
+	var seen []bool
+	var probs []string
 	if len(fs.props) <= len(seenBuf) {
 		seen, probs = seenBuf[:len(fs.props)], probBuf[:len(fs.props)]
 	} else {

@@ -564,26 +564,6 @@ func (m *Main) checkEnv(generator string, allowUnsafe bool) taskfile.Env {
 	}
 }
 
-// logPath returns where the event log goes, creating its directory.
-func (m *Main) logPath(flagValue, runID string) (string, error) {
-	if flagValue != "" {
-		return flagValue, nil
-	}
-	dir := m.Getenv("XDG_STATE_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(home, ".local", "state")
-	}
-	dir = filepath.Join(dir, "ratchet", "runs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, runID+".jsonl"), nil
-}
-
 // terminalWidth is w's width in columns when it is a terminal, else 0.
 func terminalWidth(w io.Writer) int {
 	f, ok := w.(*os.File)

@@ -13,7 +13,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"time"
 
@@ -329,5 +328,3 @@ func checkYAML(answer string) (v verify.Verdict) {
 	}
 	return verify.Verdict{OK: true, Confidence: 1, Detail: fmt.Sprintf("valid YAML (%d documents)", docs)}
 }
-
-var yamlLine = regexp.MustCompile(`^line (\d+): `)
