@@ -19,7 +19,8 @@ type searchArgs struct {
 	Regexp   bool     `json:"regexp"`
 	Ratio    float64  `json:"ratio,omitempty"`
 	Internal string   `json:"-"`
-	hidden   int
+	//lint:ignore U1000 an unexported field, which the schema must leave out
+	hidden int
 }
 
 func TestFuncSchema(t *testing.T) {
