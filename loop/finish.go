@@ -14,7 +14,7 @@ import (
 // its last step. It declines anything else, for decodeFinish; what it
 // accepts, decodeFinish reads the same (FuzzScanFinish).
 func scanFinish(s []byte) (answer string, confidence float64, ok bool) {
-	i := skipSpace(s, 0)
+	i := jsonvalid.Space(s, 0)
 	if i == len(s) || s[i] != '{' {
 		return "", 0, false
 	}
@@ -22,20 +22,20 @@ func scanFinish(s []byte) (answer string, confidence float64, ok bool) {
 	var haveAnswer, haveConfidence bool
 	for n := range 2 {
 		if n > 0 {
-			if i = skipSpace(s, i); i == len(s) || s[i] != ',' {
+			if i = jsonvalid.Space(s, i); i == len(s) || s[i] != ',' {
 				return "", 0, false
 			}
 			i++
 		}
-		start, end := plainString(s, skipSpace(s, i))
+		start, end := plainString(s, jsonvalid.Space(s, i))
 		if end < 0 {
 			return "", 0, false
 		}
 		key := s[start:end]
-		if i = skipSpace(s, end+1); i == len(s) || s[i] != ':' {
+		if i = jsonvalid.Space(s, end+1); i == len(s) || s[i] != ':' {
 			return "", 0, false
 		}
-		i = skipSpace(s, i+1)
+		i = jsonvalid.Space(s, i+1)
 		switch {
 		case string(key) == "answer" && !haveAnswer:
 			start, end := plainString(s, i)
@@ -57,17 +57,10 @@ func scanFinish(s []byte) (answer string, confidence float64, ok bool) {
 			return "", 0, false
 		}
 	}
-	if i = skipSpace(s, i); i == len(s) || s[i] != '}' || skipSpace(s, i+1) != len(s) {
+	if i = jsonvalid.Space(s, i); i == len(s) || s[i] != '}' || jsonvalid.Space(s, i+1) != len(s) {
 		return "", 0, false
 	}
 	return answer, confidence, true
-}
-
-func skipSpace(s []byte, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // plainString returns the bounds of the contents of the JSON string at

@@ -45,16 +45,7 @@ type canon struct {
 	pos int
 }
 
-func (c *canon) space() {
-	for c.pos < len(c.in) {
-		switch c.in[c.pos] {
-		case ' ', '\t', '\n', '\r':
-			c.pos++
-		default:
-			return
-		}
-	}
-}
+func (c *canon) space() { c.pos = jsonvalid.Space(c.in, c.pos) }
 
 func (c *canon) value(out []byte, depth int) ([]byte, bool) {
 	c.space()
@@ -89,38 +80,13 @@ func (c *canon) literal(out []byte, lit string) ([]byte, bool) {
 }
 
 func (c *canon) number(out []byte) ([]byte, bool) {
-	start := c.pos
-	if c.in[c.pos] == '-' {
-		c.pos++
-	}
-	digits := func() int {
-		n := 0
-		for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
-			c.pos++
-			n++
-		}
-		return n
-	}
-	intStart := c.pos
-	if n := digits(); n == 0 || (n > 1 && c.in[intStart] == '0') {
+	end := jsonvalid.Number(c.in, c.pos)
+	if end == c.pos {
 		return out, false
 	}
-	if c.pos < len(c.in) && c.in[c.pos] == '.' {
-		c.pos++
-		if digits() == 0 {
-			return out, false
-		}
-	}
-	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
-		c.pos++
-		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
-			c.pos++
-		}
-		if digits() == 0 {
-			return out, false
-		}
-	}
-	return append(out, c.in[start:c.pos]...), true
+	out = append(out, c.in[c.pos:end]...)
+	c.pos = end
+	return out, true
 }
 
 // str copies a string literal verbatim after checking it is well formed.

@@ -14,7 +14,7 @@ func Valid(s []byte) bool {
 	// open holds the containers the value at i is inside, innermost last.
 	var openBuf [32]byte
 	open := openBuf[:0]
-	i := space(s, 0)
+	i := Space(s, 0)
 	for {
 		// A value starts at i.
 		if i == len(s) {
@@ -26,7 +26,7 @@ func Valid(s []byte) bool {
 				return false
 			}
 			open = append(open, c)
-			if i = space(s, i+1); i < len(s) && s[i] == c+2 { // '}' or ']'
+			if i = Space(s, i+1); i < len(s) && s[i] == c+2 { // '}' or ']'
 				open = open[:len(open)-1]
 				i++
 				break
@@ -56,7 +56,7 @@ func Valid(s []byte) bool {
 		}
 		// A value ended at i: close containers until one goes on.
 		for {
-			i = space(s, i)
+			i = Space(s, i)
 			if len(open) == 0 {
 				return i == len(s)
 			}
@@ -72,7 +72,7 @@ func Valid(s []byte) bool {
 			if s[i] != ',' {
 				return false
 			}
-			if i = space(s, i+1); top == '{' {
+			if i = Space(s, i+1); top == '{' {
 				if i = member(s, i); i < 0 {
 					return false
 				}
@@ -91,13 +91,15 @@ func member(s []byte, i int) int {
 	if i = String(s, i); i < 0 {
 		return -1
 	}
-	if i = space(s, i); i == len(s) || s[i] != ':' {
+	if i = Space(s, i); i == len(s) || s[i] != ':' {
 		return -1
 	}
-	return space(s, i+1)
+	return Space(s, i+1)
 }
 
-func space(s []byte, i int) int {
+// Space returns the index of the first byte at or after i that is not JSON
+// whitespace.
+func Space(s []byte, i int) int {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
 		i++
 	}
