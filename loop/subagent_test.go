@@ -197,16 +197,7 @@ func FuzzSubagentTurns(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := time.Unix(0, 0)
-		step := func(ev Event) Ready {
-			ev.At = at
-			if err := m.Step(ev); err != nil {
-				t.Fatalf("Step %s %s: %v", ev.Type, ev.Call, err)
-			}
-			rd := m.Ready()
-			m.Advance()
-			return rd
-		}
+		step := stepper(t, m)
 		rd := step(Event{Type: EventStart})
 		for turn := 0; turn < 2 && m.Phase() == PhaseModel; turn++ {
 			content := []model.Block{
@@ -230,6 +221,7 @@ func FuzzSubagentTurns(f *testing.F) {
 			if m, err = Restore(data, nil); err != nil {
 				t.Fatal(err)
 			}
+			step = stepper(t, m)
 			cmds := rd.Commands
 			if reverse {
 				slices.Reverse(cmds)
