@@ -38,14 +38,7 @@ func BenchmarkMachineStep(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				must := func(ev loop.Event) loop.Ready {
-					if err := m.Step(ev); err != nil {
-						b.Fatal(err)
-					}
-					rd := m.Ready()
-					m.Advance()
-					return rd
-				}
+				must := driver(b, m)
 				rd := must(loop.Event{Type: loop.EventStart, At: t0})
 				for i := 0; ; i++ {
 					call := rd.Commands[0]

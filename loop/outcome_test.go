@@ -23,15 +23,7 @@ func TestStepCopiesToolOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Unix(0, 0)
-	step := func(ev loop.Event) loop.Ready {
-		t.Helper()
-		if err := m.Step(ev); err != nil {
-			t.Fatal(err)
-		}
-		rd := m.Ready()
-		m.Advance()
-		return rd
-	}
+	step := driver(t, m)
 	rd := step(loop.Event{Type: loop.EventStart, At: t0})
 	reply := model.Response{Content: []model.Block{
 		{Type: model.ToolUse, ID: "a", Name: "t", Input: json.RawMessage(`{}`)},
