@@ -157,5 +157,11 @@ type Store interface {
 	// the run has none.
 	LatestSnapshot(ctx context.Context, run string) (Snapshot, error)
 
+	// DeleteRun removes a run with its entries and snapshots, in one
+	// transaction; it wraps ErrNotFound if there is none. It does not look
+	// at the run's status or its sub-agents' runs: callers decide what may
+	// go (ratchet rm and gc never delete a running run).
+	DeleteRun(ctx context.Context, id string) error
+
 	Close() error
 }

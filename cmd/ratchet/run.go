@@ -233,7 +233,13 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	case f.json:
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		// The Result's fields, and beside them where to find the run again.
+		out := struct {
+			Run string `json:"run"`
+			DB  string `json:"db"`
+			loop.Result
+		}{cfg.RunID, m.shownDB(f.db), res}
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}
@@ -246,9 +252,8 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		fmt.Fprintf(m.Stderr, "%s: event log %s is incomplete: %v\n", name, f.log, logErr)
 		return exitInfra
 	}
-	if !f.quiet {
-		fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
-	}
+	// Even --quiet names the run: without its ID nothing else can find it.
+	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
 	switch {
 	case runErr != nil:
 		// Infrastructure failed: the run ended failed, or its record could

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,9 +32,9 @@ const defaultDBHint = "$XDG_STATE_HOME/ratchet/ratchet.db, XDG_STATE_HOME defaul
 // default SQLite file. A PostgreSQL DSN (postgres://…, or host=… dbname=…)
 // opens PostgreSQL.
 func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, error) {
-	where := flagValue
-	if where == "" {
-		where = m.Getenv("RATCHET_DB")
+	where, err := m.dbLocation(flagValue)
+	if err != nil {
+		return nil, err
 	}
 	if isPostgresDSN(where) {
 		s, err := postgres.Open(ctx, where)
@@ -40,17 +42,6 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 			return nil, fmt.Errorf("run database (PostgreSQL): %w", err)
 		}
 		return s, nil
-	}
-	if where == "" {
-		dir := m.Getenv("XDG_STATE_HOME")
-		if dir == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return nil, fmt.Errorf("run database: %w (set RATCHET_DB or --db)", err)
-			}
-			dir = filepath.Join(home, ".local", "state")
-		}
-		where = filepath.Join(dir, "ratchet", "ratchet.db")
 	}
 	if err := os.MkdirAll(filepath.Dir(where), 0o700); err != nil {
 		return nil, fmt.Errorf("run database: %w", err)
@@ -61,6 +52,49 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 	}
 	return s, nil
 }
+
+// dbLocation is the run database openStore opens: a SQLite file's path or
+// a PostgreSQL DSN.
+func (m *Main) dbLocation(flagValue string) (string, error) {
+	where := flagValue
+	if where == "" {
+		where = m.Getenv("RATCHET_DB")
+	}
+	if where != "" {
+		return where, nil
+	}
+	dir := m.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("run database: %w (set RATCHET_DB or --db)", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "ratchet", "ratchet.db"), nil
+}
+
+// shownDB is the run database's location as it may be printed: a DSN's
+// password is masked.
+func (m *Main) shownDB(flagValue string) string {
+	where, err := m.dbLocation(flagValue)
+	if err != nil {
+		return ""
+	}
+	if !isPostgresDSN(where) {
+		if abs, err := filepath.Abs(where); err == nil {
+			return abs
+		}
+		return where
+	}
+	if u, err := url.Parse(where); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	return passwordField.ReplaceAllString(where, "password=xxxxx")
+}
+
+// passwordField is a password in a libpq key=value DSN.
+var passwordField = regexp.MustCompile(`password=('(\\.|[^'])*'|\S+)`)
 
 // isPostgresDSN tells a PostgreSQL DSN, as a URL or as libpq's key=value
 // pairs, from a SQLite file path.
@@ -145,10 +179,10 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		return exitInfra
 	}
 	defer db.Close()
-	row, err := db.Run(ctx, pos[0])
+	row, err := findRun(ctx, db, pos[0])
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
-		return exitUsage
+		return runErrCode(err)
 	}
 	var info taskInfo
 	if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
@@ -172,9 +206,9 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 // lsCmd lists stored runs.
 func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	var (
-		db, status, label string
-		limit             int
-		asJSON            bool
+		db, status, label, since string
+		limit                    int
+		asJSON                   bool
 	)
 	fs := flag.NewFlagSet("ratchet ls", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -182,6 +216,7 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&status, "status", "", "only runs with these statuses, comma-separated; a trailing colon matches a family (exhausted:, stalled:)")
 	fs.StringVar(&label, "label", "", "only runs with this label")
 	fs.IntVar(&limit, "limit", 20, "at most this many runs, newest first (0 for all)")
+	fs.StringVar(&since, "since", "", "only runs started within this long (1h, 30m, 7d)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	setUsage(fs, "Usage: ratchet ls [flags]\n\nLists runs, newest first: status, goal, steps, cost and age.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
@@ -191,6 +226,15 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	if len(pos) != 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	var window time.Duration
+	if since != "" {
+		d, err := parseAge(since)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet ls: --since: %v\n", err)
+			return exitUsage
+		}
+		window = d
 	}
 	s, err := m.openStore(ctx, db)
 	if err != nil {
@@ -202,10 +246,25 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	if status != "" {
 		filter.Status = strings.Split(status, ",")
 	}
+	if window > 0 {
+		filter.Limit = 0 // the cap applies after the time filter
+	}
 	runs, err := s.ListRuns(ctx, filter)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet ls: %v\n", err)
 		return exitInfra
+	}
+	if window > 0 {
+		cutoff := time.Now().Add(-window)
+		// Newest first, so the runs inside the window are a prefix.
+		n := 0
+		for n < len(runs) && !runs[n].Created.Before(cutoff) {
+			n++
+		}
+		runs = runs[:n]
+		if limit > 0 && len(runs) > limit {
+			runs = runs[:limit]
+		}
 	}
 	if asJSON {
 		type row struct {
@@ -294,10 +353,10 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	defer s.Close()
-	row, err := s.Run(ctx, pos[0])
+	row, err := findRun(ctx, s, pos[0])
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
-		return exitUsage
+		return runErrCode(err)
 	}
 	if events {
 		entries, err := s.Entries(ctx, row.ID, 0)

@@ -256,4 +256,18 @@ func (s *Store) LatestSnapshot(ctx context.Context, id string) (store.Snapshot, 
 	return store.Snapshot{Seq: r.snap.Seq, Data: clone(r.snap.Data)}, nil
 }
 
+// DeleteRun implements store.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(id); err != nil {
+		return err
+	}
+	delete(s.runs, id)
+	return nil
+}
+
 func (s *Store) Close() error { return nil }

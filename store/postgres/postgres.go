@@ -168,6 +168,22 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 	return r, nil
 }
 
+// DeleteRun implements store.Store. One statement deletes the run and, by
+// its data-modifying CTEs, the entries and snapshots that reference it.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `WITH
+		e AS (DELETE FROM entries WHERE run = $1),
+		sn AS (DELETE FROM snapshots WHERE run = $1)
+		DELETE FROM runs WHERE id = $1`, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: delete run %q: %w", id, err)
+	}
+	return nil
+}
+
 // UpdateRun implements store.Store.
 func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error {
 	args := []any{id}

@@ -248,6 +248,35 @@ func scanRun(sc scanner) (store.Run, error) {
 	return r, nil
 }
 
+// DeleteRun implements store.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	err := s.w.do(ctx, func(t tx) error {
+		for _, q := range []string{
+			`DELETE FROM entries WHERE run = ?`,
+			`DELETE FROM snapshots WHERE run = ?`,
+			`DELETE FROM run_labels WHERE run = ?`,
+		} {
+			if _, err := t.exec(q, id); err != nil {
+				return err
+			}
+		}
+		res, err := t.exec(`DELETE FROM runs WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: delete run %q: %w", id, err)
+	}
+	return nil
+}
+
 // Run implements store.Store.
 func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, id))

@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Times", testTimes},
 		{"CancelledAppend", testCancelledAppend},
 		{"ConcurrentRuns", testConcurrentRuns},
+		{"Delete", testDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -515,6 +516,7 @@ func testNotFound(t *testing.T, s store.Store) {
 		{"SaveSnapshot", s.SaveSnapshot(ctx, id, store.Snapshot{Seq: 1, Data: []byte("x")})},
 		{"LatestSnapshot", func() error { _, err := s.LatestSnapshot(ctx, id); return err }()},
 		{"LatestSnapshot of a run without one", func() error { _, err := s.LatestSnapshot(ctx, "exists"); return err }()},
+		{"DeleteRun", s.DeleteRun(ctx, id)},
 	}
 	for _, c := range checks {
 		if !errors.Is(c.err, store.ErrNotFound) {
@@ -523,6 +525,42 @@ func testNotFound(t *testing.T, s store.Store) {
 	}
 	if runs, err := s.ListRuns(ctx, store.Filter{}); err != nil || len(runs) != 1 {
 		t.Errorf("after writes to a missing run, ListRuns = %d runs, %v; want only the existing one", len(runs), err)
+	}
+}
+
+// testDelete: a deleted run leaves nothing behind (row, label, entries,
+// snapshot), its ID can be used again, and other runs are untouched.
+func testDelete(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	doomed := run("doomed", base)
+	doomed.Labels = []string{"gone"}
+	mustCreate(t, s, doomed, run("kept", base))
+	mustAppend(t, s, "doomed", entries(1, 3, "d"))
+	mustAppend(t, s, "kept", entries(1, 2, "k"))
+	if err := s.SaveSnapshot(ctx, "doomed", store.Snapshot{Seq: 2, Data: []byte("snap")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRun(ctx, "doomed"); err != nil {
+		t.Fatalf("DeleteRun: %v", err)
+	}
+	if _, err := s.Run(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Run after DeleteRun = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteRun(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("second DeleteRun = %v, want ErrNotFound", err)
+	}
+	mustCreate(t, s, run("doomed", base))
+	if seq, err := s.LastSeq(ctx, "doomed"); err != nil || seq != 0 {
+		t.Errorf("a new run with a deleted run's ID has LastSeq %d, %v; want 0 (no entries left behind)", seq, err)
+	}
+	if _, err := s.LatestSnapshot(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a new run with a deleted run's ID has a snapshot (%v); want ErrNotFound", err)
+	}
+	if runs, err := s.ListRuns(ctx, store.Filter{Label: "gone"}); err != nil || len(runs) != 0 {
+		t.Errorf("ListRuns by the deleted run's label = %d runs, %v; want none (the new run has no labels)", len(runs), err)
+	}
+	if got, err := s.Entries(ctx, "kept", 0); err != nil || len(got) != 2 {
+		t.Errorf("the other run's entries after DeleteRun = %d, %v; want 2", len(got), err)
 	}
 }
 
