@@ -57,6 +57,11 @@ type Run struct {
 	CostMicros int64
 	Created    time.Time
 	Updated    time.Time
+	// Holder names the process carrying the run out ("PID@HOST"), "" when
+	// none does; Heartbeat is when the holder last said it was alive. A
+	// running run whose holder is gone was interrupted (runner.Lease).
+	Holder    string
+	Heartbeat time.Time
 }
 
 // Update changes the mutable fields of a run; nil fields (and a zero
@@ -68,6 +73,8 @@ type Update struct {
 	Steps      *int64
 	CostMicros *int64
 	Updated    time.Time
+	Holder     *string
+	Heartbeat  time.Time // zero leaves it alone
 }
 
 // Columns calls set with the name of each column u changes and its new
@@ -90,6 +97,12 @@ func (u Update) Columns(set func(column string, value any)) {
 	}
 	if !u.Updated.IsZero() {
 		set("updated", u.Updated)
+	}
+	if u.Holder != nil {
+		set("holder", *u.Holder)
+	}
+	if !u.Heartbeat.IsZero() {
+		set("heartbeat", u.Heartbeat)
 	}
 }
 

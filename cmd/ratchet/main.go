@@ -22,10 +22,10 @@ const (
 )
 
 func main() {
-	// The first SIGINT or SIGTERM cancels the run, which then ends
-	// cancelled with its log flushed (and can be resumed); a second one
-	// kills the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT, SIGTERM or SIGHUP (the terminal closed) cancels
+	// the run, which then ends cancelled with its log flushed (and can be
+	// resumed); a second one kills the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	go func() {
 		<-ctx.Done()

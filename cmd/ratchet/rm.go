@@ -117,10 +117,10 @@ func finished(status string) bool {
 }
 
 // deleteRun deletes row and, first, its sub-agents' runs, refusing when
-// any of them is running.
+// any of them is running (an interrupted run, whose process is gone, may go).
 func deleteRun(ctx context.Context, s store.Store, row store.Run) error {
-	if row.Status == store.StatusRunning {
-		return userErr("run %s is running; it is not deleted (cancel it first; if its process is gone, 'ratchet resume %s' finishes it)", row.ID, row.ID)
+	if row.Status == store.StatusRunning && !interrupted(row, time.Now()) {
+		return userErr("run %s is running; it is not deleted (stop it first)", row.ID)
 	}
 	children, err := s.ListRuns(ctx, store.Filter{Parent: row.ID})
 	if err != nil {

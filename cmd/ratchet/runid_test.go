@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +86,13 @@ func TestRunsByIDPrefixRmAndGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-48 * time.Hour)
-	if err := s.CreateRun(ctx, store.Run{ID: "run-live", Status: store.StatusRunning, Created: old, Updated: old}); err != nil {
+	host, _ := os.Hostname()
+	me := strconv.Itoa(os.Getpid()) + "@" + host // this test process: alive
+	if err := s.CreateRun(ctx, store.Run{ID: "run-live", Status: store.StatusRunning, Created: old, Updated: old, Holder: me, Heartbeat: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// A run whose process died: it says running, but nobody carries it out.
+	if err := s.CreateRun(ctx, store.Run{ID: "run-dead", Status: store.StatusRunning, Created: old, Updated: old, Holder: "2147483646@" + host, Heartbeat: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -96,6 +104,16 @@ func TestRunsByIDPrefixRmAndGC(t *testing.T) {
 	}
 	if c := run(t, env, "gc", "--older-than", "0s", "--dry-run"); !strings.Contains(c.stdout, "would delete "+id) || strings.Contains(c.stdout, "run-live") {
 		t.Errorf("gc --dry-run: %v", c)
+	}
+	ls := run(t, env, "ls")
+	if !regexp.MustCompile(`run-dead +interrupted`).MatchString(ls.stdout) || !regexp.MustCompile(`run-live +running`).MatchString(ls.stdout) {
+		t.Errorf("ls should show the dead run interrupted and the live one running:\n%s", ls.stdout)
+	}
+	if c := run(t, env, "show", "run-dead"); !strings.Contains(c.stdout, "status:  interrupted\n") || !strings.Contains(c.stdout, "'ratchet resume run-dead' carries it on") {
+		t.Errorf("show of an interrupted run: %v", c)
+	}
+	if c := run(t, env, "rm", "run-dead"); c.code != exitDone {
+		t.Errorf("rm of an interrupted run: %v", c)
 	}
 	if c := run(t, env, "rm", id); c.code != exitDone || c.stdout != "deleted "+id+"\n" {
 		t.Errorf("rm: %v", c)

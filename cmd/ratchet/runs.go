@@ -277,10 +277,12 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 			Question   string    `json:"question,omitempty"`
 			Created    time.Time `json:"created"`
 			Updated    time.Time `json:"updated"`
+			// Interrupted: running, but the process carrying it out is gone.
+			Interrupted bool `json:"interrupted,omitempty"`
 		}
 		out := make([]row, len(runs))
 		for i, r := range runs {
-			out[i] = row{r.ID, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated}
+			out[i] = row{r.ID, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now())}
 		}
 		return m.printJSON("ratchet ls", out)
 	}
@@ -288,13 +290,30 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	fmt.Fprintln(tw, "RUN\tSTATUS\tSTEPS\tCOST\tAGE\tGOAL")
 	now := time.Now()
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Status, r.Steps, budget.Micros(r.CostMicros), age(now.Sub(r.Created)), oneLine(r.Goal, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, shownStatus(r, now), r.Steps, budget.Micros(r.CostMicros), age(now.Sub(r.Created)), oneLine(r.Goal, 60))
 	}
 	tw.Flush()
 	if len(runs) == 0 {
 		fmt.Fprintln(m.Stderr, "no runs match")
 	}
 	return exitDone
+}
+
+// interrupted tells a run that says running but whose process is gone.
+func interrupted(r store.Run, now time.Time) bool {
+	if r.Status != store.StatusRunning {
+		return false
+	}
+	live, _ := runner.LeaseState(r, now)
+	return !live
+}
+
+// shownStatus is a run's status as ls and show print it.
+func shownStatus(r store.Run, now time.Time) string {
+	if interrupted(r, now) {
+		return "interrupted"
+	}
+	return r.Status
 }
 
 func age(d time.Duration) string {
@@ -390,7 +409,7 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 		}{row.ID, row.Status, row.Goal, row.Labels, row.Question, row.Created, res})
 	}
 	w := m.Stdout
-	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, row.Status, oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, shownStatus(row, time.Now()), oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
 	if len(row.Labels) > 0 {
 		fmt.Fprintf(w, "labels:  %s\n", strings.Join(row.Labels, ", "))
 	}
@@ -398,7 +417,12 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 		fmt.Fprintf(w, "waiting: %s\n", row.Question)
 	}
 	if res == nil {
-		fmt.Fprintf(w, "steps:   %d so far (no Result yet; 'ratchet resume %s' carries it on if its process stopped)\n", row.Steps, row.ID)
+		if interrupted(row, time.Now()) {
+			_, holder := runner.LeaseState(row, time.Now())
+			fmt.Fprintf(w, "steps:   %d so far; interrupted: %s is gone ('ratchet resume %s' carries it on)\n", row.Steps, holder, row.ID)
+		} else {
+			fmt.Fprintf(w, "steps:   %d so far (no Result yet)\n", row.Steps)
+		}
 		return exitDone
 	}
 	fmt.Fprintf(w, "reason:  %s\n", res.Reason)

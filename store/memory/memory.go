@@ -46,6 +46,9 @@ func copyRun(r store.Run) store.Run {
 	r.Labels = slices.Clone(r.Labels)
 	r.Task, r.Result = clone(r.Task), clone(r.Result)
 	r.Created, r.Updated = at(r.Created), at(r.Updated)
+	if !r.Heartbeat.IsZero() {
+		r.Heartbeat = at(r.Heartbeat)
+	}
 	return r
 }
 
@@ -117,6 +120,12 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error 
 	}
 	if !u.Updated.IsZero() {
 		r.info.Updated = at(u.Updated)
+	}
+	if u.Holder != nil {
+		r.info.Holder = *u.Holder
+	}
+	if !u.Heartbeat.IsZero() {
+		r.info.Heartbeat = at(u.Heartbeat)
 	}
 	return nil
 }

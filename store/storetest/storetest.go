@@ -206,6 +206,11 @@ func testUpdate(t *testing.T, s store.Store) {
 		r.Question = "q0"
 	})
 	mustCreate(t, s, orig)
+	held := run("run-held", base, func(r *store.Run) { r.Holder, r.Heartbeat = "7@host-b", base.Add(time.Second) })
+	mustCreate(t, s, held)
+	if got, err := s.Run(ctx, held.ID); err != nil || got.Holder != held.Holder || !got.Heartbeat.Equal(held.Heartbeat) {
+		t.Errorf("a run created with a lease comes back with holder %q heartbeat %v (%v); want %q %v", got.Holder, got.Heartbeat, err, held.Holder, held.Heartbeat)
+	}
 
 	ptr := func(s string) *string { return &s }
 	i64 := func(n int64) *int64 { return &n }
@@ -227,6 +232,12 @@ func testUpdate(t *testing.T, s store.Store) {
 			}},
 		{"result left alone by nil", store.Update{Status: ptr("failed")},
 			func(r *store.Run) { r.Status = "failed" }},
+		{"lease taken", store.Update{Holder: ptr("4242@host-a"), Heartbeat: base.Add(2 * time.Hour)},
+			func(r *store.Run) { r.Holder, r.Heartbeat = "4242@host-a", base.Add(2*time.Hour) }},
+		{"heartbeat alone", store.Update{Heartbeat: base.Add(3 * time.Hour)},
+			func(r *store.Run) { r.Heartbeat = base.Add(3 * time.Hour) }},
+		{"lease released", store.Update{Holder: ptr("")},
+			func(r *store.Run) { r.Holder = "" }},
 	}
 	want := orig
 	for _, st := range steps {
