@@ -58,6 +58,7 @@ Usage:
   ratchet replay RUN|LOG.jsonl    re-drive the core over a recorded run; exit 1 if it diverges
   ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet eval run|compare|report|add  run eval suites, compare results, gate on regressions
+  ratchet doctor [--model MODEL]  check the sandbox, test runners, database and keys, with fixes
   ratchet completion bash|zsh|fish  print a shell completion script
   ratchet version                 print the version
 
@@ -93,6 +94,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.rmCmd(ctx, args[1:])
 	case "gc":
 		return m.gcCmd(ctx, args[1:])
+	case "doctor":
+		return m.doctorCmd(ctx, args[1:])
 	case "completion":
 		return m.completionCmd(args[1:])
 	case "__runs": // for the completion scripts; not in the usage
