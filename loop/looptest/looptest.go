@@ -76,6 +76,20 @@ type Driver struct {
 	modelCall   string // the latest CallModel command's ID
 	pending     string // the latest Verify command's ID
 	showTokens  bool
+	// Recorder, when set, is given each machine's spec (defaults applied)
+	// as it is made, then every event it accepts with the Ready it led to:
+	// what a run's log holds, for recording golden logs (package replay).
+	Recorder func(spec *loop.Spec, ev *loop.Event, rd loop.Ready)
+}
+
+// Record runs the script at path without checking expected output, giving
+// rec every spec, accepted event and Ready as Driver.Recorder describes.
+func Record(t testing.TB, path string, rec func(spec *loop.Spec, ev *loop.Event, rd loop.Ready)) {
+	d := &Driver{Recorder: rec}
+	datadriven.RunTestAny(t, path, func(t testing.TB, td *datadriven.TestData) string {
+		d.Do(t, td)
+		return td.Expected
+	})
 }
 
 // RunFile runs the script at path.
@@ -204,7 +218,11 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 	if err := d.m.Step(ev); err != nil {
 		return "error: " + err.Error() + "\n"
 	}
-	out := d.render(d.m.Ready())
+	rd := d.m.Ready()
+	if d.Recorder != nil {
+		d.Recorder(nil, &ev, rd)
+	}
+	out := d.render(rd)
 	d.m.Advance()
 	return out
 }
@@ -327,6 +345,10 @@ func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 		return "error: " + err.Error() + "\n"
 	}
 	d.m, d.now, d.lastRequest = m, 0, nil
+	if d.Recorder != nil {
+		spec := m.Spec()
+		d.Recorder(&spec, nil, loop.Ready{})
+	}
 	return "ok\n"
 }
 
