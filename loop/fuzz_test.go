@@ -3,7 +3,6 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -43,50 +42,6 @@ func FuzzParseFinish(f *testing.F) {
 		}
 		if json.Unmarshal(raw, &back) != nil || back.Answer != answer || back.Confidence != conf {
 			t.Fatalf("accepted %q as (%q, %v) but it decodes as %+v", raw, answer, conf, back)
-		}
-	})
-}
-
-// scanFinish must take the form models send, or runs pay for
-// encoding/json after all; the rest it leaves to decodeFinish.
-func TestScanFinishTakesTheUsualForm(t *testing.T) {
-	for raw, want := range map[string]bool{
-		`{"answer":"5","confidence":0.9}`:                    true,
-		"{\n  \"confidence\": 1e-2,\n  \"answer\": \"é\"\n}": true,
-		`{"answer":"","confidence":-0}`:                      true,
-		`{"answer":"a\nb","confidence":1}`:                   false, // an escape
-		`{"answer":"a","answer":"b","confidence":1}`:         false,
-		`{"Answer":"5","confidence":1}`:                      false,
-		`{"answer":"5"}`:                                     false,
-		`{"answer":"5","confidence":.5}`:                     false,
-		`{"answer":"5","confidence":1} `:                     true,
-		`{"answer":"5","confidence":1}}`:                     false,
-	} {
-		if _, _, ok := scanFinish([]byte(raw)); ok != want {
-			t.Errorf("scanFinish(%s) ok = %v, want %v", raw, ok, want)
-		}
-	}
-}
-
-// FuzzScanFinish: what the fast reader of finish arguments accepts, the
-// general one reads the same.
-func FuzzScanFinish(f *testing.F) {
-	for _, s := range []string{
-		`{"answer":"5","confidence":0.9}`, ` { "confidence" : -0 , "answer" : "" } `, `{"answer":"a","answer":"b","confidence":1}`,
-		`{"ANSWER":"5","confidence":1}`, `{"answer":"\u00e9","confidence":1}`, `{"answer":"é","confidence":1E+2}`,
-		`{"answer":"a","confidence":01}`, `{"answer":"a","confidence":1.}`, `{"answer":"a","confidence":1e400}`,
-		`{"answer":"a","confidence":1} x`, "{\"answer\":\"\xff\",\"confidence\":1}",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		answer, conf, ok := scanFinish(raw)
-		if !ok {
-			return
-		}
-		wantAnswer, wantConf, err := decodeFinish(raw)
-		if err != nil || answer != wantAnswer || math.Float64bits(conf) != math.Float64bits(wantConf) {
-			t.Fatalf("scanFinish(%q) = (%q, %v); decodeFinish gives (%q, %v, %v)", raw, answer, conf, wantAnswer, wantConf, err)
 		}
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
-	"github.com/ratchetloop/ratchet/internal/chunk"
 	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
@@ -70,10 +69,6 @@ type Machine struct {
 	system string
 	known  map[string]bool
 	ready  Ready
-	// commands sizes the arrays commands are emitted into (see Advance).
-	// Its chunks stay small: a command's Request may hold a copy of the
-	// history (a pinned scratchpad or plan), which a chunk keeps alive.
-	commands chunk.Sizer
 	// observed is reused for each turn's progress observation (a KeyFunc
 	// must not keep it), awaiting for the one model call in flight, and
 	// outcomes for the copies of a turn's tool results, which are read
@@ -195,7 +190,7 @@ func New(spec Spec) (*Machine, error) {
 	}
 	spec.Budget = spec.Budget.WithDefaults()
 	spec.Policy = spec.Policy.withDefaults(spec.Budget)
-	m := &Machine{spec: spec, commands: chunk.Sizer{Limit: 8}}
+	m := &Machine{spec: spec}
 	m.init()
 	m.st = state{Phase: PhaseNew, Monitor: progress.NewMonitor(spec.Policy.Progress)}
 	return m, nil
@@ -251,22 +246,12 @@ func (m *Machine) Result() (Result, bool) {
 
 // Ready returns the notes and commands produced since the last Advance.
 func (m *Machine) Ready() Ready {
-	rd := Ready{Notes: m.ready.Notes}
-	if len(m.ready.Commands) > 0 {
-		// Clipped: appending to what is returned must not write where the
-		// next commands will go.
-		rd.Commands = slices.Clip(m.ready.Commands)
-	}
-	return rd
+	return m.ready
 }
 
-// Advance acknowledges that the last Ready has been recorded and carried out.
-//
-// The commands stay where they are, since a log may point at them, and the
-// next ones are written after them in the same array until it is full.
-func (m *Machine) Advance() {
-	m.ready = Ready{Commands: m.ready.Commands[len(m.ready.Commands):]}
-}
+// Advance acknowledges that the last Ready has been recorded and carried
+// out. What Ready returned stays the shell's: a log may point into it.
+func (m *Machine) Advance() { m.ready = Ready{} }
 
 // Abort ends the run failed, for a shell that cannot go on (it broke the
 // protocol, say): the Result still carries the attempts and usage so far.
@@ -1034,11 +1019,8 @@ func isObject(raw json.RawMessage) bool {
 
 // parseFinish validates finish arguments strictly; the error is for the model.
 func parseFinish(raw json.RawMessage) (answer string, confidence float64, err error) {
-	answer, confidence, ok := scanFinish(raw)
-	if !ok {
-		if answer, confidence, err = decodeFinish(raw); err != nil {
-			return "", 0, err
-		}
+	if answer, confidence, err = decodeFinish(raw); err != nil {
+		return "", 0, err
 	}
 	if !(confidence >= 0 && confidence <= 1) {
 		return "", 0, fmt.Errorf(`"confidence" is %v; it must be between 0 and 1`, confidence)
@@ -1324,7 +1306,7 @@ func (m *Machine) best() *Attempt {
 }
 
 func (m *Machine) emit(c Command) {
-	m.ready.Commands = append(chunk.Reserve(m.ready.Commands, 1, &m.commands), c)
+	m.ready.Commands = append(m.ready.Commands, c)
 }
 
 func (m *Machine) note(n Note) { m.ready.Notes = append(m.ready.Notes, n) }
@@ -1376,7 +1358,7 @@ func Restore(data []byte, key progress.KeyFunc) (*Machine, error) {
 		return nil, fmt.Errorf("loop: restore: snapshot version %d, this build reads version %d", s.Version, SnapshotVersion)
 	}
 	s.Spec.Policy.Key = key
-	m := &Machine{spec: s.Spec, st: s.State, commands: chunk.Sizer{Limit: 8}}
+	m := &Machine{spec: s.Spec, st: s.State}
 	m.init()
 	if m.st.Monitor.Seen == nil {
 		m.st.Monitor.Seen = map[progress.Key]bool{}

@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ratchetloop/ratchet/internal/chunk"
 	"strconv"
 	"sync"
 	"time"
@@ -211,10 +210,8 @@ type run struct {
 	// prerecorded is how many events at the queue's front are already
 	// recorded (tool results made durable as their calls ended).
 	prerecorded int
-	// events sizes the queue's arrays.
-	events     chunk.Sizer
-	hookParent context.Context
-	hookCtx    context.Context
+	hookParent  context.Context
+	hookCtx     context.Context
 }
 
 // newRun takes pointers, as does compile: a run's goroutine stack stays
@@ -322,9 +319,8 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if err := r.save(ctx); err != nil {
 			return r.abort(err)
 		}
-		// Recorded events are pointed at by the log, so the queue's array
-		// is only ever filled, never reused.
-		queue = chunk.Reserve(queue, answers(rd.Commands), &r.events)
+		// Recorded events are pointed at by the log: the queue is only
+		// appended to, which never writes over them.
 		queue = r.carryOutAll(queue, ctx, rd.Commands)
 		r.resumed = nil
 		if r.awaiting != "" {
@@ -341,22 +337,6 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		}
 	}
 	return loop.Result{}, errors.New("runner: the loop core stopped issuing commands before finishing")
-}
-
-// answers is how many events carrying out cmds gives, at most.
-func answers(cmds []loop.Command) int {
-	n := 0
-	for _, c := range cmds {
-		switch c.Type {
-		case loop.RunTools:
-			n += len(c.Calls)
-		case loop.Verify:
-			n += len(c.Checks)
-		default:
-			n++
-		}
-	}
-	return n
 }
 
 // stepFailed ends the run after the core refused an event: a shell bug,
