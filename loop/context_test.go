@@ -184,7 +184,7 @@ func TestContextGrowth(t *testing.T) {
 			rd = feed(loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &reply})
 			if step == 30 || step == steps {
 				v := verify.Verdict{Check: "equals", OK: step == steps, Confidence: 1, Detail: `expected "3"`}
-				rd = feed(loop.Event{Type: loop.EventVerdict, Call: rd.Commands[0].ID, EventDetail: &loop.EventDetail{Verdict: &v}})
+				rd = feed(loop.Event{Type: loop.EventVerdict, Call: rd.Commands[0].ID, Verdict: &v})
 				if step == steps {
 					break
 				}

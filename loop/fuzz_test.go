@@ -100,7 +100,7 @@ func FuzzReply(f *testing.F) {
 			}
 		case Verify:
 			m.Advance()
-			if err := m.Step(Event{Type: EventVerdict, At: at, Call: c.ID, EventDetail: &EventDetail{Verdict: &verify.Verdict{Check: "equals", OK: false}}}); err != nil {
+			if err := m.Step(Event{Type: EventVerdict, At: at, Call: c.ID, Verdict: &verify.Verdict{Check: "equals", OK: false}}); err != nil {
 				t.Fatalf("verdict: %v", err)
 			}
 		case CallModel:
@@ -331,7 +331,7 @@ func FuzzCoreTools(f *testing.F) {
 						rd = step(Event{Type: EventToolResult, Call: tc.ID, Tool: &ToolOutcome{Output: "ok"}})
 					}
 				case Verify:
-					rd = step(Event{Type: EventVerdict, Call: c.ID, EventDetail: &EventDetail{Verdict: &verify.Verdict{Check: c.Checks[0], OK: len(args3)%2 == 0}}})
+					rd = step(Event{Type: EventVerdict, Call: c.ID, Verdict: &verify.Verdict{Check: c.Checks[0], OK: len(args3)%2 == 0}})
 				default:
 					t.Fatalf("unexpected command %s", c.Type)
 				}
@@ -398,7 +398,7 @@ func FuzzCompaction(f *testing.F) {
 				case 1:
 					r = Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{}}
 				default:
-					r = Event{Type: EventModelError, Call: cmd.ID, EventDetail: &EventDetail{Error: &Failure{Kind: "error", Message: "overloaded"}}}
+					r = Event{Type: EventModelError, Call: cmd.ID, Error: &Failure{Kind: "error", Message: "overloaded"}}
 				}
 				rd = step(r)
 				continue
@@ -442,7 +442,7 @@ func FuzzCompaction(f *testing.F) {
 						rd = step(Event{Type: EventToolResult, Call: tc.ID, Tool: &ToolOutcome{Output: latest}})
 					}
 				case Verify:
-					rd = step(Event{Type: EventVerdict, Call: c.ID, EventDetail: &EventDetail{Verdict: &verify.Verdict{Check: "equals", Detail: "expected y"}}})
+					rd = step(Event{Type: EventVerdict, Call: c.ID, Verdict: &verify.Verdict{Check: "equals", Detail: "expected y"}})
 					latest = "expected y"
 				}
 			}

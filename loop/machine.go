@@ -330,7 +330,7 @@ func (m *Machine) stepOther(ev *Event) {
 		m.nextTurn()
 	case EventCancel:
 		reason := "the run was cancelled"
-		if t := ev.Detail().Text; t != "" {
+		if t := ev.Text; t != "" {
 			reason = t
 		}
 		interrupted := suspended{Phase: m.st.Phase, Awaiting: m.st.Awaiting}
@@ -378,7 +378,7 @@ func (m *Machine) stepOther(ev *Event) {
 		}
 		m.st.Fires = 0
 		m.st.Monitor.Reset()
-		m.st.Outbox = append(m.st.Outbox, model.TextBlock("You were stuck, so a person was asked: "+m.st.Question+"\nTheir answer: "+ev.Detail().Text))
+		m.st.Outbox = append(m.st.Outbox, model.TextBlock("You were stuck, so a person was asked: "+m.st.Question+"\nTheir answer: "+ev.Text))
 		m.st.Question = ""
 		m.nextTurn()
 	case EventHumanUnavailable:
@@ -406,7 +406,7 @@ func (m *Machine) accept(ev Event) error {
 		if (m.st.Phase != PhaseModel && m.st.Phase != PhaseSample) || !slices.Contains(m.st.Awaiting, ev.Call) {
 			return bad("for call " + strconv.Quote(ev.Call))
 		}
-		if (ev.Type == EventModelReply && ev.Reply == nil) || (ev.Type == EventModelError && ev.Detail().Error == nil) {
+		if (ev.Type == EventModelReply && ev.Reply == nil) || (ev.Type == EventModelError && ev.Error == nil) {
 			return bad("without payload")
 		}
 	case EventToolResult:
@@ -418,7 +418,7 @@ func (m *Machine) accept(ev Event) error {
 			return bad("for call " + strconv.Quote(ev.Call) + " (unknown or already answered)")
 		}
 	case EventChildResult:
-		if m.st.Phase != PhaseTools || ev.Detail().Child == nil {
+		if m.st.Phase != PhaseTools || ev.Child == nil {
 			return bad("outside a tool turn or without payload")
 		}
 		if i := m.childIndex(ev.Call); i < 0 || m.st.Calls[i].Result != nil {
@@ -428,7 +428,7 @@ func (m *Machine) accept(ev Event) error {
 		if m.st.Phase != PhaseVerify || !slices.Contains(m.st.Awaiting, ev.Call) {
 			return bad("for command " + strconv.Quote(ev.Call))
 		}
-		if (ev.Type == EventVerdict && ev.Detail().Verdict == nil) || (ev.Type == EventCheckError && ev.Detail().Error == nil) {
+		if (ev.Type == EventVerdict && ev.Verdict == nil) || (ev.Type == EventCheckError && ev.Error == nil) {
 			return bad("without payload")
 		}
 		if ev.Type == EventVerdict && !m.awaitingCheck(ev.Call, ev.Verdict.Check) {
@@ -907,7 +907,7 @@ func (m *Machine) screen(c *pendingCall, budgetSpent bool) (rule *Permission, re
 
 // askCommand is the AskHuman command for the current question.
 func (m *Machine) askCommand() Command {
-	c := Command{Type: AskHuman, ID: "h" + strconv.Itoa(m.st.Step), CommandDetail: &CommandDetail{Question: m.st.Question}}
+	c := Command{Type: AskHuman, ID: "h" + strconv.Itoa(m.st.Step), Question: m.st.Question}
 	if i := m.callIndex(m.st.Approving); m.st.Approving != "" && i >= 0 {
 		pc := m.st.Calls[i]
 		c.ID = "h" + strconv.Itoa(m.st.Step) + "." + pc.ID
@@ -1274,7 +1274,7 @@ func (m *Machine) stop(s Status, reason string) {
 	m.st.Result = res
 	m.st.Phase = PhaseStopped
 	m.st.Awaiting = nil
-	m.emit(Command{Type: Finish, ID: "end", CommandDetail: &CommandDetail{Result: res}})
+	m.emit(Command{Type: Finish, ID: "end", Result: res})
 }
 
 // attemptHead begins an attempt's summary, as fmt would with "attempt %d

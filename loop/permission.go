@@ -118,15 +118,14 @@ func approvalQuestion(c *pendingCall, rule *Permission) string {
 
 // approved reads a person's answer to an approval question.
 func approved(ev Event) (bool, string) {
-	d := ev.Detail()
-	if d.Approved != nil {
-		return *d.Approved, d.Text
+	if ev.Approved != nil {
+		return *ev.Approved, ev.Text
 	}
-	t := strings.ToLower(strings.TrimSpace(d.Text))
+	t := strings.ToLower(strings.TrimSpace(ev.Text))
 	for _, yes := range []string{"approve", "approved", "yes", "y", "allow", "ok"} {
 		if t == yes || strings.HasPrefix(t, yes+" ") || strings.HasPrefix(t, yes+":") || strings.HasPrefix(t, yes+",") {
 			return true, ""
 		}
 	}
-	return false, d.Text
+	return false, ev.Text
 }

@@ -231,7 +231,7 @@ func (m *Machine) planCommand() Command {
 	p := m.st.Plan
 	s := p.Steps[p.Current]
 	return Command{Type: Verify, ID: p.CheckID, Deadline: m.deadline(m.spec.Policy.Reserve.Time),
-		CommandDetail: &CommandDetail{Candidate: &verify.Candidate{Answer: s.Result, Confidence: 1}, Checks: []string{s.Check}}}
+		Candidate: &verify.Candidate{Answer: s.Result, Confidence: 1}, Checks: []string{s.Check}}
 }
 
 // isPlanCheck reports whether id is the plan check in flight.

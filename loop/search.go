@@ -226,10 +226,10 @@ func (m *Machine) verifyCommand(n int, t verify.Tier) Command {
 		}
 	}
 	return Command{Type: Verify, ID: verifyID(n, t), Deadline: m.deadline(keep),
-		CommandDetail: &CommandDetail{
-			Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: n, Peers: peers},
-			Checks:    m.checksIn(t),
-		}}
+
+		Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: n, Peers: peers},
+		Checks:    m.checksIn(t),
+	}
 }
 
 // verifyNext runs the expensive checks on the next candidate in order.

@@ -487,7 +487,7 @@ func (m *Machine) spawnChildren(idx []int) []Command {
 // childCommand is the RunChild command for s.
 func (m *Machine) childCommand(s spawned) Command {
 	child := s.Child
-	return Command{Type: RunChild, ID: s.Cmd, Deadline: m.deadline(m.spec.Policy.Reserve.Time), CommandDetail: &CommandDetail{Child: &child}}
+	return Command{Type: RunChild, ID: s.Cmd, Deadline: m.deadline(m.spec.Policy.Reserve.Time), Child: &child}
 }
 
 // childIndex returns the index of the call whose child cmd is running, or -1.

@@ -238,7 +238,7 @@ func FuzzSubagentTurns(f *testing.F) {
 				case RunChild:
 					u := budget.Usage{Steps: int(childSteps%5) + 1, ModelCalls: int(childSteps%5) + 1, InputTokens: int64(childTokens), Time: time.Hour}
 					before := m.Usage()
-					rd = step(Event{Type: EventChildResult, Call: c.ID, EventDetail: &EventDetail{Child: &Result{Status: Done, Usage: u}}})
+					rd = step(Event{Type: EventChildResult, Call: c.ID, Child: &Result{Status: Done, Usage: u}})
 					after := m.Usage()
 					for _, c := range rd.Commands {
 						if c.Type == CallModel { // the next turn began: one step of the parent's own

@@ -255,7 +255,7 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 			}
 			return loop.Result{}, fmt.Errorf("runner: run %s asks a question (answer it), not for an approval: %s", cfg.RunID, ask.Question)
 		}
-		ev := loop.Event{Type: loop.EventHumanReply, At: at, Call: ask.ID, EventDetail: &loop.EventDetail{Approved: opts.Approved}}
+		ev := loop.Event{Type: loop.EventHumanReply, At: at, Call: ask.ID, Approved: opts.Approved}
 		if opts.Answer != nil {
 			ev.Text = *opts.Answer
 		}

@@ -313,7 +313,7 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		// A cancelled run ends cancelled, whatever the interrupted work says;
 		// results already in the log stay, so that the run and its log agree.
 		if ctx.Err() != nil {
-			queue = append(queue[:r.prerecorded:r.prerecorded], loop.Event{Type: loop.EventCancel, EventDetail: &loop.EventDetail{Text: context.Cause(ctx).Error()}})
+			queue = append(queue[:r.prerecorded:r.prerecorded], loop.Event{Type: loop.EventCancel, Text: context.Cause(ctx).Error()})
 		}
 		at := r.now()
 		for i := r.prerecorded; i < len(queue); i++ {
@@ -445,12 +445,12 @@ func (r *run) checkAll(ctx context.Context, c *loop.Command) []loop.Event {
 func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 	defer func() {
 		if p := recover(); p != nil { // a bug in the model: infrastructure, not the run's end
-			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, EventDetail: &loop.EventDetail{Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}}
+			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
 		}
 	}()
 	resp, err := r.cfg.Model.Generate(r.withHooks(ctx, c), *c.Request)
 	if err != nil {
-		return loop.Event{Type: loop.EventModelError, Call: c.ID, EventDetail: &loop.EventDetail{Error: failure(ctx, err)}}
+		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
 	}
 	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
 }
@@ -552,14 +552,14 @@ func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Eve
 func (r *run) check(ctx context.Context, c *loop.Command, name string) (ev loop.Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			ev = loop.Event{Type: loop.EventCheckError, Call: c.ID, EventDetail: &loop.EventDetail{Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", name, p)}}}
+			ev = loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", name, p)}}
 		}
 	}()
 	v, err := r.checks[name].Check(ctx, *c.Candidate)
 	if err != nil {
 		f := failure(ctx, err)
 		f.Message = fmt.Sprintf("check %s: %s", name, f.Message)
-		return loop.Event{Type: loop.EventCheckError, Call: c.ID, EventDetail: &loop.EventDetail{Error: f}}
+		return loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: f}
 	}
 	v.Check = name
 	// A verifier's own confidence must be a number in [0, 1]: it is logged as
@@ -568,7 +568,7 @@ func (r *run) check(ctx context.Context, c *loop.Command, name string) (ev loop.
 		v.Confidence = 0
 	}
 	v.Confidence = min(v.Confidence, 1)
-	return loop.Event{Type: loop.EventVerdict, Call: c.ID, EventDetail: &loop.EventDetail{Verdict: &v}}
+	return loop.Event{Type: loop.EventVerdict, Call: c.ID, Verdict: &v}
 }
 
 func (r *run) ask(ctx context.Context, c *loop.Command) loop.Event {
@@ -581,7 +581,7 @@ func (r *run) ask(ctx context.Context, c *loop.Command) loop.Event {
 		return loop.Event{}
 	}
 	if err != nil {
-		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID, EventDetail: &loop.EventDetail{Text: err.Error()}}
+		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID, Text: err.Error()}
 	}
-	return loop.Event{Type: loop.EventHumanReply, Call: c.ID, EventDetail: &loop.EventDetail{Text: answer}}
+	return loop.Event{Type: loop.EventHumanReply, Call: c.ID, Text: answer}
 }

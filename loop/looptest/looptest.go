@@ -147,7 +147,7 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 			td.ScanArgs(t, "kind", &kind)
 		}
 		ev.Type, ev.Call = loop.EventModelError, d.target(t, td, "call", d.modelCall)
-		ev.EventDetail = &loop.EventDetail{Error: &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}}
+		ev.Error = &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}
 	case "result":
 		var id string
 		td.ScanArgs(t, "id", &id)
@@ -168,14 +168,14 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		if td.HasArg("where") {
 			td.ScanArgs(t, "where", &v.Where)
 		}
-		ev.Type, ev.Call, ev.EventDetail = loop.EventVerdict, d.target(t, td, "cmd", d.pending), &loop.EventDetail{Verdict: &v}
+		ev.Type, ev.Call, ev.Verdict = loop.EventVerdict, d.target(t, td, "cmd", d.pending), &v
 	case "check-error":
 		kind := "error"
 		if td.HasArg("kind") {
 			td.ScanArgs(t, "kind", &kind)
 		}
 		ev.Type, ev.Call = loop.EventCheckError, d.target(t, td, "cmd", d.pending)
-		ev.EventDetail = &loop.EventDetail{Error: &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}}
+		ev.Error = &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}
 	case "child":
 		res, err := parseChild(t, td)
 		if err != nil {
@@ -183,13 +183,13 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		}
 		var cmd string
 		td.ScanArgs(t, "cmd", &cmd)
-		ev.Type, ev.Call, ev.EventDetail = loop.EventChildResult, cmd, &loop.EventDetail{Child: &res}
+		ev.Type, ev.Call, ev.Child = loop.EventChildResult, cmd, &res
 	case "human":
-		ev.Type, ev.EventDetail = loop.EventHumanReply, &loop.EventDetail{Text: strings.TrimSpace(td.Input)}
+		ev.Type, ev.Text = loop.EventHumanReply, strings.TrimSpace(td.Input)
 	case "no-human":
 		ev.Type = loop.EventHumanUnavailable
 	case "cancel":
-		ev.Type, ev.EventDetail = loop.EventCancel, &loop.EventDetail{Text: strings.TrimSpace(td.Input)}
+		ev.Type, ev.Text = loop.EventCancel, strings.TrimSpace(td.Input)
 	case "resume":
 		ev.Type = loop.EventResume
 	case "request":
