@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 )
 
 // Call is one tool call requested by the model.
@@ -205,15 +203,12 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 // nothing is.
 func checkArgs(ent *entry, args json.RawMessage) string {
 	name := ent.info.Name
-	if ent.flat != nil && jsonvalid.Valid(args) {
-		if msg := ent.flat.validate(args); msg != "" {
-			return fmt.Sprintf("tool %q: arguments do not match the schema: %s", name, msg)
-		}
-		return ""
-	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return fmt.Sprintf("tool %q: arguments are not valid JSON: %v", name, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Sprintf("tool %q: arguments must be a JSON object, not %s", name, jsonKind(v))
 	}
 	if err := ent.schema.Validate(v); err != nil {
 		return fmt.Sprintf("tool %q: arguments do not match the schema: %v", name, err)
@@ -339,4 +334,19 @@ func stopped(ctx context.Context, name string, timeout time.Duration) (Outcome, 
 		return OutcomeCancelled, fmt.Sprintf("tool %q was cancelled: %v", name, context.Cause(ctx))
 	}
 	return OutcomeTimeout, fmt.Sprintf("tool %q timed out after %v", name, timeout)
+}
+
+// jsonKind names the JSON type of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	}
+	return "an array"
 }

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -71,7 +70,6 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 	t := &funcTool[In, Out]{
 		info: Info{Name: name, Description: description, Schema: raw},
 		fn:   fn,
-		flat: newFlatDecoder(reflect.TypeFor[In]()),
 	}
 	for _, o := range opts {
 		o(&t.info)
@@ -82,7 +80,6 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 type funcTool[In, Out any] struct {
 	info Info
 	fn   func(context.Context, In) (Out, error)
-	flat *flatDecoder // nil if In is not flat
 }
 
 func (t *funcTool[In, Out]) Info() Info { return t.info }
@@ -107,20 +104,12 @@ func (t *funcTool[In, Out]) prepare(args json.RawMessage) (func(context.Context)
 	return func(ctx context.Context) (string, error) { return t.call(ctx, in) }, nil
 }
 
-// decode decodes args into an In, by the flat decoder if it is sure of the
-// result, else by json.Unmarshal.
 func (t *funcTool[In, Out]) decode(args json.RawMessage) (In, error) {
 	var in In
-	if t.flat != nil && t.flat.decode(args, unsafe.Pointer(&in)) {
-		return in, nil
+	if err := json.Unmarshal(args, &in); err != nil {
+		return in, fmt.Errorf("%w: %v", ErrInvalidArgs, err)
 	}
-	// A fresh value, as the flat decoder may have written part of in; and
-	// a separate one, so that in stays on the stack, as only this escapes.
-	var slow In
-	if err := json.Unmarshal(args, &slow); err != nil {
-		return slow, fmt.Errorf("%w: %v", ErrInvalidArgs, err)
-	}
-	return slow, nil
+	return in, nil
 }
 
 // call calls fn and renders its result.
