@@ -115,7 +115,7 @@ func FuzzReply(f *testing.F) {
 		}
 		// Every tool_use in the history has an object input and one result.
 		uses, results := map[string]int{}, map[string]int{}
-		for _, msg := range m.st.History {
+		for _, msg := range m.st.History.Messages {
 			for _, b := range msg.Content {
 				switch b.Type {
 				case model.ToolUse:

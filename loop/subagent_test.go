@@ -171,7 +171,7 @@ func FuzzCarve(f *testing.F) {
 func (m *Machine) turnNeedAfter(reply model.Response) budget.Usage {
 	c := *m
 	c.st.MaxCallCost = max(c.st.MaxCallCost, reply.Usage.Cost)
-	c.st.HistoryBytes += messageWeight(model.Message{Role: model.Assistant, Content: reply.Content})
+	c.st.History.Bytes += messageWeight(model.Message{Role: model.Assistant, Content: reply.Content})
 	return c.turnNeed()
 }
 

@@ -210,11 +210,14 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 	}
 	from := int64(0)
 	if snap, err := cfg.Store.LatestSnapshot(ctx, cfg.RunID); err == nil {
-		m, err := loop.Restore(snap.Data, task.Policy.Key)
-		if err != nil {
+		// A snapshot of another build's format is only a cache: the
+		// machine is rebuilt from every entry instead.
+		switch m, err := loop.Restore(snap.Data, task.Policy.Key); {
+		case err == nil:
+			r.m, from, r.snapSeq = m, snap.Seq, snap.Seq
+		case !errors.Is(err, loop.ErrSnapshotVersion):
 			return loop.Result{}, fmt.Errorf("runner: run %s: %w", cfg.RunID, err)
 		}
-		r.m, from, r.snapSeq = m, snap.Seq, snap.Seq
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return loop.Result{}, fmt.Errorf("runner: %w", err)
 	}
