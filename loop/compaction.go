@@ -201,7 +201,7 @@ func headTail(s string, n int) string {
 func (m *Machine) maybeCompact(need budget.Usage) bool {
 	pol := &m.spec.Policy
 	c := &m.st.Context
-	est := m.estimateInput(false)
+	est := m.req.estimate(&m.st, false)
 	if !c.due(pol.CompactAt, m.st.Step, est) || !c.begin(&m.st.History, pol.KeepTurns, m.st.Step, est) {
 		return false
 	}
@@ -209,11 +209,11 @@ func (m *Machine) maybeCompact(need budget.Usage) bool {
 	if d, over := budget.Exceeds(m.spec.Budget, m.st.Usage, need); over {
 		to := c.Job.To
 		c.Job, c.Failed = nil, true
-		m.trim(to, "compact_skipped", fmt.Sprintf("compaction skipped: a summarising call would leave too little %s for the next turn and the closing turn", d))
+		m.note(m.st.trim(&m.req, to, "compact_skipped", fmt.Sprintf("compaction skipped: a summarising call would leave too little %s for the next turn and the closing turn", d)))
 		return false
 	}
 	c.Failed = false
-	m.callModel(model.PurposeCompact, pol.SummaryTokens, pol.Reserve.Time)
+	m.callModel(model.PurposeCompact, 1, pol.SummaryTokens, pol.Reserve.Time)
 	return true
 }
 
@@ -231,27 +231,18 @@ func (m *Machine) stepCompact(ev *Event) {
 		return
 	case ev.Type == EventModelError:
 		c.Job, c.Failed = nil, true
-		m.trim(j.To, "compact_failed", "the compaction call failed: "+clip(ev.Error.Message, 200))
+		m.note(m.st.trim(&m.req, j.To, "compact_failed", "the compaction call failed: "+clip(ev.Error.Message, 200)))
 	default:
-		m.charge(ev.Reply.Usage)
+		m.st.charge(ev.Reply.Usage)
 		was := len(m.st.History.Messages)
 		summary := c.apply(*ev.Reply, &m.st.History, m.spec.Goal, m.spec.Policy.SummaryTokens)
 		if summary == "" {
-			m.trim(j.To, "compact_failed", "the compaction reply held no summary")
+			m.note(m.st.trim(&m.req, j.To, "compact_failed", "the compaction reply held no summary"))
 			break
 		}
-		after := m.estimateInput(false)
+		after := m.req.estimate(&m.st, false)
 		m.note(Note{Type: NoteContext, Step: m.st.Step, Problem: "compacted", TokensBefore: j.Before, TokensAfter: after,
 			Text: fmt.Sprintf("compacted messages %d–%d of %d into a summary of %d bytes: ~%d → ~%d input tokens", j.From, j.To-1, was, len(summary), j.Before, after)})
 	}
 	m.nextTurn()
-}
-
-// trim cuts old tool outputs in messages [1, to) and notes why.
-func (m *Machine) trim(to int, problem, why string) {
-	before := m.estimateInput(false)
-	n := elide(&m.st.History, to)
-	after := m.estimateInput(false)
-	m.note(Note{Type: NoteContext, Step: m.st.Step, Problem: problem, TokensBefore: before, TokensAfter: after,
-		Text: fmt.Sprintf("%s; fell back to trimming: old tool outputs in messages 1–%d cut to %d bytes (%d cut now): ~%d → ~%d input tokens", why, to-1, elideKeep, n, before, after)})
 }

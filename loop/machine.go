@@ -30,13 +30,11 @@ var (
 // its own share of it, which say what notes and commands they want; only
 // the machine emits them.
 type Machine struct {
-	spec   Spec // defaults applied
-	keyFn  progress.KeyFunc
-	tools  []model.ToolSpec // spec tools, the core's own, finish
-	known  map[string]bool  // names of tools
-	system string
-	ready  Ready
-	st     state
+	spec  Spec // defaults applied
+	keyFn progress.KeyFunc
+	req   requests
+	ready Ready
+	st    state
 }
 
 // state is everything that changes; it is what Snapshot serialises.
@@ -235,13 +233,13 @@ func (m *Machine) Pending() []Command {
 	case phaseTurn, phaseClosing, phaseCompact, phaseSample:
 		out := make([]Command, len(m.st.Awaiting))
 		for i, id := range m.st.Awaiting {
-			out[i] = m.modelCommand(id)
+			out[i] = m.req.command(&m.st, id)
 		}
 		return out
 	case phaseTools:
-		return m.toolCommands()
+		return m.st.toolCommands(m.st.deadline(m.spec.Budget.Time, m.spec.Policy.Reserve.Time))
 	case phasePlanCheck:
-		return []Command{m.st.Plan.command(m.deadline(m.spec.Policy.Reserve.Time))}
+		return []Command{m.st.Plan.command(m.st.deadline(m.spec.Budget.Time, m.spec.Policy.Reserve.Time))}
 	case phaseChecks:
 		s := m.st.Search
 		keep := m.spec.Policy.Reserve.Time
@@ -250,7 +248,7 @@ func (m *Machine) Pending() []Command {
 		}
 		var out []Command
 		for _, j := range s.Running {
-			c := s.command(j, m.st.Attempts, m.spec.Checks, m.deadline(keep))
+			c := s.command(j, m.st.Attempts, m.spec.Checks, m.st.deadline(m.spec.Budget.Time, keep))
 			c.Checks = slices.DeleteFunc(c.Checks, func(name string) bool { return !s.due(j.ID, name, m.st.Attempts, m.spec.Checks) })
 			out = append(out, c)
 		}
@@ -265,13 +263,7 @@ func (m *Machine) Pending() []Command {
 
 func (m *Machine) emit(c Command) { m.ready.Commands = append(m.ready.Commands, c) }
 
-func (m *Machine) note(n Note) { m.ready.Notes = append(m.ready.Notes, n) }
-
-// stopExhausted ends the closing turn's run: the budget it kept for the
-// turn is all that was left.
-func (m *Machine) stopExhausted(why string) {
-	m.stop(Exhausted(m.st.Closing), fmt.Sprintf("%s budget spent; %s", m.st.Closing, why))
-}
+func (m *Machine) note(ns ...Note) { m.ready.Notes = append(m.ready.Notes, ns...) }
 
 // stop ends the run with status s and its Result.
 func (m *Machine) stop(s Status, reason string) {

@@ -167,7 +167,7 @@ func (m *Machine) stepApproval(ev *Event) {
 	if ok, why := a.answer(ev); ok {
 		c.Approved = true
 	} else {
-		m.refuse(c, "denied", fmt.Sprintf("tool %q not run: %s", c.Name, why))
+		m.note(refuse(c, "denied", fmt.Sprintf("tool %q not run: %s", c.Name, why), m.st.Step))
 	}
 	m.dispatchTools(false)
 }

@@ -1,10 +1,15 @@
 package loop
 
 import (
+	"bytes"
 	_ "embed"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
 )
@@ -24,98 +29,108 @@ var (
 	closingGeneratePrompt string
 )
 
-// newMachine returns a machine for spec, defaults applied, with the parts
-// derived from it: the system prompt and the tools on offer.
+// requests builds what the model is sent from the state and the parts of
+// the spec derived once: the system prompt and the tools on offer.
+type requests struct {
+	spec   *Spec
+	system string
+	tools  []model.ToolSpec // spec tools, the core's own, finish
+	known  map[string]bool  // names of tools
+}
+
+// newMachine returns a machine for spec, defaults applied.
 func newMachine(spec Spec) *Machine {
-	m := &Machine{spec: spec, keyFn: spec.Policy.Key, known: map[string]bool{}, system: systemPrompt}
+	m := &Machine{spec: spec, keyFn: spec.Policy.Key}
 	if m.keyFn == nil {
 		m.keyFn = progress.DefaultKey
 	}
+	r := requests{spec: &m.spec, system: systemPrompt, known: map[string]bool{}}
 	if spec.Mode == ModeGenerate {
-		m.system = generatePrompt
+		r.system = generatePrompt
 	} else {
-		m.tools = slices.Clone(spec.Tools)
+		r.tools = slices.Clone(spec.Tools)
 		if spec.Policy.Scratchpad {
-			m.tools = append(m.tools, scratchpadSpec)
-			m.system += strings.TrimRight(scratchpadPrompt, "\n") + "\n"
+			r.tools = append(r.tools, scratchpadSpec)
+			r.system += strings.TrimRight(scratchpadPrompt, "\n") + "\n"
 		}
 		if spec.Policy.Plan {
-			m.tools = append(m.tools, submitPlanSpec, stepDoneSpec)
+			r.tools = append(r.tools, submitPlanSpec, stepDoneSpec)
 		}
 		if spec.Policy.Subagents != nil {
-			m.tools = append(m.tools, spawnSpec(spec.Policy.Subagents))
+			r.tools = append(r.tools, spawnSpec(spec.Policy.Subagents))
 		}
-		m.tools = append(m.tools, finishSpec)
-		for _, t := range m.tools {
-			m.known[t.Name] = true
+		r.tools = append(r.tools, finishSpec)
+		for _, t := range r.tools {
+			r.known[t.Name] = true
 		}
 	}
 	if spec.Instructions != "" {
-		m.system += "\n" + spec.Instructions
+		r.system += "\n" + spec.Instructions
 	}
+	m.req = r
 	return m
 }
 
-func (m *Machine) toolList() string {
-	names := make([]string, len(m.tools))
-	for i, t := range m.tools {
+func (r *requests) toolList() string {
+	names := make([]string, len(r.tools))
+	for i, t := range r.tools {
 		names[i] = t.Name
 	}
 	return strings.Join(names, ", ")
 }
 
-// modelCommand builds the CallModel command id of the call in flight.
-func (m *Machine) modelCommand(id string) Command {
-	c := m.st.Call
-	req := &model.Request{System: m.system, MaxOutputTokens: c.MaxOut, Purpose: c.Purpose}
+// command builds the CallModel command id of the call in flight.
+func (r *requests) command(st *state, id string) Command {
+	c := st.Call
+	req := &model.Request{System: r.system, MaxOutputTokens: c.MaxOut, Purpose: c.Purpose}
 	var est int64
 	switch c.Purpose {
 	case model.PurposeSample:
-		req.Messages, req.Tools = sampleRequest(m.st.History.Messages, m.spec.Mode)
+		req.Messages, req.Tools = sampleRequest(st.History.Messages, r.spec.Mode)
 		est = EstimateTokens(*req)
 	case model.PurposeCompact:
-		req.System, req.Messages = compactPrompt, m.st.Context.request(m.spec.Goal, m.st.Scratchpad.text(), &m.st.History)
+		req.System, req.Messages = compactPrompt, st.Context.request(r.spec.Goal, st.Scratchpad.text(), &st.History)
 		est = EstimateTokens(*req)
 	default:
 		closing := c.Purpose == model.PurposeClosing
-		pin := m.pinned(closing)
-		req.Messages = m.stepMessages(pin)
+		pin := r.pinned(st, closing)
+		req.Messages = r.stepMessages(st, pin)
 		switch {
-		case m.spec.Mode == ModeGenerate:
+		case r.spec.Mode == ModeGenerate:
 		case closing:
 			req.Tools = []model.ToolSpec{finishSpec}
 		default:
-			req.Tools = m.offered()
+			req.Tools = r.offered(st)
 		}
 		// Sized as EstimateTokens would, without rescanning the history.
-		est = tokensOf(int64(len(req.System)) + toolsWeight(req.Tools) + m.st.History.Bytes + m.pinnedWeight(pin))
+		est = tokensOf(int64(len(req.System)) + toolsWeight(req.Tools) + st.History.Bytes + r.pinnedWeight(st, pin))
 	}
-	return Command{Type: CallModel, ID: id, Deadline: m.deadline(c.Keep), Request: req, InputEstimate: est}
+	return Command{Type: CallModel, ID: id, Deadline: st.deadline(r.spec.Budget.Time, c.Keep), Request: req, InputEstimate: est}
 }
 
 // pinned is the text added to the end of every step request: the
 // scratchpad and, but in the closing turn, which may only finish, the
 // plan's current step. It is not part of the history, so it never piles
 // up and always shows the latest value.
-func (m *Machine) pinned(closing bool) string {
+func (r *requests) pinned(st *state, closing bool) string {
 	var parts []string
-	if m.spec.Policy.Scratchpad {
-		if pad := m.st.Scratchpad.text(); pad != "" {
+	if r.spec.Policy.Scratchpad {
+		if pad := st.Scratchpad.text(); pad != "" {
 			parts = append(parts, "[Your scratchpad]\n"+pad)
 		} else {
 			parts = append(parts, "[Your scratchpad is empty: update_scratchpad keeps notes that survive.]")
 		}
 	}
-	if m.spec.Policy.Plan && !closing {
-		parts = append(parts, m.st.Plan.focus(gateChecks(m.spec.Checks)))
+	if r.spec.Policy.Plan && !closing {
+		parts = append(parts, st.Plan.focus(gateChecks(r.spec.Checks)))
 	}
 	return strings.Join(parts, "\n\n")
 }
 
 // stepMessages is the history with the pinned block added to its last
 // user message (or as one of its own after an assistant message).
-func (m *Machine) stepMessages(pin string) []model.Message {
-	h := m.st.History.Messages
+func (r *requests) stepMessages(st *state, pin string) []model.Message {
+	h := st.History.Messages
 	msgs := h[:len(h):len(h)] // capped: the shell cannot see or clobber later appends
 	if pin == "" {
 		return msgs
@@ -129,12 +144,12 @@ func (m *Machine) stepMessages(pin string) []model.Message {
 }
 
 // pinnedWeight sizes the pinned block as stepMessages adds it.
-func (m *Machine) pinnedWeight(pin string) int64 {
+func (r *requests) pinnedWeight(st *state, pin string) int64 {
 	if pin == "" {
 		return 0
 	}
 	n := int64(len(pin) + BlockOverhead)
-	if h := m.st.History.Messages; len(h) == 0 || h[len(h)-1].Role != model.User {
+	if h := st.History.Messages; len(h) == 0 || h[len(h)-1].Role != model.User {
 		n += MessageOverhead
 	}
 	return n
@@ -142,20 +157,65 @@ func (m *Machine) pinnedWeight(pin string) int64 {
 
 // offered are the tools a step turn offers: only submit_plan until plan
 // mode has a plan.
-func (m *Machine) offered() []model.ToolSpec {
-	if m.spec.Policy.Plan && m.st.Plan.planning() {
+func (r *requests) offered(st *state) []model.ToolSpec {
+	if r.spec.Policy.Plan && st.Plan.planning() {
 		return []model.ToolSpec{submitPlanSpec}
 	}
-	return m.tools
+	return r.tools
 }
 
 // estimateInput estimates the next step request's input tokens (the
 // closing turn's, if closing), as EstimateTokens would, without
 // rescanning the history.
-func (m *Machine) estimateInput(closing bool) int64 {
+func (r *requests) estimate(st *state, closing bool) int64 {
 	var tools []model.ToolSpec
-	if m.spec.Mode != ModeGenerate {
-		tools = m.offered()
+	if r.spec.Mode != ModeGenerate {
+		tools = r.offered(st)
 	}
-	return tokensOf(int64(len(m.system)) + toolsWeight(tools) + m.st.History.Bytes + m.pinnedWeight(m.pinned(closing)))
+	return tokensOf(int64(len(r.system)) + toolsWeight(tools) + st.History.Bytes + r.pinnedWeight(st, r.pinned(st, closing)))
+}
+
+// turnNeed is what the run keeps for itself: the closing reserve and one
+// more ordinary turn, projected as nextTurn projects it.
+func (r *requests) turnNeed(st *state) budget.Usage {
+	pol := &r.spec.Policy
+	need := pol.Reserve
+	need.Steps++
+	need.ModelCalls++
+	need.InputTokens += 2 * r.estimate(st, false) // this turn and the closing turn
+	need.OutputTokens += int64(pol.MaxOutputTokens)
+	// Prices are unknown here, so project this turn and the closing one
+	// to cost as much as the costliest call so far.
+	need.Cost = st.MaxCallCost + max(need.Cost, st.MaxCallCost)
+	if len(r.spec.Tools) > 0 {
+		need.ToolCalls++
+	}
+	return need
+}
+
+// screen checks call c before it is dispatched (closing: in the closing
+// turn; budgetSpent: no tool calls are left). A call that may not run
+// gets the problem and the text to answer it with; otherwise rule is the
+// permission rule that matched, if any.
+func (r *requests) screen(c *pendingCall, budgetSpent, closing bool) (rule *Permission, problem, text string) {
+	switch {
+	case closing:
+		return nil, "closing_turn", fmt.Sprintf("tool %q not run: this is the closing turn and tools are no longer available", c.Name)
+	case !r.known[c.Name]:
+		return nil, "unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, r.toolList())
+	case len(bytes.TrimSpace(c.Args)) == 0:
+		c.Args = json.RawMessage(`{}`) // some providers omit the arguments of a call that takes none
+	}
+	switch {
+	case !jsonvalid.Valid(c.Args):
+		return nil, "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
+	case budgetSpent && !(c.Name == SpawnTool && r.spec.Policy.Subagents != nil):
+		return nil, "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
+	}
+	if !c.Approved {
+		if rule = permissionFor(r.spec.Permissions, c.Name, c.Args); rule != nil && rule.Action == Deny {
+			return nil, "denied", fmt.Sprintf("tool %q not run: the task's permissions refuse this call (rule: %s); do it another way or finish", c.Name, rule)
+		}
+	}
+	return rule, "", ""
 }

@@ -316,7 +316,7 @@ func statedNote(stated bool) string {
 // submit records a candidate from the model's own turn and starts judging
 // it; closing says it is the closing turn's.
 func (m *Machine) submit(answer string, conf float64, finishID, how string, closing bool) {
-	n := m.addAttempt(answer, conf, false)
+	n := m.st.addAttempt(answer, conf, false)
 	m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
 	m.st.Search = &search{FinishID: finishID, Cands: []int{n}, Closing: closing}
 	pol := m.spec.Policy
@@ -326,36 +326,30 @@ func (m *Machine) submit(answer string, conf float64, finishID, how string, clos
 	m.follow(m.st.Search.start(m.st.Attempts, m.spec.Checks))
 }
 
-func (m *Machine) addAttempt(answer string, conf float64, sample bool) int {
-	n := len(m.st.Attempts) + 1
-	m.st.Attempts = append(m.st.Attempts, Attempt{N: n, Step: m.st.Step, Answer: answer, Confidence: conf, Sample: sample})
-	return n
-}
-
 // sample asks for up to Samples alternatives, as many as the budget allows
 // beyond the closing reserve. It reports whether any were requested.
 func (m *Machine) sample() bool {
 	pol := m.spec.Policy
-	est := m.estimateInput(false)
-	var ids []string
+	est := m.req.estimate(&m.st, false)
 	// Every sample requested so far is projected too, so that together
 	// they never eat into the closing reserve.
-	need := pol.Reserve
+	used, need, n := m.st.Usage, pol.Reserve, 0
 	need.Cost = max(need.Cost, m.st.MaxCallCost)
 	for range max(pol.Samples, 0) {
 		need.ModelCalls++
 		need.InputTokens += est
 		need.OutputTokens += int64(pol.MaxOutputTokens)
 		need.Cost += m.st.MaxCallCost
-		if _, over := budget.Exceeds(m.spec.Budget, m.st.Usage, need); over {
+		if _, over := budget.Exceeds(m.spec.Budget, used, need); over {
 			break
 		}
-		ids = append(ids, m.nextCallID())
+		used.ModelCalls++
+		n++
 	}
-	if len(ids) == 0 {
+	if n == 0 {
 		return false
 	}
-	m.await(model.PurposeSample, ids, pol.MaxOutputTokens, pol.Reserve.Time)
+	m.callModel(model.PurposeSample, n, pol.MaxOutputTokens, pol.Reserve.Time)
 	return true
 }
 
@@ -367,12 +361,12 @@ func (m *Machine) stepSample(ev *Event) {
 	if ev.Type == EventModelError {
 		problem = "the call failed: " + ev.Error.Message
 	} else {
-		m.charge(ev.Reply.Usage)
+		m.st.charge(ev.Reply.Usage)
 		answer, conf, how, err := candidateOf(ev.Reply, m.spec.Mode)
 		if err != nil {
 			problem = err.Error()
 		} else {
-			n := m.addAttempt(answer, conf, true)
+			n := m.st.addAttempt(answer, conf, true)
 			m.st.Search.Cands = append(m.st.Search.Cands, n)
 			m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d, an alternative (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
 		}
@@ -405,7 +399,7 @@ func (m *Machine) stepChecks(ev *Event) {
 		for _, j := range s.Running {
 			m.st.Abandoned = append(m.st.Abandoned, j.ID)
 		}
-		m.answerSearch("Not judged: the checks ran out of time (" + clip(ev.Error.Message, 200) + ").")
+		m.st.answerSearch("Not judged: the checks ran out of time (" + clip(ev.Error.Message, 200) + ").")
 		m.closeTurn(budget.Time)
 	default:
 		m.stop(Failed, "a check could not run: "+ev.Error.Message)
@@ -424,7 +418,7 @@ func (m *Machine) follow(v verdict) {
 			keep = 0
 		}
 		for _, j := range s.started {
-			m.emit(s.command(j, m.st.Attempts, m.spec.Checks, m.deadline(keep)))
+			m.emit(s.command(j, m.st.Attempts, m.spec.Checks, m.st.deadline(m.spec.Budget.Time, keep)))
 		}
 		s.started = nil
 	case accepted:
@@ -437,26 +431,15 @@ func (m *Machine) follow(v verdict) {
 		a := m.st.Attempts[s.mostInformative(m.st.Attempts)-1]
 		fb := feedback(a, m.st.Attempts[:a.N-1], m.spec.Policy.MaxFeedbackBytes, m.spec.Mode)
 		m.note(Note{Type: NoteRejected, Step: m.st.Step, Attempt: a.N, Text: fb})
-		m.answerSearch(fb)
+		m.st.answerSearch(fb)
 		if s.Closing {
-			m.stopExhausted(fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", ")))
+			m.stop(exhausted(m.st.Closing, fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", "))))
 			return
 		}
 		if m.observe(progress.Observation{Kind: progress.Attempt, Failing: a.Failing(), Candidate: a.Answer}) {
 			m.nextTurn()
 		}
 	}
-}
-
-// answerSearch ends the search, telling the model text: as the result of
-// its finish call, or as a message in generate mode.
-func (m *Machine) answerSearch(text string) {
-	if id := m.st.Search.FinishID; id != "" {
-		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: id, Text: text, IsError: true})
-	} else {
-		m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
-	}
-	m.st.Search = nil
 }
 
 // acceptance is the reason a run ends done with attempt a.

@@ -120,7 +120,7 @@ func FuzzCarve(f *testing.F) {
 			reply.Content = append(reply.Content, model.Block{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: SpawnTool, Input: raw})
 		}
 		before := m.Usage()
-		keep := m.turnNeedAfter(reply)
+		keep := turnNeedAfter(m, reply)
 		if err := m.Step(Event{Type: EventModelReply, At: at, Call: "m1", Reply: &reply}); err != nil {
 			t.Fatal(err)
 		}
@@ -168,11 +168,11 @@ func FuzzCarve(f *testing.F) {
 }
 
 // turnNeedAfter is turnNeed as it will be once reply is in the history.
-func (m *Machine) turnNeedAfter(reply model.Response) budget.Usage {
-	c := *m
-	c.st.MaxCallCost = max(c.st.MaxCallCost, reply.Usage.Cost)
-	c.st.History.Bytes += messageWeight(model.Message{Role: model.Assistant, Content: reply.Content})
-	return c.turnNeed()
+func turnNeedAfter(m *Machine, reply model.Response) budget.Usage {
+	st := m.st
+	st.MaxCallCost = max(st.MaxCallCost, reply.Usage.Cost)
+	st.History.Bytes += messageWeight(model.Message{Role: model.Assistant, Content: reply.Content})
+	return m.req.turnNeed(&st)
 }
 
 // FuzzSubagentTurns drives turns mixing spawn_subagent and ordinary calls,

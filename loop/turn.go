@@ -1,16 +1,13 @@
 package loop
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
-	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
 )
@@ -79,44 +76,19 @@ func (m *Machine) nextTurn() {
 	if p := &m.st.Plan; p.Due {
 		p.startCheck()
 		m.st.Phase = phasePlanCheck
-		m.emit(p.command(m.deadline(m.spec.Policy.Reserve.Time)))
+		m.emit(p.command(m.st.deadline(m.spec.Budget.Time, m.spec.Policy.Reserve.Time)))
 		return
 	}
-	need := m.turnNeed()
+	need := m.req.turnNeed(&m.st)
 	if d, over := budget.Exceeds(m.spec.Budget, m.st.Usage, need); over {
 		m.closeTurn(d)
 		return
 	}
-	m.flushOutbox()
+	m.st.flushOutbox()
 	if m.maybeCompact(need) {
 		return
 	}
-	m.callModel(model.PurposeStep, m.spec.Policy.MaxOutputTokens, m.spec.Policy.Reserve.Time)
-}
-
-// turnNeed is what the run keeps for itself: the closing reserve and one
-// more ordinary turn, projected as nextTurn projects it.
-func (m *Machine) turnNeed() budget.Usage {
-	need := m.spec.Policy.Reserve
-	need.Steps++
-	need.ModelCalls++
-	need.InputTokens += 2 * m.estimateInput(false) // this turn and the closing turn
-	need.OutputTokens += int64(m.spec.Policy.MaxOutputTokens)
-	// Prices are unknown here, so project this turn and the closing one
-	// to cost as much as the costliest call so far.
-	need.Cost = m.st.MaxCallCost + max(need.Cost, m.st.MaxCallCost)
-	if len(m.spec.Tools) > 0 {
-		need.ToolCalls++
-	}
-	return need
-}
-
-// flushOutbox sends what the next user message says to the history.
-func (m *Machine) flushOutbox() {
-	if len(m.st.Outbox) > 0 {
-		m.st.History.append(model.Message{Role: model.User, Content: m.st.Outbox})
-		m.st.Outbox = nil
-	}
+	m.callModel(model.PurposeStep, 1, m.spec.Policy.MaxOutputTokens, m.spec.Policy.Reserve.Time)
 }
 
 // closeTurn begins the reserved last turn, because d is spent: the model
@@ -133,9 +105,9 @@ func (m *Machine) closeTurn(d budget.Dimension) {
 	text := fmt.Sprintf(strings.TrimSpace(tmpl), used)
 	m.note(Note{Type: NoteClosing, Step: m.st.Step, Text: text, Problem: string(d)})
 	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
-	m.flushOutbox()
+	m.st.flushOutbox()
 
-	est := m.estimateInput(true)
+	est := m.req.estimate(&m.st, true)
 	// The closing call is projected to cost as much as the costliest call
 	// so far: if even that does not fit, the run ends without it.
 	spent, over := budget.Exceeds(m.spec.Budget, m.st.Usage, budget.Usage{Steps: 1, ModelCalls: 1, InputTokens: est, OutputTokens: 1, Cost: m.st.MaxCallCost})
@@ -155,38 +127,18 @@ func (m *Machine) closeTurn(d budget.Dimension) {
 			maxOut = min(maxOut, left)
 		}
 	}
-	m.callModel(model.PurposeClosing, int(max(maxOut, 1)), 0)
+	m.callModel(model.PurposeClosing, 1, int(max(maxOut, 1)), 0)
 }
 
-// deadline is when the time budget less keep runs out: the run's start
-// plus the time limit and the time paused, less keep.
-func (m *Machine) deadline(keep time.Duration) time.Time {
-	if m.spec.Budget.Time < 0 {
-		return time.Time{}
+// callModel issues n model calls for purpose p, each reply capped at maxOut
+// tokens and its deadline keeping keep of the time budget, and waits for
+// them in the phase that takes their replies. A step or the closing turn
+// is a step of the run; a compaction or a sample is not.
+func (m *Machine) callModel(p model.Purpose, n, maxOut int, keep time.Duration) {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = m.st.nextCallID()
 	}
-	return m.st.Start.Add(m.st.Paused + m.spec.Budget.Time - keep)
-}
-
-// callModel issues a model call for purpose p (a step, the closing turn or
-// a compaction), which is a step of the run unless it compacts.
-func (m *Machine) callModel(p model.Purpose, maxOut int, keep time.Duration) {
-	if p != model.PurposeCompact {
-		m.st.Step++
-		m.st.Usage.Steps++
-	}
-	m.await(p, []string{m.nextCallID()}, maxOut, keep)
-}
-
-// nextCallID counts a model call and returns its ID.
-func (m *Machine) nextCallID() string {
-	m.st.CallSeq++
-	m.st.Usage.ModelCalls++
-	return "m" + strconv.Itoa(m.st.CallSeq)
-}
-
-// await issues the model calls ids for purpose p and waits for them in the
-// phase that takes their replies.
-func (m *Machine) await(p model.Purpose, ids []string, maxOut int, keep time.Duration) {
 	m.st.Call = callParams{Purpose: p, MaxOut: maxOut, Keep: keep}
 	m.st.Awaiting = ids
 	switch p {
@@ -199,22 +151,12 @@ func (m *Machine) await(p model.Purpose, ids []string, maxOut int, keep time.Dur
 	default:
 		m.st.Phase = phaseTurn
 	}
-	for _, id := range ids {
-		m.emit(m.modelCommand(id))
+	if p == model.PurposeStep || p == model.PurposeClosing {
+		m.st.Step++
+		m.st.Usage.Steps++
 	}
-}
-
-// charge adds one reply's usage.
-func (m *Machine) charge(u model.Usage) {
-	// Cached input is still input the model read: the token budget bounds
-	// what a run makes the model process (the cost budget prices the
-	// cache's discount).
-	m.st.Usage.InputTokens += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	m.st.Usage.OutputTokens += u.OutputTokens
-	m.st.Usage.Cost += u.Cost
-	m.st.MaxCallCost = max(m.st.MaxCallCost, u.Cost)
-	if !u.CostKnown {
-		m.st.Usage.CostUnknown = true
+	for _, id := range ids {
+		m.emit(m.req.command(&m.st, id))
 	}
 }
 
@@ -223,7 +165,7 @@ func (m *Machine) charge(u model.Usage) {
 // slices of it, never writes through it.
 func (m *Machine) onReply(r *model.Response, closing bool) {
 	m.st.Awaiting = nil
-	m.charge(r.Usage)
+	m.st.charge(r.Usage)
 	shape := shapeOf(r)
 	switch {
 	case shape.size > m.spec.Policy.MaxReplyBytes:
@@ -271,7 +213,7 @@ func (m *Machine) onReply(r *model.Response, closing bool) {
 		m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "tools_and_finish", Text: text})
 	}
 	if !closing {
-		m.answerCoreTools()
+		m.note(m.st.answerCoreTools(&m.spec)...)
 	}
 	m.dispatchTools(closing)
 }
@@ -370,7 +312,7 @@ func (m *Machine) onFinish(closing bool) {
 	m.st.Calls = m.st.Calls[:0]
 	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 	if closing {
-		m.stopExhausted("the closing reply's finish was malformed (" + problem + ")")
+		m.stop(exhausted(m.st.Closing, "the closing reply's finish was malformed ("+problem+")"))
 		return
 	}
 	if m.observe(progress.Observation{Kind: progress.Malformed, Problem: problem}) {
@@ -383,37 +325,11 @@ func (m *Machine) malformed(problem, text string, closing bool) {
 	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
 	if closing {
-		m.stopExhausted("the closing reply did not finish (" + problem + ")")
+		m.stop(exhausted(m.st.Closing, "the closing reply did not finish ("+problem+")"))
 		return
 	}
 	if m.observe(progress.Observation{Kind: progress.Malformed, Problem: problem}) {
 		m.nextTurn()
-	}
-}
-
-// answerCoreTools answers the calls the core handles itself
-// (update_scratchpad, submit_plan, step_done), before the rest are
-// dispatched to the shell; in plan mode, before a plan is accepted, it
-// refuses every other tool.
-func (m *Machine) answerCoreTools() {
-	pol := &m.spec.Policy
-	planning := pol.Plan && m.st.Plan.planning()
-	for i := range m.st.Calls {
-		c := &m.st.Calls[i]
-		switch {
-		case c.Result != nil:
-		case planning && c.Name != SubmitPlanTool:
-			m.refuse(c, "plan_first", fmt.Sprintf("tool %q not run: plan first. Call submit_plan with your plan; tools are offered once it is accepted.", c.Name))
-		case c.Name == ScratchpadTool && pol.Scratchpad:
-			var problem string
-			if c.Result, problem = m.st.Scratchpad.update(c.Args); problem != "" {
-				m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "bad_scratchpad", Text: problem})
-			}
-		case (c.Name == SubmitPlanTool || c.Name == StepDoneTool) && pol.Plan:
-			var notes []Note
-			c.Result, notes = m.st.Plan.tool(c.Name, c.Args, gateChecks(m.spec.Checks), m.st.Step)
-			m.ready.Notes = append(m.ready.Notes, notes...)
-		}
 	}
 }
 
@@ -432,9 +348,10 @@ func (m *Machine) dispatchTools(closing bool) {
 		if c.Result != nil {
 			continue
 		}
-		rule, refused := m.screen(c, budgetLeft == 0, closing)
+		rule, problem, text := m.req.screen(c, budgetLeft == 0, closing)
 		switch {
-		case refused:
+		case problem != "":
+			m.note(refuse(c, problem, text, m.st.Step))
 		case rule != nil && rule.Action == Ask:
 			m.st.Approval = newApproval(c, rule)
 			m.st.Phase = phaseApproval
@@ -452,10 +369,9 @@ func (m *Machine) dispatchTools(closing bool) {
 	}
 	m.st.Usage.ToolCalls += ran
 	if len(spawns) > 0 {
-		notes := m.st.Children.spawn(m.st.Calls, spawns, &m.spec, m.st.Usage, m.turnNeed(), m.st.Step)
-		m.ready.Notes = append(m.ready.Notes, notes...)
+		m.note(m.st.Children.spawn(m.st.Calls, spawns, &m.spec, m.st.Usage, m.req.turnNeed(&m.st), m.st.Step)...)
 	}
-	cmds := m.toolCommands()
+	cmds := m.st.toolCommands(m.st.deadline(m.spec.Budget.Time, m.spec.Policy.Reserve.Time))
 	if len(cmds) == 0 {
 		m.completeTools(closing)
 		return
@@ -464,66 +380,6 @@ func (m *Machine) dispatchTools(closing bool) {
 	for _, c := range cmds {
 		m.emit(c)
 	}
-}
-
-// toolCommands are the commands of the turn's calls in flight: one
-// RunTools for the dispatched calls, then a RunChild per sub-agent.
-func (m *Machine) toolCommands() []Command {
-	var calls []ToolCall
-	var children []Command
-	deadline := m.deadline(m.spec.Policy.Reserve.Time)
-	for _, c := range m.st.Calls {
-		switch {
-		case c.Result != nil:
-		case c.Dispatch:
-			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
-		case c.Spawn != nil:
-			children = append(children, c.Spawn.command(deadline))
-		}
-	}
-	if len(calls) == 0 {
-		return children
-	}
-	return append([]Command{{Type: RunTools, ID: "t" + strconv.Itoa(m.st.Step), Deadline: deadline, Calls: calls}}, children...)
-}
-
-// screen checks call c before it is dispatched. A call that may not run
-// is answered with why, and refused is true; otherwise rule is the
-// permission rule that matched, if any.
-func (m *Machine) screen(c *pendingCall, budgetSpent, closing bool) (rule *Permission, refused bool) {
-	var problem, text string
-	switch {
-	case closing:
-		problem, text = "closing_turn", fmt.Sprintf("tool %q not run: this is the closing turn and tools are no longer available", c.Name)
-	case !m.known[c.Name]:
-		problem, text = "unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, m.toolList())
-	case len(bytes.TrimSpace(c.Args)) == 0:
-		c.Args = json.RawMessage(`{}`) // some providers omit the arguments of a call that takes none
-	}
-	isSpawn := c.Name == SpawnTool && m.spec.Policy.Subagents != nil
-	switch {
-	case problem != "":
-	case !jsonvalid.Valid(c.Args):
-		problem, text = "invalid_json", fmt.Sprintf("tool %q not run: its arguments are not valid JSON: %s", c.Name, clip(string(c.Args), 200))
-	case budgetSpent && !isSpawn:
-		problem, text = "tool_budget", fmt.Sprintf("tool %q not run: the tool-call budget is spent", c.Name)
-	}
-	if problem == "" && !c.Approved {
-		if rule = permissionFor(m.spec.Permissions, c.Name, c.Args); rule != nil && rule.Action == Deny {
-			problem, text = "denied", fmt.Sprintf("tool %q not run: the task's permissions refuse this call (rule: %s); do it another way or finish", c.Name, rule)
-		}
-	}
-	if problem == "" {
-		return rule, false
-	}
-	m.refuse(c, problem, text)
-	return nil, true
-}
-
-// refuse answers call c, which is not run, with text, noted as problem.
-func (m *Machine) refuse(c *pendingCall, problem, text string) {
-	c.Result = &ToolOutcome{Output: text, IsError: true, Outcome: problem}
-	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 }
 
 // completeTools answers every call of the turn, in call order, watches for
@@ -536,7 +392,7 @@ func (m *Machine) completeTools(closing bool) {
 	}
 	m.st.Calls = m.st.Calls[:0]
 	if closing {
-		m.stopExhausted("the closing turn called tools instead of finishing")
+		m.stop(exhausted(m.st.Closing, "the closing turn called tools instead of finishing"))
 		return
 	}
 	if m.observe(progress.Observation{Kind: progress.Action, Calls: observed}) {
