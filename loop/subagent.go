@@ -185,6 +185,23 @@ type spawnRequest struct {
 	Budget budget.Limits
 }
 
+// spawnArgs are spawn_subagent's arguments as decoded, absent ones nil.
+type spawnArgs struct {
+	Goal   *string     `json:"goal"`
+	Tools  *[]string   `json:"tools"`
+	Checks *[]string   `json:"checks"`
+	Budget *spawnLimit `json:"budget"`
+}
+
+type spawnLimit struct {
+	Steps       *int64   `json:"steps"`
+	ModelCalls  *int64   `json:"model_calls"`
+	ToolCalls   *int64   `json:"tool_calls"`
+	TotalTokens *int64   `json:"total_tokens"`
+	CostUSD     *float64 `json:"cost_usd"`
+	TimeSeconds *float64 `json:"time_seconds"`
+}
+
 // parseSpawn validates spawn_subagent arguments against the tools and
 // checks a child may be given; the error is for the model.
 func parseSpawn(raw json.RawMessage, tools []string, checks []Check) (spawnRequest, error) {
@@ -192,19 +209,7 @@ func parseSpawn(raw json.RawMessage, tools []string, checks []Check) (spawnReque
 	if !isObject(raw) {
 		return spawnRequest{}, errors.New(form)
 	}
-	var f struct {
-		Goal   *string   `json:"goal"`
-		Tools  *[]string `json:"tools"`
-		Checks *[]string `json:"checks"`
-		Budget *struct {
-			Steps       *int64   `json:"steps"`
-			ModelCalls  *int64   `json:"model_calls"`
-			ToolCalls   *int64   `json:"tool_calls"`
-			TotalTokens *int64   `json:"total_tokens"`
-			CostUSD     *float64 `json:"cost_usd"`
-			TimeSeconds *float64 `json:"time_seconds"`
-		} `json:"budget"`
-	}
+	var f spawnArgs
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
@@ -218,82 +223,108 @@ func parseSpawn(raw json.RawMessage, tools []string, checks []Check) (spawnReque
 		return spawnRequest{}, errors.New(form)
 	}
 	var r spawnRequest
+	var err error
 	if f.Goal == nil || strings.TrimSpace(*f.Goal) == "" {
 		return r, errors.New(`"goal" is missing or empty: say what the sub-agent must achieve`)
 	}
 	if r.Goal = strings.TrimSpace(*f.Goal); len(r.Goal) > maxChildGoal {
 		return r, fmt.Errorf(`"goal" is %d bytes, over the limit of %d`, len(r.Goal), maxChildGoal)
 	}
-	r.Tools = slices.Clone(tools)
-	if f.Tools != nil {
-		r.Tools = []string{}
-		for i, name := range *f.Tools {
-			switch {
-			case !slices.Contains(tools, name):
-				return r, fmt.Errorf("tools[%d]: %q is not a tool a sub-agent may be given (%s)", i, clip(name, 60), orNone(tools))
-			case slices.Contains(r.Tools, name):
-				return r, fmt.Errorf("tools[%d]: %q is listed twice", i, name)
-			}
-			r.Tools = append(r.Tools, name)
+	if r.Tools, err = spawnTools(f.Tools, tools); err != nil {
+		return r, err
+	}
+	if r.Checks, err = spawnChecks(f.Checks, checks); err != nil {
+		return r, err
+	}
+	if f.Budget != nil {
+		r.Budget, err = f.Budget.limits()
+	}
+	return r, err
+}
+
+// spawnTools resolves the tools a spawn names among those allowed: all of
+// them when it names none.
+func spawnTools(named *[]string, allowed []string) ([]string, error) {
+	if named == nil {
+		return slices.Clone(allowed), nil
+	}
+	out := []string{}
+	for i, name := range *named {
+		switch {
+		case !slices.Contains(allowed, name):
+			return nil, fmt.Errorf("tools[%d]: %q is not a tool a sub-agent may be given (%s)", i, clip(name, 60), orNone(allowed))
+		case slices.Contains(out, name):
+			return nil, fmt.Errorf("tools[%d]: %q is listed twice", i, name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// spawnChecks resolves the checks a spawn names among those allowed: all
+// of them when it names none.
+func spawnChecks(named *[]string, allowed []Check) ([]Check, error) {
+	if named == nil {
+		return slices.Clone(allowed), nil
+	}
+	names := make([]string, len(allowed))
+	for i, c := range allowed {
+		names[i] = c.Name
+	}
+	out := []Check{}
+	for i, name := range *named {
+		j := slices.Index(names, name)
+		switch {
+		case j < 0:
+			return nil, fmt.Errorf("checks[%d]: %q is not a check a sub-agent may be given (%s)", i, clip(name, 60), orNone(names))
+		case slices.Contains(out, allowed[j]):
+			return nil, fmt.Errorf("checks[%d]: %q is listed twice", i, name)
+		}
+		out = append(out, allowed[j])
+	}
+	if !slices.ContainsFunc(out, func(c Check) bool { return c.Tier != verify.Holdout }) {
+		return nil, errors.New(`"checks" names no cheap or expensive check; a sub-agent's answer must be checked`)
+	}
+	return out, nil
+}
+
+// limits validates the limits a spawn asks for; zero fields were not.
+func (b *spawnLimit) limits() (budget.Limits, error) {
+	var l budget.Limits
+	for _, n := range []struct {
+		name string
+		v    *int64
+		min  int64
+		d    budget.Dimension
+	}{
+		{"steps", b.Steps, 2, budget.Steps},
+		{"model_calls", b.ModelCalls, 2, budget.ModelCalls},
+		{"tool_calls", b.ToolCalls, 1, budget.ToolCalls},
+		{"total_tokens", b.TotalTokens, minChildTokens, budget.TotalTokens},
+	} {
+		switch {
+		case n.v == nil:
+		case *n.v < n.min:
+			return l, fmt.Errorf(`"budget.%s" is %d; a sub-agent needs at least %d`, n.name, *n.v, n.min)
+		case *n.v > 1<<40:
+			return l, fmt.Errorf(`"budget.%s" is %d, more than any budget`, n.name, *n.v)
+		default:
+			l.Set(n.d, *n.v)
 		}
 	}
-	r.Checks = slices.Clone(checks)
-	if f.Checks != nil {
-		r.Checks = []Check{}
-		names := make([]string, len(checks))
-		for i, c := range checks {
-			names[i] = c.Name
+	if c := b.CostUSD; c != nil {
+		if !(*c > 0 && *c <= 1e6) || budget.USD(*c) < 1 {
+			return l, fmt.Errorf(`"budget.cost_usd" is %v; give an amount in US dollars from 0.000001 to 1000000`, *c)
 		}
-		for i, name := range *f.Checks {
-			j := slices.Index(names, name)
-			switch {
-			case j < 0:
-				return r, fmt.Errorf("checks[%d]: %q is not a check a sub-agent may be given (%s)", i, clip(name, 60), orNone(names))
-			case slices.Contains(r.Checks, checks[j]):
-				return r, fmt.Errorf("checks[%d]: %q is listed twice", i, name)
-			}
-			r.Checks = append(r.Checks, checks[j])
-		}
-		if !slices.ContainsFunc(r.Checks, func(c Check) bool { return c.Tier != verify.Holdout }) {
-			return r, errors.New(`"checks" names no cheap or expensive check; a sub-agent's answer must be checked`)
-		}
+		l.Cost = budget.USD(*c)
 	}
-	if b := f.Budget; b != nil {
-		for _, n := range []struct {
-			name string
-			v    *int64
-			min  int64
-			dst  func(int64)
-		}{
-			{"steps", b.Steps, 2, func(v int64) { r.Budget.Steps = int(v) }},
-			{"model_calls", b.ModelCalls, 2, func(v int64) { r.Budget.ModelCalls = int(v) }},
-			{"tool_calls", b.ToolCalls, 1, func(v int64) { r.Budget.ToolCalls = int(v) }},
-			{"total_tokens", b.TotalTokens, minChildTokens, func(v int64) { r.Budget.TotalTokens = v }},
-		} {
-			switch {
-			case n.v == nil:
-			case *n.v < n.min:
-				return r, fmt.Errorf(`"budget.%s" is %d; a sub-agent needs at least %d`, n.name, *n.v, n.min)
-			case *n.v > 1<<40:
-				return r, fmt.Errorf(`"budget.%s" is %d, more than any budget`, n.name, *n.v)
-			default:
-				n.dst(*n.v)
-			}
+	if s := b.TimeSeconds; s != nil {
+		if !(*s >= 1 && *s <= 1e6) {
+			return l, fmt.Errorf(`"budget.time_seconds" is %v; give from 1 to 1000000 seconds`, *s)
 		}
-		if c := b.CostUSD; c != nil {
-			if !(*c > 0 && *c <= 1e6) || budget.USD(*c) < 1 {
-				return r, fmt.Errorf(`"budget.cost_usd" is %v; give an amount in US dollars from 0.000001 to 1000000`, *c)
-			}
-			r.Budget.Cost = budget.USD(*c)
-		}
-		if s := b.TimeSeconds; s != nil {
-			if !(*s >= 1 && *s <= 1e6) {
-				return r, fmt.Errorf(`"budget.time_seconds" is %v; give from 1 to 1000000 seconds`, *s)
-			}
-			r.Budget.Time = time.Duration(*s * float64(time.Second))
-		}
+		l.Time = time.Duration(*s * float64(time.Second))
 	}
-	return r, nil
+	return l, nil
 }
 
 // wantType names the type a spawn argument must have.
