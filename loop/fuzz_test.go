@@ -113,28 +113,7 @@ func FuzzReply(f *testing.F) {
 		if _, err := m.Snapshot(); err != nil {
 			t.Fatalf("snapshot after the turn: %v", err)
 		}
-		// Every tool_use in the history has an object input and one result.
-		uses, results := map[string]int{}, map[string]int{}
-		for _, msg := range m.st.History.Messages {
-			for _, b := range msg.Content {
-				switch b.Type {
-				case model.ToolUse:
-					uses[b.ID]++
-					if !isObject(b.Input) {
-						t.Fatalf("tool_use %s kept non-object input %q", b.ID, b.Input)
-					}
-				case model.ToolResult:
-					results[b.ID]++
-				}
-			}
-		}
-		if m.Phase() == PhaseModel {
-			for id, n := range uses {
-				if n != 1 || results[id] != 1 {
-					t.Fatalf("tool_use %s appears %d times with %d results", id, n, results[id])
-				}
-			}
-		}
+		checkPairs(t, m)
 	})
 }
 
@@ -419,19 +398,9 @@ func FuzzCompaction(f *testing.F) {
 					t.Fatalf("choice %d: the latest feedback %q is not in the last message", i, latest)
 				}
 			}
-			var content []model.Block
-			switch c % 8 {
-			case 0: // text only: an observation
-				content = []model.Block{model.TextBlock("thinking")}
-				latest = "Your reply called no tool"
-			case 1: // a wrong answer
-				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("f%d", i), Name: FinishTool, Input: json.RawMessage(`{"answer":"x","confidence":0.9}`)}}
-			case 2: // two calls, one unknown
-				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("b%d", i), Name: "nope"}}
-			case 3: // a scratchpad update and a call
-				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: ScratchpadTool, Input: json.RawMessage(`{"findings":"f"}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}}
-			default: // one call
-				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}
+			content, said := compactionReply(c, i)
+			if said != "" {
+				latest = said
 			}
 			rd = step(Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{Content: content}})
 			for len(rd.Commands) == 1 && (rd.Commands[0].Type == RunTools || rd.Commands[0].Type == Verify) {
@@ -468,4 +437,47 @@ func pairing(msgs []model.Message) error {
 		}
 	}
 	return nil
+}
+
+// checkPairs fails t unless every tool_use in m's history has an object
+// input and, once the turn is over, exactly one result.
+func checkPairs(t *testing.T, m *Machine) {
+	// Every tool_use in the history has an object input and one result.
+	uses, results := map[string]int{}, map[string]int{}
+	for _, msg := range m.st.History.Messages {
+		for _, b := range msg.Content {
+			switch b.Type {
+			case model.ToolUse:
+				uses[b.ID]++
+				if !isObject(b.Input) {
+					t.Fatalf("tool_use %s kept non-object input %q", b.ID, b.Input)
+				}
+			case model.ToolResult:
+				results[b.ID]++
+			}
+		}
+	}
+	if m.Phase() == PhaseModel {
+		for id, n := range uses {
+			if n != 1 || results[id] != 1 {
+				t.Fatalf("tool_use %s appears %d times with %d results", id, n, results[id])
+			}
+		}
+	}
+}
+
+// compactionReply is FuzzCompaction's reply for choice c at i, and the
+// feedback it leads to, if it is known now.
+func compactionReply(c byte, i int) (content []model.Block, latest string) {
+	switch c % 8 {
+	case 0: // text only: an observation
+		return []model.Block{model.TextBlock("thinking")}, "Your reply called no tool"
+	case 1: // a wrong answer
+		return []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("f%d", i), Name: FinishTool, Input: json.RawMessage(`{"answer":"x","confidence":0.9}`)}}, ""
+	case 2: // two calls, one unknown
+		return []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("b%d", i), Name: "nope"}}, ""
+	case 3: // a scratchpad update and a call
+		return []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: ScratchpadTool, Input: json.RawMessage(`{"findings":"f"}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}}, ""
+	}
+	return []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}, "" // one call
 }

@@ -100,21 +100,7 @@ func FuzzCarve(f *testing.F) {
 			t.Fatal(err)
 		}
 		m.Advance()
-		args := map[string]any{"goal": "sub"}
-		ask := map[string]any{}
-		if askSteps > 0 {
-			ask["steps"] = max(int(askSteps), 2)
-		}
-		if askCalls > 0 {
-			ask["model_calls"] = max(int(askCalls), 2)
-		}
-		if askTokens > 0 {
-			ask["total_tokens"] = max(int(askTokens), minChildTokens)
-		}
-		if len(ask) > 0 {
-			args["budget"] = ask
-		}
-		raw, _ := json.Marshal(args)
+		raw := spawnArgsFor(askSteps, askCalls, askTokens)
 		reply := model.Response{Usage: model.Usage{InputTokens: 100, OutputTokens: 10, Cost: 3, CostKnown: true}}
 		for i := range int(n%9) + 1 {
 			reply.Content = append(reply.Content, model.Block{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: SpawnTool, Input: raw})
@@ -257,4 +243,25 @@ func FuzzSubagentTurns(f *testing.F) {
 			}
 		}
 	})
+}
+
+// spawnArgsFor is a spawn_subagent call asking for the given limits (0:
+// none asked).
+func spawnArgsFor(askSteps, askCalls uint8, askTokens uint32) json.RawMessage {
+	args := map[string]any{"goal": "sub"}
+	ask := map[string]any{}
+	if askSteps > 0 {
+		ask["steps"] = max(int(askSteps), 2)
+	}
+	if askCalls > 0 {
+		ask["model_calls"] = max(int(askCalls), 2)
+	}
+	if askTokens > 0 {
+		ask["total_tokens"] = max(int(askTokens), minChildTokens)
+	}
+	if len(ask) > 0 {
+		args["budget"] = ask
+	}
+	raw, _ := json.Marshal(args)
+	return raw
 }
