@@ -220,11 +220,6 @@ func checkArgs(ent *entry, args json.RawMessage) string {
 // timeout.
 func (e *Executor) runApart(ctx context.Context, ent *entry, args json.RawMessage) (Outcome, string) {
 	name := ent.info.Name
-	run, r := prepare(ent.tool, args)
-	if run == nil {
-		return describe(name, r)
-	}
-
 	timeout := ent.info.Timeout
 	if timeout <= 0 {
 		timeout = e.cfg.Timeout
@@ -241,11 +236,12 @@ func (e *Executor) runApart(ctx context.Context, ent *entry, args json.RawMessag
 				done <- reply{panicked: true, value: recover()}
 			}
 		}()
-		out, err := run(tctx)
+		out, err := ent.tool.Run(tctx, args)
 		returned = true
 		done <- reply{out: out, err: err}
 	}()
 
+	var r reply
 	select {
 	case r = <-done:
 	case <-tctx.Done():
@@ -274,32 +270,6 @@ func runInline(ctx context.Context, t Tool, args json.RawMessage) (r reply) {
 	out, err := t.Run(ctx, args)
 	returned = true
 	return reply{out: out, err: err}
-}
-
-// preparer is implemented by tools built by Func. Decoding arguments on the
-// executor's goroutine, whose stack has already grown, is cheaper than
-// growing a fresh goroutine's stack for encoding/json, which would cost as
-// much as the rest of a trivial call.
-type preparer interface {
-	// prepare decodes args and returns a function that runs the tool.
-	prepare(args json.RawMessage) (func(context.Context) (string, error), error)
-}
-
-// prepare returns the function that runs t with args, or nil and a reply
-// saying why it cannot run.
-func prepare(t Tool, args json.RawMessage) (run func(context.Context) (string, error), r reply) {
-	p, ok := t.(preparer)
-	if !ok {
-		return func(ctx context.Context) (string, error) { return t.Run(ctx, args) }, reply{}
-	}
-	// A custom UnmarshalJSON may panic; that is the tool's panic.
-	defer func() {
-		if v := recover(); v != nil {
-			run, r = nil, reply{panicked: true, value: v}
-		}
-	}()
-	run, err := p.prepare(args)
-	return run, reply{err: err}
 }
 
 // describe turns a tool's reply into what the model sees.

@@ -37,11 +37,8 @@ func MaxOutput(bytes, lines int) Option {
 	return func(i *Info) { i.MaxOutputBytes, i.MaxOutputLines = bytes, lines }
 }
 
-// Func returns a Tool that decodes its arguments into In as encoding/json
-// does and calls fn. When In is a struct of string, bool, integer and float
-// fields, a direct scan decodes the usual arguments, with json.Unmarshal's
-// result but without its allocations and deep stack; json.Unmarshal decodes
-// anything else. Its schema is derived from In by [jsonschema.For]: a struct's
+// Func returns a Tool that decodes its arguments into In with encoding/json
+// and calls fn. Its schema is derived from In by [jsonschema.For]: a struct's
 // exported fields become properties named by their json tags, fields tagged
 // omitempty or omitzero are optional and all others required, pointer and
 // slice fields also accept null, unknown properties are rejected, and a
@@ -93,15 +90,6 @@ func (t *funcTool[In, Out]) Run(ctx context.Context, args json.RawMessage) (stri
 		return "", err
 	}
 	return t.call(ctx, in)
-}
-
-// prepare implements preparer.
-func (t *funcTool[In, Out]) prepare(args json.RawMessage) (func(context.Context) (string, error), error) {
-	in, err := t.decode(args)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) (string, error) { return t.call(ctx, in) }, nil
 }
 
 func (t *funcTool[In, Out]) decode(args json.RawMessage) (In, error) {

@@ -107,8 +107,6 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 			continue
 		}
 		info := t.Info()
-		// Formatting only on a problem: fmt here, run for every tool of
-		// every run, would grow each run's goroutine stack.
 		problem := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("tool[%d] %q: %s", i, info.Name, fmt.Sprintf(format, args...)))
 		}
