@@ -201,8 +201,6 @@ type run struct {
 	recordMu sync.Mutex
 	// text are the observers that show a model's text as it streams.
 	text []observe.TextObserver
-	// deadline bounds the commands carried out one at a time.
-	deadline sharedDeadline
 	// prerecorded is how many events at the queue's front are already
 	// recorded (tool results made durable as their calls ended).
 	prerecorded int
@@ -276,7 +274,6 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 // drive feeds queue to the machine and carries out its commands until the
 // run finishes or waits for a person.
 func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error) {
-	defer r.deadline.stop()
 	for len(queue) > 0 {
 		// Appends only write past the queue's end, so the entry may point
 		// into it without a copy.
@@ -363,57 +360,25 @@ func (r *run) now() time.Time { return r.cfg.Now().Round(0) }
 // their events in command order.
 func (r *run) carryOutAll(ctx context.Context, cmds []loop.Command) []loop.Event {
 	if len(cmds) == 1 {
-		return r.carryOut(r.deadline.bound(ctx, cmds[0].Deadline), &cmds[0], false)
+		return r.carryOut(ctx, &cmds[0], false)
 	}
 	out := make([][]loop.Event, len(cmds))
 	var wg sync.WaitGroup
 	for i := range cmds {
-		wg.Go(func() {
-			cctx, cancel := ctx, context.CancelFunc(func() {})
-			if d := cmds[i].Deadline; !d.IsZero() {
-				cctx, cancel = context.WithDeadline(ctx, d)
-			}
-			defer cancel()
-			out[i] = r.carryOut(cctx, &cmds[i], true)
-		})
+		wg.Go(func() { out[i] = r.carryOut(ctx, &cmds[i], true) })
 	}
 	wg.Wait()
 	return slices.Concat(out...)
 }
 
-// sharedDeadline is the context that ends at a command's deadline, shared
-// by the commands carried out one at a time while their deadline stays
-// the same (it moves only with the closing turn and with pauses for a
-// person): a context with a deadline costs a timer and eight allocations,
-// which per command would be a third of a step's cost.
-type sharedDeadline struct {
-	at     time.Time
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-// bound returns parent bounded by at (not bounded when at is zero).
-func (d *sharedDeadline) bound(parent context.Context, at time.Time) context.Context {
-	if at.IsZero() {
-		return parent
-	}
-	if d.ctx == nil || !at.Equal(d.at) {
-		d.stop()
-		d.at = at
-		d.ctx, d.cancel = context.WithDeadline(parent, at)
-	}
-	return d.ctx
-}
-
-func (d *sharedDeadline) stop() {
-	if d.cancel != nil {
-		d.cancel()
-	}
-}
-
-// carryOut does c's work under ctx, which c's deadline bounds, and returns
-// the events that answer it; inBatch says other commands run beside it.
+// carryOut does c's work within its deadline and returns the events that
+// answer it; inBatch says other commands are carried out beside it.
 func (r *run) carryOut(ctx context.Context, c *loop.Command, inBatch bool) []loop.Event {
+	if !c.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.Deadline)
+		defer cancel()
+	}
 	switch c.Type {
 	case loop.CallModel:
 		return []loop.Event{r.callModel(ctx, c)}
