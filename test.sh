@@ -70,10 +70,3 @@ if [ $# -gt 0 ]; then
 else
 	go test -race -count=1 ./...
 fi
-
-if [ $# -eq 0 ]; then
-	# Stack sizes are only meaningful without the race detector, which
-	# enlarges every frame.
-	echo "== go test (without -race: stack size)"
-	go test -count=1 -run '^TestRunStackStaysSmall$' ./runner
-fi

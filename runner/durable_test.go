@@ -231,6 +231,45 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 	}
 }
 
+// TestResumeFromAnOldSnapshot: a snapshot written by a build of another
+// snapshot version is passed over, and the run is rebuilt from its log.
+func TestResumeFromAnOldSnapshot(t *testing.T) {
+	ctx := context.Background()
+	want, err := runner.Run(ctx, journalTask(&sideEffects{}), runner.Config{Model: newScripted(t, journalScript()), Store: memory.New(), RunID: "base"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &dying{Store: memory.New(), n: 5}
+	fx := &sideEffects{}
+	cfg := runner.Config{Model: newScripted(t, journalScript()), Store: st, RunID: "r", SnapshotEvery: 3}
+	if _, err := runner.Run(ctx, journalTask(fx), cfg); !errors.Is(err, errDied) {
+		t.Fatalf("run: %v, want it to die", err)
+	}
+	st.n = 0
+	snap, err := st.LatestSnapshot(ctx, "r")
+	if err != nil {
+		t.Fatalf("no snapshot to age: %v", err)
+	}
+	var old map[string]any
+	if err := json.Unmarshal(snap.Data, &old); err != nil {
+		t.Fatal(err)
+	}
+	old["version"] = loop.SnapshotVersion - 1
+	snap.Data, _ = json.Marshal(old)
+	if err := st.SaveSnapshot(ctx, "r", snap); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model = newScripted(t, journalScript())
+	res, err := runner.Resume(ctx, journalTask(fx), cfg, runner.ResumeOptions{})
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	ignore := cmpopts.IgnoreFields(budget.Usage{}, "Time", "InputTokens")
+	if diff := cmp.Diff(want, res, ignore, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("result differs (-want +got):\n%s", diff)
+	}
+}
+
 // TestResumeAfterDeathAtTheLastUpdate: a run whose log is complete but
 // whose row was never told it finished is settled by Resume.
 func TestResumeAfterDeathAtTheLastUpdate(t *testing.T) {

