@@ -91,9 +91,10 @@ func (r *Run) Close() {
 // Build turns a parsed task file into a run: every field of the file
 // reaches the task, the model or the tool execution config. It does not
 // modify f, so that one parsed file can build many runs (an eval suite's
-// repeats), concurrently. Problems in the file are reported together as
-// Problems, each with its file:line; MCP servers start last, once
-// everything cheaper to check is right. On error nothing is left open.
+// repeats), concurrently. The problems of the task's and the sub-agents'
+// checks come back together as Problems, each at its file:line, and so do
+// those of the MCP servers, which start last, once everything cheaper to
+// check is right. On error nothing is left open.
 func Build(ctx context.Context, f *File, cfg Config) (*Run, error) {
 	b := builder{cfg: cfg, run: &Run{}}
 	b.defaults()
