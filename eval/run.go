@@ -13,13 +13,16 @@ import (
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sim"
+	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
 // Job is one run ready to go: a fresh model and task (with its own tools and
 // workspace) for one repeat of a case.
 type Job struct {
-	Task  runner.Task
+	Task runner.Task
+	// Exec configures tool execution (a task file's tool_output: caps).
+	Exec  tool.ExecConfig
 	Model model.Model
 	// ModelName names the model in the records.
 	ModelName string
@@ -202,7 +205,7 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 	for _, ch := range spec.Checks {
 		rec.Tiers[ch.Name] = ch.Tier
 	}
-	rcfg := runner.Config{Model: job.Model, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat)}
+	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat)}
 	var logW io.WriteCloser
 	var jl *observe.JSONL
 	if !cfg.NoLogs {

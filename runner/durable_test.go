@@ -21,6 +21,7 @@ import (
 	"github.com/ratchetloop/ratchet/store/memory"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 // sideEffects is a non-idempotent tool's world: lines appended to a file.
@@ -54,7 +55,7 @@ func journalTask(fx *sideEffects) runner.Task {
 	return runner.Task{
 		Goal:   "Journal two lines, then answer 2+3.",
 		Tools:  []tool.Tool{fx.tool(), add},
-		Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}},
 		Budget: budget.Limits{Steps: 20, Time: time.Minute},
 	}
 }

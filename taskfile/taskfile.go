@@ -627,7 +627,7 @@ func (p *parser) checkList(n *yaml.Node, where string) []Check {
 				check.Args = []string{p.str(v, key)}
 			}
 			if key == "regex" {
-				if _, err := verify.Regex(check.Args[0]); err != nil {
+				if err := validRegex(check.Args[0]); err != nil {
 					p.errorf(v, "%v", err)
 				}
 			}
@@ -639,6 +639,12 @@ func (p *parser) checkList(n *yaml.Node, where string) []Check {
 		out = append(out, check)
 	}
 	return out
+}
+
+// validRegex says why pattern cannot be a regex check, if it cannot.
+func validRegex(pattern string) error {
+	_, err := check.Regex(pattern)
+	return err
 }
 
 // structured parses the check kinds that take more than a string, reporting
@@ -830,11 +836,11 @@ func (f *File) verifiers(checks []Check, env Env) (verify.Tiers, error) {
 func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 	switch c.Kind {
 	case "equals":
-		return verify.Equals(c.Args[0]), nil
+		return check.Equals(c.Args[0]), nil
 	case "regex":
-		return verify.Regex(c.Args[0])
+		return check.Regex(c.Args[0])
 	case "contains":
-		return verify.Contains(c.Args...), nil
+		return check.Contains(c.Args...), nil
 	case "syntax":
 		return check.Syntax(c.Lang)
 	case "json_schema":

@@ -191,15 +191,16 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 	}
 	rf := info.flags()
 	rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
-	task, exec, mdl, cleanup, err := m.load(ctx, info.TaskFile, &rf)
+	built, err := m.build(ctx, info.TaskFile, &rf)
 	if err != nil {
 		printProblems(m.Stderr, "ratchet "+name, err)
 		return exitUsage
 	}
-	defer cleanup()
-	cfg := runner.Config{Model: mdl, RunID: row.ID, Store: db, Exec: exec}
-	return m.carryOn("ratchet "+name, task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
-		return runner.Resume(ctx, task, cfg, opts)
+	defer built.Close()
+	cfg := built.Runner()
+	cfg.RunID, cfg.Store = row.ID, db
+	return m.carryOn("ratchet "+name, built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
+		return runner.Resume(ctx, built.Task, cfg, opts)
 	})
 }
 

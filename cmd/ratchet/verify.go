@@ -58,7 +58,7 @@ Flags:
 	if generator == "" {
 		generator = m.Getenv("RATCHET_MODEL")
 	}
-	tiers, err := tf.Verifiers(m.checkEnv(generator, *unsafe))
+	tiers, err := tf.Verifiers(taskfile.Env{OpenModel: m.openModel, Generator: generator, Sandbox: m.sandbox(*unsafe)})
 	if err != nil {
 		printProblems(m.Stderr, "ratchet verify", err)
 		return exitUsage
