@@ -161,8 +161,13 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 		},
 	}
 	r.Exec = execConfig(f.ToolOutput)
+	// The checks' and the model's problems are the file's: reported in one
+	// list, each at its line.
+	var problems Problems
 	if err := b.checks(&f, spec); err != nil {
-		return nil, err
+		if !errors.As(err, &problems) {
+			return nil, err
+		}
 	}
 	if len(f.Tools) > 0 {
 		ws, err := workspace.New(f.Workspace)
@@ -175,8 +180,16 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 		}
 	}
 	mdl, err := b.cfg.OpenModel(spec, base)
-	if err != nil {
+	switch {
+	case err != nil && b.cfg.Model == "" && f.Model != "":
+		// The file's own model (a scripted turns file's own problems name
+		// their lines too).
+		problems = append(problems, Problem{File: f.Path, Line: f.ModelLine, Msg: "model " + f.Model + ": " + err.Error()})
+	case err != nil:
 		return nil, err
+	}
+	if len(problems) > 0 {
+		return nil, problems
 	}
 	r.Model = mdl
 	if len(f.MCP) > 0 {

@@ -81,11 +81,12 @@ func TestBuildModelAndOverrides(t *testing.T) {
 	}
 }
 
-// TestBuildProblemsTogether: the task's and the sub-agents' checks report
-// their problems in one list, each at its line.
+// TestBuildProblemsTogether: the task's and the sub-agents' checks and the
+// file's model report their problems in one list, each at its line.
 func TestBuildProblemsTogether(t *testing.T) {
 	dir := t.TempDir()
 	path := writeTask(t, dir, "task.yaml", `goal: g
+model: scripted:missing.yaml
 tools: [read_file]
 checks:
   - exec: {command: [true]}
@@ -102,10 +103,11 @@ subagents:
 		Sandbox:   func() (sandbox.Runner, error) { return nil, errors.New("no sandbox") },
 	})
 	var ps taskfile.Problems
-	if !errors.As(err, &ps) || len(ps) != 2 {
-		t.Fatalf("error %v: want two problems", err)
+	if !errors.As(err, &ps) || len(ps) != 3 {
+		t.Fatalf("error %v: want three problems", err)
 	}
-	if ps[0].Line != 4 || !strings.Contains(ps[0].Msg, "no sandbox") || ps[1].Line != 7 || !strings.Contains(ps[1].Msg, "cannot open") {
+	if ps[0].Line != 5 || !strings.Contains(ps[0].Msg, "no sandbox") || ps[1].Line != 8 || !strings.Contains(ps[1].Msg, "cannot open") ||
+		ps[2].Line != 2 || !strings.Contains(ps[2].Msg, "model scripted:missing.yaml: cannot open") {
 		t.Errorf("problems:\n%v", ps)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ratchetloop/ratchet/model/provider"
 	"math"
 	"os"
 	"path/filepath"
@@ -38,8 +39,9 @@ type File struct {
 	Goal         string
 	Instructions string
 	// Model is the model string as written (e.g. "scripted:turns.yaml"),
-	// empty when the file names none.
-	Model string
+	// empty when the file names none; ModelLine is its line.
+	Model     string
+	ModelLine int
 	// Workspace is the directory the file tools work in, absolute; default
 	// Dir.
 	Workspace string
@@ -141,11 +143,13 @@ type ExecSpec struct {
 	Copy []string
 }
 
-// Problem is one error in a file.
+// Problem is one error in a file. Its JSON form is what 'ratchet run
+// --json' prints for a task file it refuses.
 type Problem struct {
-	File string
-	Line int
-	Msg  string
+	File   string `json:"file"`
+	Line   int    `json:"line"`             // 1-based; 0 when the problem has no place
+	Column int    `json:"column,omitempty"` // 1-based; 0 when unknown
+	Msg    string `json:"message"`
 }
 
 func (p Problem) Error() string {
@@ -218,11 +222,11 @@ type parser struct {
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
-	line := 0
+	prob := Problem{File: p.file, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
-		line = n.Line
+		prob.Line, prob.Column = n.Line, n.Column
 	}
-	p.problems = append(p.problems, Problem{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	p.problems = append(p.problems, prob)
 }
 
 // fields walks a mapping node, calling set for each known key and reporting
@@ -237,7 +241,7 @@ func (p *parser) fields(n *yaml.Node, where string, known []string, set func(key
 		k, v := n.Content[i], n.Content[i+1]
 		switch {
 		case !slices.Contains(known, k.Value):
-			p.errorf(k, "unknown field %q in %s (known: %s)", k.Value, where, strings.Join(known, ", "))
+			p.errorf(k, "unknown field %q in %s%s (known: %s)", k.Value, where, DidYouMean(k.Value, known), strings.Join(known, ", "))
 			unknown++
 		case seen[k.Value]:
 			p.errorf(k, "%s.%s is given twice", where, k.Value)
@@ -286,7 +290,10 @@ func (p *parser) top(n *yaml.Node) {
 		case "instructions":
 			p.f.Instructions = strings.TrimSpace(p.str(v, key))
 		case "model":
-			p.f.Model = p.str(v, key)
+			p.f.Model, p.f.ModelLine = p.str(v, key), v.Line
+			if _, err := provider.Parse(p.f.Model); err != nil && p.f.Model != "" {
+				p.errorf(v, "model: %v", err)
+			}
 		case "workspace":
 			ws := p.str(v, key)
 			if !filepath.IsAbs(ws) {

@@ -453,7 +453,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, []string{`ratchet: unknown command "frobnicate"`, "Usage:"}},
 		{"no task file", []string{"run"}, []string{"ratchet run: want exactly one task file", "Usage: ratchet run TASK.yaml [flags]"}},
 		{"two task files", []string{"run", quickstart, quickstart}, []string{"ratchet run: want exactly one task file"}},
-		{"unknown flag", []string{"run", "--frob", quickstart}, []string{"flag provided but not defined: -frob", "Usage: ratchet run"}},
+		{"unknown flag", []string{"run", "--frob", quickstart}, []string{"flag provided but not defined: -frob ('ratchet run -h' lists the flags)"}},
 		{"bad flag value", []string{"run", "--steps", "many", quickstart}, []string{`invalid value "many" for flag -steps`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,11 +74,8 @@ Model strings (docs/providers.md): %s.
 	}
 }
 
-// parseCommand parses a subcommand's flags. When parsing ends the command
-// (-h, or a bad flag the flag package has already reported), done is true
-// and code is the exit code.
-// setUsage makes fs's usage text, shown by -h and on a bad flag, text and
-// then its flags' defaults.
+// setUsage makes fs's usage text, shown by -h, text and then its flags'
+// defaults.
 func setUsage(fs *flag.FlagSet, text string) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), text)
@@ -86,12 +83,23 @@ func setUsage(fs *flag.FlagSet, text string) {
 	}
 }
 
+// parseCommand parses a subcommand's flags. When parsing ends the command
+// (-h, or a bad flag), done is true and code is the exit code. -h prints
+// the whole usage; a bad flag gets one line that names it, not the usage
+// it would be lost in.
 func parseCommand(fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	pos, err := parseInterleaved(fs, args)
+	fs.SetOutput(out)
+	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
 		return nil, exitDone, true
 	case err != nil:
+		fmt.Fprintf(out, "%s: %v ('%s -h' lists the flags)\n", fs.Name(), err, fs.Name())
 		return nil, exitUsage, true
 	}
 	return pos, 0, false
@@ -165,7 +173,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	}
 	built, err := m.build(ctx, pos[0], &f)
 	if err != nil {
-		printProblems(m.Stderr, "ratchet run", err)
+		m.reportProblems("ratchet run", err, f.json)
 		return exitUsage
 	}
 	defer built.Close()
@@ -427,6 +435,24 @@ func printProblems(w io.Writer, cmd string, err error) {
 		return
 	}
 	fmt.Fprintf(w, "%s: %v\n", cmd, err)
+}
+
+// reportProblems is printProblems for a command that may have been asked
+// for --json: then stdout gets every problem as a JSON array of {file,
+// line, column, message} (an error with no file has file ""), for editors
+// and scripts, and stderr the usual lines.
+func (m *Main) reportProblems(cmd string, err error, asJSON bool) {
+	printProblems(m.Stderr, cmd, err)
+	if !asJSON {
+		return
+	}
+	var problems taskfile.Problems
+	if !errors.As(err, &problems) {
+		problems = taskfile.Problems{{Msg: err.Error()}}
+	}
+	enc := json.NewEncoder(m.Stdout)
+	enc.SetIndent("", "  ")
+	enc.Encode(problems)
 }
 
 // sandbox returns the runner of exec checks, created only when one is

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -132,4 +134,28 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 	run(t, nil, "completion", "tcsh").wantCode(t, exitUsage)
+}
+
+// TestConfigProblemsAsJSON: with --json, a task file's problems are a JSON
+// array on stdout, every one with its place; a bad flag is one line.
+func TestConfigProblemsAsJSON(t *testing.T) {
+	dir := write(t, map[string]string{"task.yaml": "goal: g\nmodel: scripted:missing.yaml\nchecks: [{equal: a}]\nbudget: {stpes: 3}\n"})
+	c := run(t, nil, "run", "--json", filepath.Join(dir, "task.yaml"))
+	c.wantCode(t, exitUsage)
+	var got []struct {
+		File         string
+		Line, Column int
+		Message      string
+	}
+	if err := json.Unmarshal([]byte(c.stdout), &got); err != nil || len(got) != 2 {
+		t.Fatalf("stdout is not the two problems as JSON (%v):\n%v", err, c)
+	}
+	if got[0].Line != 3 || got[0].Column != 11 || !strings.Contains(got[0].Message, `did you mean "equals"?`) ||
+		got[1].Line != 4 || !strings.Contains(got[1].Message, `did you mean "steps"?`) || got[1].File != filepath.Join(dir, "task.yaml") {
+		t.Errorf("problems: %+v", got)
+	}
+	c = run(t, nil, "run", "--steps", "many", filepath.Join(dir, "task.yaml"))
+	if c.code != exitUsage || strings.Count(c.stderr, "\n") != 1 || !strings.Contains(c.stderr, `invalid value "many" for flag -steps`) {
+		t.Errorf("a bad flag value should be one line:\n%v", c)
+	}
 }

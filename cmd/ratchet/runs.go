@@ -193,7 +193,7 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 	rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
 	built, err := m.build(ctx, info.TaskFile, &rf)
 	if err != nil {
-		printProblems(m.Stderr, "ratchet "+name, err)
+		m.reportProblems("ratchet "+name, err, f.json)
 		return exitUsage
 	}
 	defer built.Close()
