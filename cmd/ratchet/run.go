@@ -355,6 +355,11 @@ func (m *Main) loadTask(ctx context.Context, path string, f *runFlags) (runner.T
 	if err != nil {
 		return runner.Task{}, nil, nop, nil, err
 	}
+	if tf.MinStrength > 0 {
+		if err := m.requireStrength(ctx, tf, checks); err != nil {
+			return runner.Task{}, nil, nop, nil, err
+		}
+	}
 	task := runner.Task{
 		Goal:         tf.Goal,
 		Instructions: tf.Instructions,
