@@ -185,6 +185,7 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 // copy_workspace tasks, its own copy of the workspace.
 func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) func(context.Context, eval.Case, int) (eval.Job, error) {
 	notice := &onceWriter{w: m.Stderr}
+	strengths := &strengthMemo{m: m, byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		tf := *c.Task
 		spec, base := modelFlag, ""
@@ -219,6 +220,11 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) f
 			closeAll()
 			return eval.Job{}, err
 		}
+		checkStrength, err := strengths.get(ctx, c.Name, &tf, checks)
+		if err != nil {
+			closeAll()
+			return eval.Job{}, err
+		}
 		task := runner.Task{
 			Goal: tf.Goal, Instructions: tf.Instructions, Checks: checks, Budget: tf.Budget, Mode: loop.Mode(tf.Mode),
 			Policy: loop.Policy{
@@ -243,7 +249,7 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) f
 			closeAll()
 			return eval.Job{}, err
 		}
-		return eval.Job{Task: task, Model: mdl, ModelName: modelName(spec, mdl), Close: closeAll}, nil
+		return eval.Job{Task: task, Model: mdl, ModelName: modelName(spec, mdl), Close: closeAll, CheckStrength: checkStrength}, nil
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ratchetloop/ratchet/taskfile"
@@ -97,6 +98,51 @@ func (m *Main) requireStrength(ctx context.Context, tf *taskfile.File, tiers ver
 	printSurvivors(&sb, rep, 5)
 	fmt.Fprintf(&sb, "strengthen the tests until they reject these (ratchet verify --strength %s shows every one)", tf.Path)
 	return fmt.Errorf("%s", sb.String())
+}
+
+// strengthMemo measures each eval case's check strength once per suite run
+// (its repeats load concurrently), through the cache.
+type strengthMemo struct {
+	m      *Main
+	mu     sync.Mutex
+	byCase map[string]*strengthOnce
+}
+
+type strengthOnce struct {
+	once  sync.Once
+	score *float64
+	err   error
+}
+
+// get returns the case's check strength, nil when its task names no
+// reference; an error when the reference fails its checks, or the checks
+// are weaker than the task's min_strength.
+func (s *strengthMemo) get(ctx context.Context, name string, tf *taskfile.File, tiers verify.Tiers) (*float64, error) {
+	if tf.Reference == "" {
+		return nil, nil
+	}
+	s.mu.Lock()
+	o := s.byCase[name]
+	if o == nil {
+		o = &strengthOnce{}
+		s.byCase[name] = o
+	}
+	s.mu.Unlock()
+	o.once.Do(func() {
+		if tf.MinStrength > 0 {
+			o.err = s.m.requireStrength(ctx, tf, tiers)
+		}
+		if o.err != nil {
+			return
+		}
+		rep, _, err := s.m.measureStrength(ctx, tf, tiers, tf.Reference, 0, true)
+		if err != nil {
+			o.err = fmt.Errorf("check strength: %w", err)
+			return
+		}
+		o.score = &rep.Score
+	})
+	return o.score, o.err
 }
 
 // printSurvivors prints up to limit surviving mutants as diffs (0: all).

@@ -142,3 +142,23 @@ func TestVerifyManyCandidatesInParallel(t *testing.T) {
 		t.Errorf("stdout:\n%s", c.stdout)
 	}
 }
+
+// TestEvalReportShowsCheckStrength: a case whose task names a reference
+// has its check strength measured, stored with each record and shown
+// beside its success rate.
+func TestEvalReportShowsCheckStrength(t *testing.T) {
+	requireSandboxTools(t)
+	dir := write(t, clampTask)
+	suite := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(suite, []byte("label: s\nrepeats: 2\ncases:\n  - name: clamp\n    task: task.yaml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"RATCHET_EVAL_DIR": t.TempDir(), "XDG_CACHE_HOME": t.TempDir()}
+	c := run(t, env, "eval", "run", "--quiet", suite)
+	c.wantCode(t, exitDone)
+	c = run(t, env, "eval", "report", "s")
+	c.wantCode(t, exitDone)
+	if !strings.Contains(c.stdout, "| clamp | 2 | 100.0% (2/2) | 0.636 | – |") {
+		t.Errorf("report:\n%s", c.stdout)
+	}
+}
