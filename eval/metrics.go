@@ -183,7 +183,7 @@ type Metrics struct {
 	// CheckStrength is the lowest check strength among the records that
 	// carry one (for a case, its own), nil when none does.
 	CheckStrength *float64 `json:"check_strength,omitempty"`
-	Spend       Spend       `json:"spend"`
+	Spend         Spend    `json:"spend"`
 
 	// perRun keeps what the bootstrap resamples.
 	perRun []runUnit
