@@ -92,6 +92,12 @@ func TestRunRefusesWeakChecks(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, c.stderr)
 		}
 	}
+	// verify --strength measures, and fails the task's demand too.
+	c = run(t, env, "verify", "--strength", task)
+	c.wantCode(t, exitNotDone)
+	if !strings.Contains(c.stderr, "score 0.636 is below the task's min_strength 0.80") {
+		t.Errorf("stderr: %s", c.stderr)
+	}
 	entries, err := os.ReadDir(filepath.Join(cache, "ratchet", "strength"))
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("cache: %v %v", entries, err)

@@ -124,9 +124,9 @@ func TestPythonEquivalentByBytecode(t *testing.T) {
 
 func TestPythonNegativeConstantAndPrecedence(t *testing.T) {
 	needPython(t)
-	// 0 → -1 must be written as a unary minus, and a - (b * c) → a - (b / c)
-	// keeps the tree it means.
-	src := "def f(a, b, c):\n    return c - a * b, a[0]\n"
+	// 0 → -1 must be written as a unary minus, and 2 * a ** 2 → 2 * a * 2
+	// needs parentheses to keep the tree it means.
+	src := "def f(a, b, c):\n    return c - a * b, a[0], 2 * a ** 2\n"
 	ms, stillborn, _, err := Generate(context.Background(), Config{Filename: "f.py", Reference: []byte(src)})
 	if err != nil {
 		t.Fatal(err)
@@ -134,8 +134,11 @@ func TestPythonNegativeConstantAndPrecedence(t *testing.T) {
 	if stillborn != 0 {
 		t.Errorf("%d stillborn mutants", stillborn)
 	}
-	if m := find(ms, 2, "0 → -1"); m == nil || !strings.Contains(m.Diff, "+    return c - a * b, a[-1]\n") {
+	if m := find(ms, 2, "0 → -1"); m == nil || !strings.Contains(m.Diff, "+    return c - a * b, a[-1], 2 * a ** 2\n") {
 		t.Errorf("0 → -1 mutant missing or wrong: %+v", m)
+	}
+	if m := find(ms, 2, "** → *"); m == nil || !strings.Contains(m.Diff, "+    return c - a * b, a[0], 2 * (a * 2)\n") {
+		t.Errorf("** → * mutant missing or wrong: %+v", m)
 	}
 }
 
