@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,9 @@ checks:
       timeout: 20s
     tier: expensive
 `, "Complete the function:\n"+p.Prompt)
-	test := fmt.Sprintf("from solution import %s\n\n%s\n\ncheck(%s)\n", p.EntryPoint, p.Test, p.EntryPoint)
+	// HumanEval runs prompt, solution and test in one namespace: some
+	// tests call the prompt's helpers (encode_cyclic, poly), hence the *.
+	test := fmt.Sprintf("from solution import *\nfrom solution import %s\n\n%s\n\ncheck(%s)\n", p.EntryPoint, p.Test, p.EntryPoint)
 	for name, data := range map[string]string{"task.yaml": task, "reference.py": p.Prompt + p.CanonicalSolution, "test_humaneval.py": test} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
@@ -178,7 +181,8 @@ func TestHumanEvalStrength(t *testing.T) {
 
 // TestHumanEvalStrengthAll measures all 164 problems when
 // RATCHET_HUMANEVAL names HumanEval.jsonl.gz, writing one JSON line per
-// problem to RATCHET_HUMANEVAL_OUT. It takes many minutes: run it alone,
+// problem to RATCHET_HUMANEVAL_OUT (RATCHET_HUMANEVAL_ONLY: a comma-separated
+// list of task ids to measure alone). It takes many minutes: run it alone,
 // niced (docs/verification.md has the command and the numbers).
 func TestHumanEvalStrengthAll(t *testing.T) {
 	path := os.Getenv("RATCHET_HUMANEVAL")
@@ -193,7 +197,11 @@ func TestHumanEvalStrengthAll(t *testing.T) {
 	defer out.Close()
 	enc := json.NewEncoder(out)
 	start := time.Now()
+	only := os.Getenv("RATCHET_HUMANEVAL_ONLY")
 	for _, p := range readProblems(t, path) {
+		if only != "" && !slices.Contains(strings.Split(only, ","), p.TaskID) {
+			continue
+		}
 		s := measureProblem(t, r, p)
 		if err := enc.Encode(s); err != nil {
 			t.Fatal(err)
