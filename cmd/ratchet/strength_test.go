@@ -63,6 +63,17 @@ func TestVerifyStrength(t *testing.T) {
 		t.Errorf("json report: %+v", rep)
 	}
 
+	// An agent-mode task's checks never see the answer: refused.
+	agent := filepath.Join(dir, "agent.yaml")
+	if err := os.WriteFile(agent, []byte("goal: g\nchecks:\n  - exec: {command: [python3, test_clamp.py], tests: [test_clamp.py]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c = run(t, env, "verify", "--strength", "--reference", filepath.Join(dir, "reference.py"), agent)
+	c.wantCode(t, exitUsage)
+	if !strings.Contains(c.stderr, "is not in generate mode") {
+		t.Errorf("stderr: %s", c.stderr)
+	}
+
 	// A reference that fails its own checks measures nothing.
 	c = run(t, env, "verify", "--strength", "--reference", filepath.Join(dir, "wrong.py"), task)
 	c.wantCode(t, exitNotDone)

@@ -170,6 +170,12 @@ func checkFile(ctx context.Context, tiers verify.Tiers, path, answer string) fil
 
 // strengthCmd is ratchet verify --strength.
 func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.Tiers, refPath string, parallel int, asJSON bool) int {
+	if tf.Mode != "generate" {
+		// In agent mode the checks read the workspace, not the answer: every
+		// mutant would pass untouched and the score would mean nothing.
+		fmt.Fprintf(m.Stderr, "ratchet verify --strength: %s is not in generate mode; mutants are candidates written to its artifact file\n", tf.Path)
+		return exitUsage
+	}
 	if refPath == "" {
 		refPath = tf.Reference
 	}
