@@ -75,6 +75,10 @@ func HTMLSummary(w io.Writer, s Summary) error {
 			calColors = append(calColors, palette[i])
 			cals = append(cals, g.Metrics.Calibration)
 		}
+	} else if m.HoldoutCalibration.N > 0 {
+		// Against the ground truth as well as the gate: a confidently
+		// wrong model shows as points below the diagonal here only.
+		calNames, calColors, cals = append(calNames, s.Label+" vs holdout"), append(calColors, palette[1]), append(cals, m.HoldoutCalibration)
 	}
 	d.Charts = append(d.Charts,
 		iterChart([]series{{Name: s.Label, Color: colorBase}}, []Dist{m.Iterations}),
@@ -156,6 +160,12 @@ func summaryTable(m Metrics) table {
 	if m.Calibration.N > 0 {
 		t.Rows = append(t.Rows, []string{"calibration (Brier score)", fmt.Sprintf("%.4f (n=%d)", m.Calibration.Brier, m.Calibration.N), ""})
 	}
+	if m.HoldoutCalibration.N > 0 {
+		t.Rows = append(t.Rows, []string{"calibration against holdout (Brier score)", fmt.Sprintf("%.4f (n=%d)", m.HoldoutCalibration.Brier, m.HoldoutCalibration.N), ""})
+	}
+	if m.CheckStrength != nil {
+		t.Rows = append(t.Rows, []string{"check strength (weakest case)", fmt.Sprintf("%.3f", *m.CheckStrength), ""})
+	}
 	if m.Success.K > 0 {
 		t.Rows = append(t.Rows,
 			[]string{"cost per success", "$" + trimFloat(m.Spend.CostPerSuccess/1e6), ""},
@@ -166,18 +176,29 @@ func summaryTable(m Metrics) table {
 	return t
 }
 
+// groupHead heads the per-model and per-case tables: check strength and
+// the holdout pass rate of accepted sit beside success, since together
+// they say how far "done" can be trusted.
+var groupHead = []string{"name", "runs", "success", "check strength", "holdout pass of accepted", "first-attempt pass", "Brier", "cost per success"}
+
 func groupTable(title string, gs []Group) table {
-	t := table{Title: title, Head: []string{"name", "runs", "success", "first-attempt pass", "Brier", "cost per success"}}
+	t := table{Title: title, Head: groupHead}
 	for _, g := range gs {
 		m := g.Metrics
-		brier, cost := "–", "–"
+		brier, cost, strength, holdout := "–", "–", "–", "–"
 		if m.Calibration.N > 0 {
 			brier = fmt.Sprintf("%.3f", m.Calibration.Brier)
+		}
+		if m.CheckStrength != nil {
+			strength = fmt.Sprintf("%.3f", *m.CheckStrength)
+		}
+		if m.HoldoutPass.N > 0 {
+			holdout = rateText(m.HoldoutPass)
 		}
 		if m.Success.K > 0 {
 			cost = "$" + trimFloat(m.Spend.CostPerSuccess/1e6)
 		}
-		t.Rows = append(t.Rows, []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), rateText(m.FirstPass), brier, cost})
+		t.Rows = append(t.Rows, []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), strength, holdout, rateText(m.FirstPass), brier, cost})
 		flag := ""
 		if m.Success.N > 0 && m.Success.K == 0 {
 			flag = "bad"

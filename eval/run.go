@@ -28,6 +28,9 @@ type Job struct {
 	ModelName string
 	// Close releases what the job holds (a workspace); may be nil.
 	Close func()
+	// CheckStrength is the strength of the task's gate checks, when
+	// measured; it is copied into the record.
+	CheckStrength *float64
 }
 
 // Config says how to run a suite. Store is required; Load is required when
@@ -201,7 +204,7 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errLoad, c.Name, err)
 	}
-	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}}
+	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}, CheckStrength: job.CheckStrength}
 	for _, ch := range spec.Checks {
 		rec.Tiers[ch.Name] = ch.Tier
 	}

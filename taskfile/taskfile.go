@@ -75,6 +75,12 @@ type File struct {
 	ToolOutput map[string]tool.OutputCaps
 	// Subagents is the subagents: section; nil when absent.
 	Subagents *Subagents
+	// Reference is a known-good solution (absolute path), whose mutants
+	// measure the strength of the checks; empty when absent.
+	Reference string
+	// MinStrength is the mutation score the checks must reach for a run to
+	// start (0: no demand). It needs Reference.
+	MinStrength float64
 }
 
 // Context is the task file's context: section; zero fields take the
@@ -219,6 +225,9 @@ type parser struct {
 	file     string
 	f        *File
 	problems Problems
+	// referenceNode and minStrengthNode locate the fields for problems
+	// found once the whole file is read.
+	referenceNode, minStrengthNode *yaml.Node
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
@@ -260,8 +269,10 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength"}, func(key string, v *yaml.Node) {
 		switch key {
+		case "reference", "min_strength":
+			p.strengthField(key, v)
 		case "subagents":
 			p.subagents(v)
 		case "context":
@@ -344,6 +355,7 @@ func (p *parser) top(n *yaml.Node) {
 	if p.f.Subagents != nil {
 		p.checkSubagents()
 	}
+	p.checkStrengthFields()
 }
 
 func (p *parser) permissions(n *yaml.Node) {

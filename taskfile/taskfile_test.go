@@ -426,7 +426,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)

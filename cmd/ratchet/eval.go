@@ -184,6 +184,7 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 // copy_workspace tasks, its own copy of the workspace, removed afterwards.
 func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) func(context.Context, eval.Case, int) (eval.Job, error) {
 	notice := &onceWriter{w: m.Stderr}
+	strengths := &strengthMemo{m: m, byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
 			FallbackModel: m.Getenv("RATCHET_MODEL"),
@@ -203,7 +204,12 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) f
 		if err != nil {
 			return eval.Job{}, err
 		}
-		return eval.Job{Task: run.Task, Exec: run.Exec, Model: run.Model, ModelName: modelName(run.ModelName, run.Model), Close: run.Close}, nil
+		checkStrength, err := strengths.get(ctx, c.Name, run.File, run.Task.Checks)
+		if err != nil {
+			run.Close()
+			return eval.Job{}, err
+		}
+		return eval.Job{Task: run.Task, Exec: run.Exec, Model: run.Model, ModelName: modelName(run.ModelName, run.Model), Close: run.Close, CheckStrength: checkStrength}, nil
 	}
 }
 

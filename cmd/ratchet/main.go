@@ -55,6 +55,7 @@ Usage:
   ratchet approve RUN             approve the tool call a waiting run asks about
   ratchet deny RUN [WHY]          refuse it
   ratchet verify TASK.yaml FILE…  run a task's checks on candidate files, no model
+  ratchet verify --strength TASK.yaml  measure the checks on mutants of a reference solution
   ratchet replay RUN|LOG.jsonl    re-drive the core over a recorded run; exit 1 if it diverges
   ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet eval run|compare|report|add  run eval suites, compare results, gate on regressions

@@ -337,6 +337,12 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 	if err != nil {
 		return nil, err
 	}
+	if tf.MinStrength > 0 {
+		if err := m.requireStrength(ctx, tf, run.Task.Checks); err != nil {
+			run.Close()
+			return nil, err
+		}
+	}
 	if run.Copied {
 		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", run.File.Workspace)
 		f.workspace = run.File.Workspace
