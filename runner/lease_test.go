@@ -17,6 +17,7 @@ import (
 	"github.com/ratchetloop/ratchet/store/memory"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 func TestLeaseState(t *testing.T) {
@@ -57,7 +58,7 @@ func TestRunHoldsLease(t *testing.T) {
 	task := runner.Task{
 		Goal:   "peek, then answer 5",
 		Tools:  []tool.Tool{peek},
-		Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}},
 		Budget: budget.Limits{Steps: 5, Time: time.Minute},
 	}
 	mdl := newModel(t,
@@ -86,7 +87,7 @@ func TestResumeRefusesLiveLease(t *testing.T) {
 	if err := db.CreateRun(ctx, store.Run{ID: "held", Status: store.StatusRunning, Holder: "77@another-host", Heartbeat: now, Created: now}); err != nil {
 		t.Fatal(err)
 	}
-	task := runner.Task{Goal: "answer 5", Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}}, Budget: budget.Limits{Steps: 3, Time: time.Minute}}
+	task := runner.Task{Goal: "answer 5", Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}}, Budget: budget.Limits{Steps: 3, Time: time.Minute}}
 	mdl := func() *scripted.Model {
 		return newModel(t, scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}})
 	}
