@@ -112,7 +112,12 @@ var notRun = fieldCheck{}
 // Effort and Subagents sections), how it shows in a run. A field missing
 // here fails TestEveryTaskFieldReachesEachPath.
 var fieldChecks = map[string]fieldCheck{
-	"Path": notRun, // names the file in problems
+	"Path":      notRun, // names the file in problems
+	"ModelLine": notRun, // places the model's problems
+	// A gate before the run starts, not part of it: TestRunRefusesWeakChecks
+	// and TestEvalReportShowsCheckStrength follow them.
+	"MinStrength": notRun,
+	"Reference":   notRun,
 	"Dir": {"agent", func(t *testing.T, o *observed) {
 		// The scripted model's file, the workspace and the MCP server's
 		// command resolve against it: the run played its turns.
