@@ -125,6 +125,11 @@ func New(cfg Config) (verify.Verifier, error) {
 			"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false",
 			"GOCACHE": "${WORKSPACE}/" + goCacheTarget, "GOTELEMETRY": "off", "GOENV": "off",
 		})
+		if root := goroot(cfg.Command[0], cfg.Env["PATH"]); root != "" {
+			// The go command finds its GOROOT through /proc/self/exe,
+			// which the namespaces backend does not have.
+			cfg.Env = withDefaults(cfg.Env, map[string]string{"GOROOT": root})
+		}
 		if cfg.GoCache == "" {
 			// Not under the home directory, which the sandbox uid usually
 			// cannot enter.
@@ -393,6 +398,34 @@ func withCommandPath(env map[string]string, name string) map[string]string {
 		return env
 	}
 	return withDefaults(env, map[string]string{"PATH": sandboxPath + ":" + dir})
+}
+
+// goroot returns the GOROOT of the go command name (looked up in path, or
+// the host's PATH), when it sits in GOROOT/bin.
+func goroot(name, path string) string {
+	found := name
+	if !strings.Contains(name, "/") {
+		for _, dir := range filepath.SplitList(path + ":" + os.Getenv("PATH")) {
+			if p := filepath.Join(dir, name); dir != "" && isFile(p) {
+				found = p
+				break
+			}
+		}
+	}
+	found, err := filepath.EvalSymlinks(found)
+	if err != nil {
+		return ""
+	}
+	root := filepath.Dir(filepath.Dir(found))
+	if !isFile(filepath.Join(root, "src", "runtime", "runtime.go")) {
+		return ""
+	}
+	return root
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 func withDefaults(env, defaults map[string]string) map[string]string {

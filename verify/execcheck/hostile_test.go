@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -173,4 +174,53 @@ func TestHostileVerdicts(t *testing.T) {
 		})
 	}
 	t.Logf("\n| backend | hostile candidate | verdict where | time |\n|---|---|---|---|\n%s", table.String())
+}
+
+// TestHostileGoVerdicts does the same for go test: the sentinel is a test
+// in the tests' own package, so it runs in the same test binary as the
+// candidate's code.
+func TestHostileGoVerdicts(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "the go command")
+	}
+	var tests []sandbox.Mount
+	for _, name := range []string{"go.mod", "calc_test.go"} {
+		src, err := filepath.Abs(filepath.Join("testdata", "gocalc", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, sandbox.Mount{Source: src, Target: name})
+	}
+	for _, backend := range isolated {
+		t.Run(backend, func(t *testing.T) {
+			v, err := execcheck.New(execcheck.Config{
+				Runner: backendRunner(t, backend), Format: "go", Artifact: "calc.go",
+				Command: []string{goBin, "test", "-json", "."}, Tests: tests,
+				Limits: sandbox.Limits{Wall: 2 * time.Minute, CPU: time.Minute},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				name, answer string
+				ok           bool
+				where        string
+			}{
+				{"right", "package calc\n\nfunc Add(a, b int) int { return a + b }\n", true, ""},
+				{"wrong", "package calc\n\nfunc Add(a, b int) int { return 0 }\n", false, "TestAdd"},
+				{"prints passing test2json lines at init and exits 0", hostile(t, "forge_go.go"), false, execcheck.Tampered},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.OK != tc.ok || got.Where != tc.where {
+						t.Errorf("ok=%v where=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, tc.ok, tc.where, got.Detail)
+					}
+				})
+			}
+		})
+	}
 }
