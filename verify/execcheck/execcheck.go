@@ -7,17 +7,26 @@
 // are mounted read-only from outside it and hashed before and after, and
 // the command's outcome is read according to Format:
 //
-//   - "pytest": pytest writes JUnit XML (--junitxml is added); every test
-//     must pass and at least one must have run;
-//   - "go": the command must be `go test -json ...`; same rule;
-//   - "node": `node --test` TAP output; same rule;
+//   - "pytest": pytest writes JUnit XML (--junitxml is added, naming a file
+//     outside the workspace that only this run knows);
+//   - "go": the command must be `go test -json ...`, read from stdout;
+//   - "node": `node --test` TAP output, read from stdout;
 //   - "exit": exit status 0 passes.
 //
-// A candidate that changed, removed or shadowed a test fails whatever the
-// tests said. Test runners run the candidate in their own process, so a
-// determined candidate can still forge results from inside it (for example
-// by patching pytest at import time); the tamper checks close the common
-// ways, holdout checks measure the rest.
+// For the three test formats a verdict passes only when every test passed,
+// every test defined in the read-only test files appears in the report, the
+// run ended cleanly and a sentinel agrees. The sentinel is a test that must
+// fail, named with a fresh nonce and mounted beside the tests (for Go, in
+// each package holding a mounted test file): a report in which it passed,
+// or which lacks it, or an exit status 0 beside its failure, is the verdict
+// Tampered, as is a changed, removed or shadowed test file, and a report
+// that is a link or not a regular file. Python starts with -E -s, without
+// PYTHON* variables and without plugin autoloading; HOME is an empty
+// directory outside the workspace.
+//
+// Test runners run the candidate in their own process, so a candidate that
+// reads the sentinel there and forges a report with it failing still wins;
+// holdout checks measure that (docs/verification.md).
 package execcheck
 
 import (
@@ -144,6 +153,11 @@ func New(cfg Config) (verify.Verifier, error) {
 		if cfg.Limits.Procs == 0 {
 			cfg.Limits.Procs = 256 // go test runs the compiler, linker and test binary, each with threads
 		}
+	}
+	if cfg.Format == "node" && cfg.Limits.Memory == 0 {
+		// V8 reserves gigabytes of address space at start (its code
+		// range and heap cage), far more than it uses.
+		cfg.Limits.Memory = 8 << 30
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("exec check %s: %s", cfg.Name, strings.Join(problems, "; "))

@@ -224,3 +224,48 @@ func TestHostileGoVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileNodeVerdicts: node --test runs each file in its own process,
+// so the sentinel (a file of its own) catches a forged stream, and a file
+// whose process ends early shows up as its tests missing.
+func TestHostileNodeVerdicts(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		testenv.Missing(t, "node (./test.sh installs nodejs)")
+	}
+	src, err := filepath.Abs("testdata/nodecalc/calc.test.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range isolated {
+		t.Run(backend, func(t *testing.T) {
+			for _, command := range [][]string{{"node", "--test"}, {"node", "--test", "calc.test.js"}} {
+				v, err := execcheck.New(execcheck.Config{
+					Runner: backendRunner(t, backend), Format: "node", Artifact: "calc.js", Command: command,
+					Tests: []sandbox.Mount{{Source: src, Target: "calc.test.js"}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tc := range []struct {
+					name, answer string
+					ok           bool
+					where        string
+				}{
+					{"right", "exports.add = (a, b) => a + b;\n", true, ""},
+					{"wrong", "exports.add = (a, b) => 0;\n", false, "adds"},
+					{"exits 0 when required", "process.exit(0);\n", false, "missing tests"},
+				} {
+					t.Run(strings.Join(command, " ")+"/"+tc.name, func(t *testing.T) {
+						got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got.OK != tc.ok || got.Where != tc.where {
+							t.Errorf("ok=%v where=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, tc.ok, tc.where, got.Detail)
+						}
+					})
+				}
+			}
+		})
+	}
+}
