@@ -94,6 +94,9 @@ type pendingCall struct {
 	Approved bool // a person approved it (a permission rule said ask)
 	// Spawn is the child a spawn_subagent call started (subagent.go).
 	Spawn *spawned
+	// From is the model's own ID when another call of the reply had it
+	// too and this one was given ID instead (the model is told).
+	From string
 }
 
 // pendingCallJSON is pendingCall's snapshot form: arguments as a string,
@@ -107,10 +110,11 @@ type pendingCallJSON struct {
 	Dispatch bool         `json:"dispatch,omitempty"`
 	Approved bool         `json:"approved,omitempty"`
 	Spawn    *spawned     `json:"spawn,omitempty"`
+	From     string       `json:"from,omitempty"`
 }
 
 func (c pendingCall) MarshalJSON() ([]byte, error) {
-	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch, c.Approved, c.Spawn})
+	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch, c.Approved, c.Spawn, c.From})
 }
 
 func (c *pendingCall) UnmarshalJSON(data []byte) error {
@@ -118,7 +122,7 @@ func (c *pendingCall) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch, j.Approved, j.Spawn}
+	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch, j.Approved, j.Spawn, j.From}
 	return nil
 }
 
@@ -793,6 +797,7 @@ func (m *Machine) onCalls(r *model.Response, uses []int) (finishes int) {
 	m.st.Calls = m.st.Calls[:0]
 	var taken []string // IDs in use, the model's own and the generated; built when first needed
 	for n, i := range uses {
+		var from string
 		if id := content[i].ID; id == "" || slices.ContainsFunc(uses[:n], func(j int) bool { return content[j].ID == id }) {
 			if taken == nil {
 				for _, j := range uses {
@@ -800,11 +805,15 @@ func (m *Machine) onCalls(r *model.Response, uses []int) (finishes int) {
 				}
 			}
 			edit(i).ID = m.freshCallID(&taken, n+1)
+			from = id
 		}
 		if !isObject(content[i].Input) {
 			edit(i).Input = json.RawMessage(`{}`)
 		}
-		m.st.Calls = append(m.st.Calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: r.Content[i].Input})
+		m.st.Calls = append(m.st.Calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: r.Content[i].Input, From: from})
+		if from != "" {
+			m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "duplicate_call_id", Text: renamedText(from, content[i].ID)})
+		}
 		if content[i].Name == FinishTool {
 			finishes++
 		}
@@ -992,6 +1001,7 @@ func (m *Machine) completeTools() {
 		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: c.Result.IsError})
 		m.observed = append(m.observed, progress.Call{Tool: c.Name, Args: c.Args, Result: c.Result.Output})
 	}
+	m.tellRenamed()
 	obs := progress.Observation{Kind: progress.Action, Calls: m.observed}
 	m.st.Calls = m.st.Calls[:0]
 	if m.st.Closing {
@@ -1001,6 +1011,21 @@ func (m *Machine) completeTools() {
 	if m.observe(obs) {
 		m.nextTurn()
 	}
+}
+
+// tellRenamed tells the model, after the turn's tool results (providers
+// want those first), which of its calls shared an ID and were answered
+// under a new one.
+func (m *Machine) tellRenamed() {
+	for _, c := range m.st.Calls {
+		if c.From != "" {
+			m.st.Outbox = append(m.st.Outbox, model.TextBlock(renamedText(c.From, c.ID)))
+		}
+	}
+}
+
+func renamedText(from, to string) string {
+	return fmt.Sprintf("Your reply gave the id %q to more than one tool call; each was run and answered, the repeat under the id %q. Give each call its own id.", from, to)
 }
 
 // malformed answers a reply that broke the protocol with an observation.
@@ -1106,6 +1131,7 @@ func (m *Machine) finishProblem(problem, text string) {
 	for _, c := range m.st.Calls {
 		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: true})
 	}
+	m.tellRenamed()
 	m.st.Calls = m.st.Calls[:0]
 	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 	if m.st.Closing {
