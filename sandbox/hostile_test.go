@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -29,6 +30,8 @@ type hostileCase struct {
 	limits Limits
 	// report asks for Spec.Report, its path in $REPORT.
 	report bool
+	// cache mounts a fresh host directory as a cache, its path in $CACHE.
+	cache bool
 	// env is called before the run, for its environment and set-up.
 	env func(t *testing.T, c *caseState) map[string]string
 	// check asserts that the attack was contained and reported and says
@@ -416,6 +419,25 @@ var hostileCases = []hostileCase{
 		},
 	},
 	{
+		name:   "fills a cache, a host directory outside the tmpfs (32 MiB limit)",
+		script: "cachefill.sh",
+		cache:  true,
+		limits: Limits{Disk: 32 << 20, Wall: 20 * time.Second},
+		check: func(t *testing.T, c *caseState, res Result) string {
+			var grown int64
+			filepath.WalkDir(c.paths[0], func(p string, d fs.DirEntry, err error) error {
+				if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+					grown += fi.Size()
+				}
+				return nil
+			})
+			if !res.DiskFull || res.TimedOut || grown > 64<<20 {
+				t.Errorf("cache filler not stopped near the limit: DiskFull %v, cache grew %d bytes: %+v", res.DiskFull, grown, res)
+			}
+			return fmt.Sprintf("killed (%s) with the cache %d MiB larger; DiskFull", res.Signal, grown>>20)
+		},
+	},
+	{
 		name:   "a .pth in the workspace's user site-packages and root",
 		script: "pth.sh",
 		files: map[string][]byte{
@@ -517,6 +539,15 @@ func TestHostile(t *testing.T) {
 					if hc.report {
 						env = map[string]string{"REPORT": "${REPORT}"}
 					}
+					var caches []Cache
+					if hc.cache {
+						// Not in t.TempDir(), whose 0700 parent keeps the sandbox uid out.
+						host := filepath.Join(os.TempDir(), randomName(t))
+						t.Cleanup(func() { os.RemoveAll(host) })
+						c.paths = []string{host}
+						caches = []Cache{{Host: host, Target: ".cache"}}
+						env = map[string]string{"CACHE": "${WORKSPACE}/.cache"}
+					}
 					res := run(t, r, Spec{
 						Files:   files,
 						Mounts:  []Mount{{Source: filepath.Join("testdata", "tests", "test_sample.py"), Target: "tests/test_sample.py"}},
@@ -525,6 +556,7 @@ func TestHostile(t *testing.T) {
 						Limits:  hc.limits,
 						Keep:    true,
 						Report:  hc.report,
+						Caches:  caches,
 					})
 					defer Remove(res.Workspace)
 					noSandboxProcs(t)

@@ -107,8 +107,11 @@ type Limits struct {
 	// the workspace, HOME, the report directory and the staged copies of
 	// the mounts. As root they all live on a tmpfs of this size (writes
 	// beyond it fail with ENOSPC and Result.DiskFull is set) and the host's
-	// disk is never written; without root it is not enforced (only
-	// FileSize is). The private /tmp is capped at Memory. Default 1 GiB.
+	// disk is never written. Without root, and for what Spec.Caches grow
+	// by, the usage is polled every 100ms and the tree killed past the
+	// limit (Result.DiskFull), which a fast writer can overshoot by what it
+	// writes in that time. The private /tmp is capped at Memory. Default
+	// 1 GiB.
 	Disk int64
 }
 
@@ -271,7 +274,8 @@ type Result struct {
 	// limit one second later (a command that ignores SIGXCPU, or one that
 	// is pid 1 of its namespace, as under the namespaces backend).
 	CPUExceeded bool
-	// DiskFull is set when the run used up Limits.Disk.
+	// DiskFull is set when the run used up Limits.Disk (and, when that
+	// was found by polling, was killed for it).
 	DiskFull bool
 	// Report is the report file's content (Spec.Report), and
 	// ReportProblem why there is none: "not written", a link, not a
@@ -444,9 +448,19 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	wctx, cancel := context.WithTimeout(ctx, lim.Wall)
 	defer cancel()
 	j.wallCtx = wctx
+	var unbounded []string // what no tmpfs bounds
+	for _, c := range s.Caches {
+		unbounded = append(unbounded, c.Host)
+	}
+	if !ws.tmpfs {
+		unbounded = append(unbounded, ws.run)
+	}
+	disk := watchDisk(wctx, cancel, unbounded, lim.Disk)
 	start := time.Now()
 	ex, err := r.b.run(wctx, j)
 	res.Duration = time.Since(start)
+	cancel()
+	diskKilled := disk.stop()
 	created, lost := ws.stopWatch(watch)
 	if err != nil {
 		return res, err
@@ -454,11 +468,11 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	res.Stdout, res.TruncatedStdout, res.StdoutBytes = stdout.result()
 	res.Stderr, res.TruncatedStderr, res.StderrBytes = stderr.result()
 	res.ExitCode, res.Signal = ex.code, ex.signal
-	if ex.killed && ctx.Err() == nil {
+	if ex.killed && ctx.Err() == nil && !diskKilled {
 		res.TimedOut = true
 	}
 	res.CPUExceeded = !ex.killed && cpuKilled(ex, lim.CPU, res.Duration)
-	res.DiskFull = ws.full()
+	res.DiskFull = diskKilled || ws.full()
 	if s.Report {
 		res.Report, res.ReportProblem = ws.readReport()
 	}
