@@ -84,7 +84,9 @@ func (c *checker) newPlan() (p *plan, err error) {
 	switch c.cfg.Format {
 	case "pytest":
 		p.sentinel = "test_ratchet_sentinel_" + nonce
-		target := path.Join(beside, p.sentinel+".py")
+		// Named to be collected last, so that a command that stops at
+		// the first failure (-x) still runs every real test.
+		target := path.Join(beside, "test_zzz_ratchet_sentinel_"+nonce+".py")
 		err = add(target, fmt.Sprintf("# ratchet's sentinel: this test must fail; a report showing it pass was forged.\n\n\ndef %s():\n    raise AssertionError(%q)\n", p.sentinel, "ratchet sentinel "+nonce+": this test must fail"))
 		if namesTests(c.cfg.Command, c.cfg.Tests) {
 			p.args = append(p.args, target)
