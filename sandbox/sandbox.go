@@ -182,8 +182,10 @@ type Spec struct {
 	Report bool
 	// Limits bounds the run; zero fields mean the defaults.
 	Limits Limits
-	// Keep leaves the workspace on disk after Run (Result.Workspace);
-	// otherwise it is removed before Run returns.
+	// Keep leaves the workspace after Run (Result.Workspace), for the
+	// caller to inspect and then delete with Remove (as root it is a tmpfs
+	// mount, which os.RemoveAll cannot take away); otherwise it is removed
+	// before Run returns.
 	Keep bool
 	// Caches are host directories mounted read-write into the workspace and
 	// kept across runs, such as a Go build cache. Unlike the tests they are
