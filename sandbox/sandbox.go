@@ -274,7 +274,9 @@ type Result struct {
 	// CPUExceeded is set when the command was killed for using up
 	// Limits.CPU: by SIGXCPU at the soft limit, or by SIGKILL at the hard
 	// limit one second later (a command that ignores SIGXCPU, or one that
-	// is pid 1 of its namespace, as under the namespaces backend).
+	// is pid 1 of its namespace, as under the namespaces backend). A
+	// SIGKILL counts when the command's CPU time reached the limit; under
+	// bwrap, which passes no CPU time on, when as much wall time passed.
 	CPUExceeded bool
 	// DiskFull is set when the run used up Limits.Disk (and, when that
 	// was found by polling, was killed for it).
