@@ -27,6 +27,9 @@ type pendingCall struct {
 	Approved bool // a person approved it (a permission rule said ask)
 	// Spawn is the child a spawn_subagent call started.
 	Spawn *spawned
+	// From is the model's own ID when another call of the reply had it
+	// too and this one was given ID instead (the model is told).
+	From string
 }
 
 // pendingCallJSON is pendingCall's snapshot form: arguments as a string,
@@ -40,10 +43,11 @@ type pendingCallJSON struct {
 	Dispatch bool         `json:"dispatch,omitempty"`
 	Approved bool         `json:"approved,omitempty"`
 	Spawn    *spawned     `json:"spawn,omitempty"`
+	From     string       `json:"from,omitempty"`
 }
 
 func (c pendingCall) MarshalJSON() ([]byte, error) {
-	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch, c.Approved, c.Spawn})
+	return json.Marshal(pendingCallJSON{c.ID, c.Name, string(c.Args), c.Result, c.Dispatch, c.Approved, c.Spawn, c.From})
 }
 
 func (c *pendingCall) UnmarshalJSON(data []byte) error {
@@ -51,7 +55,7 @@ func (c *pendingCall) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch, j.Approved, j.Spawn}
+	*c = pendingCall{j.ID, j.Name, json.RawMessage(j.Args), j.Result, j.Dispatch, j.Approved, j.Spawn, j.From}
 	return nil
 }
 
@@ -193,6 +197,11 @@ func (m *Machine) onReply(r *model.Response, closing bool) {
 	content, calls := takeCalls(r, shape.uses, m.st.Step)
 	m.st.History.append(model.Message{Role: model.Assistant, Content: content})
 	m.st.Calls = calls
+	for _, c := range calls {
+		if c.From != "" {
+			m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "duplicate_call_id", Text: renamedText(c.From, c.ID)})
+		}
+	}
 	finishes := 0
 	for _, c := range calls {
 		if c.Name == FinishTool {
@@ -269,6 +278,7 @@ func takeCalls(r *model.Response, uses []int, step int) ([]model.Block, []pendin
 	calls := make([]pendingCall, 0, len(uses))
 	var taken []string // IDs in use, the model's own and the generated; built when first needed
 	for n, i := range uses {
+		var from string
 		if id := content[i].ID; id == "" || slices.ContainsFunc(uses[:n], func(j int) bool { return content[j].ID == id }) {
 			if taken == nil {
 				for _, j := range uses {
@@ -276,13 +286,31 @@ func takeCalls(r *model.Response, uses []int, step int) ([]model.Block, []pendin
 				}
 			}
 			edit(i).ID = freshCallID(&taken, step, n+1)
+			from = id
 		}
 		if !isObject(content[i].Input) {
 			edit(i).Input = json.RawMessage(`{}`)
 		}
-		calls = append(calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: r.Content[i].Input})
+		calls = append(calls, pendingCall{ID: content[i].ID, Name: content[i].Name, Args: r.Content[i].Input, From: from})
 	}
 	return content, calls
+}
+
+// renamed tells the model, after the turn's tool results (providers want
+// those first), which of its calls shared an ID and were answered under a
+// new one.
+func renamed(calls []pendingCall) []model.Block {
+	var blocks []model.Block
+	for _, c := range calls {
+		if c.From != "" {
+			blocks = append(blocks, model.TextBlock(renamedText(c.From, c.ID)))
+		}
+	}
+	return blocks
+}
+
+func renamedText(from, to string) string {
+	return fmt.Sprintf("Your reply gave the id %q to more than one tool call; each was run and answered, the repeat under the id %q. Give each call its own id.", from, to)
 }
 
 // freshCallID returns an ID for the step's nth call that is not among
@@ -309,6 +337,7 @@ func (m *Machine) onFinish(closing bool) {
 	for _, c := range m.st.Calls {
 		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: text, IsError: true})
 	}
+	m.st.Outbox = append(m.st.Outbox, renamed(m.st.Calls)...)
 	m.st.Calls = m.st.Calls[:0]
 	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 	if closing {
@@ -390,6 +419,7 @@ func (m *Machine) completeTools(closing bool) {
 		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: c.Result.IsError})
 		observed = append(observed, progress.Call{Tool: c.Name, Args: c.Args, Result: c.Result.Output})
 	}
+	m.st.Outbox = append(m.st.Outbox, renamed(m.st.Calls)...)
 	m.st.Calls = m.st.Calls[:0]
 	if closing {
 		m.stop(exhausted(m.st.Closing, "the closing turn called tools instead of finishing"))

@@ -69,8 +69,8 @@ func TestPytest(t *testing.T) {
 		{"syntax error", "def is_prime(n) return n > 1\n", false, "", []string{"SyntaxError"}},
 		{"exits before the tests", "import os\nos._exit(0)\n", false, "no tests", []string{"no test ran"}},
 		{"plants a conftest.py", "open('conftest.py', 'w').write('import pytest\\n')\ndef is_prime(n):\n    return n in (2, 3, 13, 7919)\n",
-			false, "conftest.py", []string{"shadowed the tests", "conftest.py"}},
-		{"infinite loop", "while True:\n    pass\n", false, "timeout", []string{"infinite loop"}},
+			false, "tampered", []string{"shadowed the tests", "conftest.py"}},
+		{"infinite loop", "while True:\n    pass\n", false, "cpu limit", []string{"CPU time limit", "infinite loop"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
