@@ -65,8 +65,8 @@ type judgement int
 
 const (
 	searching judgement = iota // verdicts are still due
-	accepted                 // Winner passed every gate check (and ran its holdout checks)
-	rejected                 // nothing passed: feed back the most informative failure
+	accepted                   // Winner passed every gate check (and ran its holdout checks)
+	rejected                   // nothing passed: feed back the most informative failure
 )
 
 // checksIn names the checks of tier t.
