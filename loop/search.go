@@ -60,13 +60,13 @@ type verifyJob struct {
 	Tier    verify.Tier `json:"tier"`
 }
 
-// verdict is what the search decided after a change.
-type verdict int
+// judgement is what the search decided after a change.
+type judgement int
 
 const (
-	searching verdict = iota // verdicts are still due
-	accepted                 // Winner passed every gate check (and ran its holdout checks)
-	rejected                 // nothing passed: feed back the most informative failure
+	searching judgement = iota // verdicts are still due
+	accepted                   // Winner passed every gate check (and ran its holdout checks)
+	rejected                   // nothing passed: feed back the most informative failure
 )
 
 // checksIn names the checks of tier t.
@@ -88,7 +88,7 @@ func (s *search) run(n int, t verify.Tier) {
 }
 
 // start begins with the first gate tier that has checks.
-func (s *search) start(attempts []Attempt, checks []Check) verdict {
+func (s *search) start(attempts []Attempt, checks []Check) judgement {
 	if len(checksIn(checks, verify.Cheap)) > 0 {
 		s.Stage = verify.Cheap
 		for _, n := range s.Cands {
@@ -101,7 +101,7 @@ func (s *search) start(attempts []Attempt, checks []Check) verdict {
 }
 
 // next runs the expensive checks on the next candidate in order.
-func (s *search) next() verdict {
+func (s *search) next() judgement {
 	if len(s.Order) == 0 {
 		return rejected
 	}
@@ -135,7 +135,7 @@ func verdictsFor(a *Attempt, t verify.Tier) *[]verify.Verdict {
 
 // record takes verdict v for Verify command id, and decides what follows
 // once its tier is complete.
-func (s *search) record(id string, v verify.Verdict, attempts []Attempt, checks []Check) verdict {
+func (s *search) record(id string, v verify.Verdict, attempts []Attempt, checks []Check) judgement {
 	j := s.Running[s.job(id)]
 	list := verdictsFor(&attempts[j.Attempt-1], j.Tier)
 	*list = append(*list, v)
@@ -200,7 +200,7 @@ func (s *search) holdoutFailed(id string, f Failure, attempts []Attempt, checks 
 
 // win records the attempt that passed every gate check, then runs the
 // holdout checks, if any.
-func (s *search) win(n int, checks []Check) verdict {
+func (s *search) win(n int, checks []Check) judgement {
 	s.Winner = n
 	if len(checksIn(checks, verify.Holdout)) > 0 {
 		s.Stage, s.Order = verify.Holdout, nil
@@ -408,7 +408,7 @@ func (m *Machine) stepChecks(ev *Event) {
 
 // follow carries out what the search decided: the Verify commands it
 // started, the accepted attempt, or the rejection.
-func (m *Machine) follow(v verdict) {
+func (m *Machine) follow(v judgement) {
 	s := m.st.Search
 	switch v {
 	case searching:

@@ -27,7 +27,7 @@ func TestSearchTiers(t *testing.T) {
 	if v := s.start(attempts, checks); v != searching || !slices.Equal(ids(), []string{"v1.cheap", "v2.cheap", "v3.cheap"}) {
 		t.Fatalf("start: %v %+v", v, s.Running)
 	}
-	pass := func(id, check string, ok bool) verdict {
+	pass := func(id, check string, ok bool) judgement {
 		t.Helper()
 		if !s.due(id, check, attempts, checks) {
 			t.Fatalf("%s %s is not due", id, check)
