@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,11 +19,13 @@ import (
 
 // fileReport is what `ratchet verify --json` prints for one candidate file.
 type fileReport struct {
-	File     string           `json:"file"`
-	OK       bool             `json:"ok"` // every cheap and expensive check passed
-	Verdicts []tieredVerdict  `json:"verdicts"`
-	Errors   []string         `json:"errors,omitempty"` // checks that could not run
-	Holdout  []verify.Verdict `json:"-"`
+	File     string          `json:"file"`
+	OK       bool            `json:"ok"` // every cheap and expensive check passed
+	Verdicts []tieredVerdict `json:"verdicts"`
+	Errors   []string        `json:"errors,omitempty"` // checks that could not run
+	// Skipped are the tiers not run because an earlier one failed.
+	Skipped []verify.Tier    `json:"skipped,omitempty"`
+	Holdout []verify.Verdict `json:"-"`
 }
 
 type tieredVerdict struct {
@@ -40,12 +43,14 @@ func (m *Main) verifyCmd(ctx context.Context, args []string) int {
 	measure := fs.Bool("strength", false, "measure the strength of the task's gate checks on mutants of a reference solution")
 	reference := fs.String("reference", "", "with --strength: the reference solution (default the task's reference:)")
 	parallel := fs.Int("parallel", runtime.NumCPU(), "candidates (or mutants) checked at once")
+	all := fs.Bool("all", false, "run every check of every tier, even after a cheap (or gate) check failed")
 	setUsage(fs, `Usage: ratchet verify TASK.yaml FILE... [flags]
        ratchet verify --strength [--reference FILE] TASK.yaml [flags]
 
-Runs every check of the task (cheap, expensive and holdout) on each candidate
-file, with no model, and prints each verdict; candidates are checked in
-parallel. Exit 0 when every cheap and expensive check passed for every file,
+Runs the task's checks on each candidate file, with no model, as a run
+does: the cheap checks, then the expensive ones only if every cheap check
+passed, then the holdout checks only if every gate check passed (--all runs
+every check); prints each verdict; candidates are checked in parallel. Exit 0 when every cheap and expensive check passed for every file,
 1 when one failed, 2 for a usage or config error, 3 when a check could not
 run (e.g. no sandbox).
 
@@ -113,7 +118,7 @@ Flags:
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			reports[i] = checkFile(ctx, tiers, path, answers[i])
+			reports[i] = checkFile(ctx, tiers, path, answers[i], *all)
 		}()
 	}
 	wg.Wait()
@@ -143,14 +148,21 @@ Flags:
 	return code
 }
 
-// checkFile runs every tier's checks on one candidate.
-func checkFile(ctx context.Context, tiers verify.Tiers, path, answer string) fileReport {
+// checkFile runs the tiers' checks on one candidate in order, stopping
+// after a tier with a failure as a run does, unless all.
+func checkFile(ctx context.Context, tiers verify.Tiers, path, answer string, all bool) fileReport {
 	rep := fileReport{File: path, OK: true}
 	cand := verify.Candidate{Answer: answer, Confidence: 1, Attempt: 1}
 	for _, group := range []struct {
 		tier verify.Tier
 		vs   []verify.Verifier
 	}{{verify.Cheap, tiers.Cheap}, {verify.Expensive, tiers.Expensive}, {verify.Holdout, tiers.Holdout}} {
+		if !rep.OK && !all {
+			if len(group.vs) > 0 {
+				rep.Skipped = append(rep.Skipped, group.tier)
+			}
+			continue
+		}
 		for _, v := range group.vs {
 			verdict, err := v.Check(ctx, cand)
 			if err != nil {
@@ -227,14 +239,22 @@ func (m *Main) printReport(rep fileReport) {
 		if !v.OK {
 			mark = "✗"
 		}
+		// The location once: most details already name it.
 		where := ""
-		if v.Where != "" {
+		if v.Where != "" && !strings.Contains(v.Detail, v.Where) {
 			where = " at " + v.Where
 		}
 		fmt.Fprintf(m.Stdout, "  %s %-9s %s (%s)%s: %s\n", mark, v.Tier, v.Check, v.Provenance, where, oneLineDetail(v.Detail))
 	}
 	for _, e := range rep.Errors {
 		fmt.Fprintf(m.Stdout, "  ! could not run %s\n", e)
+	}
+	if len(rep.Skipped) > 0 {
+		names := make([]string, len(rep.Skipped))
+		for i, t := range rep.Skipped {
+			names[i] = string(t)
+		}
+		fmt.Fprintf(m.Stdout, "  - not run: the %s checks, since an earlier tier failed (--all runs them)\n", strings.Join(names, " and "))
 	}
 }
 
