@@ -321,14 +321,27 @@ func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, erro
 		where = append(where, "parent = ?")
 		args = append(args, f.Parent)
 	}
+	if f.Text != "" {
+		// SQLite's lower() folds ASCII letters only, as Filter.Text says.
+		where = append(where, "(instr(lower(id), ?) > 0 OR instr(lower(goal), ?) > 0)")
+		args = append(args, store.LowerASCII(f.Text), store.LowerASCII(f.Text))
+	}
+	order, ok := f.Order.OrderBy()
+	if !ok {
+		return nil, fmt.Errorf("sqlite: list runs: unknown order %q", f.Order)
+	}
 	query := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY created DESC, n DESC`
-	if f.Limit > 0 {
-		query += ` LIMIT ?`
-		args = append(args, f.Limit)
+	query += ` ORDER BY ` + order
+	if f.Limit > 0 || f.Offset > 0 {
+		limit := f.Limit
+		if limit <= 0 {
+			limit = -1 // SQLite's "no limit", which OFFSET needs beside it
+		}
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, max(f.Offset, 0))
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
