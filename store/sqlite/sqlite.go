@@ -330,17 +330,20 @@ func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, erro
 	if !ok {
 		return nil, fmt.Errorf("sqlite: list runs: unknown order %q", f.Order)
 	}
-	query := `SELECT ` + runColumns + ` FROM runs`
+	cond := ""
 	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
+		cond = ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY ` + order
+	query := `SELECT ` + runColumns + ` FROM runs` + cond + ` ORDER BY ` + order
 	if f.Limit > 0 || f.Offset > 0 {
 		limit := f.Limit
 		if limit <= 0 {
 			limit = -1 // SQLite's "no limit", which OFFSET needs beside it
 		}
-		query += ` LIMIT ? OFFSET ?`
+		// A page is chosen on the row numbers alone, then read: sorting
+		// whole rows (results and all) by an unindexed column took 0.7 s
+		// for 10,000 runs, sorting their numbers takes milliseconds.
+		query = `SELECT ` + runColumns + ` FROM runs WHERE n IN (SELECT n FROM runs` + cond + ` ORDER BY ` + order + ` LIMIT ? OFFSET ?) ORDER BY ` + order
 		args = append(args, limit, max(f.Offset, 0))
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
