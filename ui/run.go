@@ -231,8 +231,15 @@ func (s *Server) runData(r *http.Request, row runRow, entries []store.Entry, res
 			d.Best = s.attempt(*res.Best, spec)
 		}
 	} else {
+		// A live run's row is brought up to date when it stops; its log
+		// says how far it has got.
 		used.Cost = budget.Micros(row.CostMicros)
-		used.Time = row.Duration
+		used.Steps = max(used.Steps, d.StepCount)
+		if n := len(entries); n > 0 {
+			used.Time = entries[n-1].At.Sub(entries[0].At)
+			d.Row.Duration = used.Time
+		}
+		d.Row.Steps = int64(used.Steps)
 	}
 	for _, dim := range budget.Dimensions {
 		lim := limits.Limit(dim)
@@ -450,8 +457,7 @@ func waterfall(spans []*span) template.HTML {
 		}
 		x := labelW + int(float64(barW)*float64(sp.Start.Sub(t0))/float64(total))
 		w := max(2, int(float64(barW)*float64(end.Sub(sp.Start))/float64(total)))
-		dur := end.Sub(sp.Start).Round(time.Microsecond * 100)
-		durText := dur.String()
+		durText := fmtDur(end.Sub(sp.Start))
 		if open {
 			durText = "in flight"
 		}

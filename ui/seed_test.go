@@ -169,7 +169,7 @@ func seedEvals(t testing.TB) string {
 			for rep := range 2 {
 				turns := doneTurns()
 				if label == "base" && c == "add" && rep == 1 {
-					turns = []scripted.Turn{{Finish: &scripted.Finish{Answer: "6", Confidence: conf(0.9)}}, {Finish: &scripted.Finish{Answer: "7", Confidence: conf(0.9)}}}
+					turns = []scripted.Turn{{Finish: &scripted.Finish{Answer: "6", Confidence: conf(0.9)}}, {Finish: &scripted.Finish{Answer: "7", Confidence: conf(0.9)}}, {Finish: &scripted.Finish{Answer: "8", Confidence: conf(0.9)}}, {Finish: &scripted.Finish{Answer: "9", Confidence: conf(0.9)}}}
 				}
 				task := addTask()
 				task.Budget.Steps = 3

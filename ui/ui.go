@@ -178,7 +178,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with a form, which the Origin check must refuse.
+	h.Set("Referrer-Policy", "same-origin")
 	if !s.hostAllowed(r.Host) {
 		http.Error(w, "ui: this server answers only to localhost (Host "+r.Host+" refused: DNS rebinding?)", http.StatusMisdirectedRequest)
 		return
