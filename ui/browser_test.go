@@ -172,6 +172,8 @@ func TestBrowser(t *testing.T) {
 	}
 
 	// A suite: metrics, charts and the grid, whose cells open runs.
+	do("list the result sets", chromedp.Navigate(base+"/evals/"), chromedp.WaitVisible(css("table.suites")), shot("evals"),
+		chromedp.Click(css(`a[href="/evals/base/"]`)), chromedp.WaitVisible(css("table.grid")))
 	do("open a suite", chromedp.Navigate(base+"/evals/base/"), chromedp.WaitVisible(css("table.grid")), shot("suite"))
 	cells := must(chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("table.grid a.cell").length`)))
 	if metrics := text("table.metrics"); cells != 4 || !strings.Contains(metrics, "success rate") || !strings.Contains(metrics, "75.0%") {

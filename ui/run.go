@@ -466,7 +466,7 @@ func waterfall(spans []*span) template.HTML {
 			labelW-6, y+10, html.EscapeString(clip(fmt.Sprintf("%d· %s", sp.Step, sp.Label), 26)),
 			x, y, w, rowH-3, min(x+w+4, width-66), y+10, durText)
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" class="axis">0</text><text x="%d" y="%d" class="axis end">%s</text>`, labelW, h-4, labelW+barW, h-4, total.Round(time.Millisecond))
+	fmt.Fprintf(&b, `<text x="%d" y="%d" class="axis">0</text><text x="%d" y="%d" class="axis end">%s</text>`, labelW, h-4, labelW+barW, h-4, fmtDur(total))
 	if len(spans) > maxBars {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="axis">first %d of %d spans</text>`, labelW+barW/3, h-4, maxBars, len(spans))
 	}
