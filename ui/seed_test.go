@@ -150,6 +150,12 @@ func seed(t testing.TB) *seeded {
 	sd.waiting["run-ask"] = waiting{escalateTask(), escalateTurns()}
 	run(t, st, "run-approve", approveTask(), []string{"human"}, approveTurns()...)
 	sd.waiting["run-approve"] = waiting{approveTask(), approveTurns()}
+	parent := addTask()
+	parent.Subagents = &runner.Subagents{Checks: parent.Checks, Budget: budget.Limits{Steps: 3, Cost: budget.USD(0.05)}}
+	run(t, st, "run-parent", parent, []string{"demo"},
+		scripted.Turn{Text: "I'll delegate.", Tools: []scripted.ToolCall{{Name: loop.SpawnTool, Args: map[string]any{"goal": "Add 2 and 3.", "tools": []string{"add"}}}}},
+		scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}}, // the child's turn
+		scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.95)}})
 	stuck := addTask()
 	stuck.Budget.Steps = 2
 	run(t, st, "run-exhausted", stuck, nil, scripted.Turn{Text: "Hmm."}, scripted.Turn{Text: "Hmm again."}, scripted.Turn{Text: "Still."})

@@ -301,19 +301,20 @@ func TestListFilters(t *testing.T) {
 		query string
 		want  string
 	}{
-		{"", "run-exhausted run-approve"},
-		{"?page=2", "run-ask run-done"},
-		{"?page=3", ""},
+		{"", "run-exhausted run-parent/c1"},
+		{"?page=2", "run-parent run-approve"},
+		{"?page=3", "run-ask run-done"},
+		{"?page=4", ""},
 		{"?status=waiting", "run-approve run-ask"},
-		{"?status=done&status=exhausted", "run-exhausted run-done"},
+		{"?status=done&status=exhausted", "run-exhausted run-parent/c1"},
 		{"?label=human", "run-approve run-ask"},
 		{"?label=human&status=waiting&page=1", "run-approve run-ask"},
 		{"?q=RUN-D", "run-done"},
-		{"?model=scripted:test&status=done", "run-done"},
+		{"?model=scripted:test&status=done", "run-parent run-done"},
 		{"?model=other", ""},
-		{"?model=scripted:test&page=2", "run-ask run-done"},
+		{"?model=scripted:test&page=2", "run-approve run-ask"},
 		{"?sort=oldest", "run-done run-ask"},
-		{"?sort=steps&status=done&status=exhausted", "run-done run-exhausted"},
+		{"?sort=steps&status=done&status=exhausted&page=2", "run-exhausted run-parent/c1"},
 	} {
 		code, page := get(t, hs, "/"+tt.query)
 		if code != 200 {
@@ -359,6 +360,26 @@ func TestRunPageParts(t *testing.T) {
 	}
 	if code, _ := get(t, hs, "/runs/nope"); code != http.StatusNotFound {
 		t.Errorf("missing run: %d", code)
+	}
+}
+
+// TestSubagentPages: a parent's page lists and links its sub-agent's run,
+// whose page links back.
+func TestSubagentPages(t *testing.T) {
+	sd := seed(t)
+	_, hs := newServer(t, ui.Config{Store: sd.store})
+	page := mustGet(t, hs, "/runs/run-parent")
+	for _, want := range []string{"<h2>Sub-agents</h2>", `href="/runs/run-parent/c1"`, "Add 2 and 3.", `<span class="tag">sub-agent</span>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("parent page lacks %q", want)
+		}
+	}
+	child := mustGet(t, hs, "/runs/run-parent/c1")
+	if !strings.Contains(child, `href="/runs/run-parent"`) || !strings.Contains(child, "Add 2 and 3.") {
+		t.Errorf("the child's page does not link to its parent")
+	}
+	if _, list := get(t, hs, "/"); !strings.Contains(list, "sub-agent of") {
+		t.Errorf("the list does not mark the sub-agent")
 	}
 }
 
