@@ -82,9 +82,15 @@ func TestBrowser(t *testing.T) {
 			return os.WriteFile(filepath.Join(*screenshots, name+".png"), png, 0o644)
 		})
 	}
+	// The browser starts on the first action; then each step has 30s.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatal(err)
+	}
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
@@ -131,7 +137,7 @@ func TestBrowser(t *testing.T) {
 		turns := []scripted.Turn{
 			{Text: "First, adding.", Tools: []scripted.ToolCall{{Name: "add", Args: map[string]int{"a": 1, "b": 1}}}},
 			{Delay: 1500 * time.Millisecond, Text: "Second step, live.", Tools: []scripted.ToolCall{{Name: "add", Args: map[string]int{"a": 2, "b": 3}}}},
-			{Delay: 1500 * time.Millisecond, Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.95)}},
+			{Delay: 3 * time.Second, Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.95)}},
 		}
 		cfg := runner.Config{Model: scriptedModel(t, turns...), Store: sd.store, RunID: "run-live", Labels: []string{"live"}}
 		_, err := runner.Run(context.Background(), addTask(), cfg)
@@ -154,7 +160,16 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the live step reads %q", got)
 	}
 	t.Logf("the live step appeared %v after the page opened (its model turn takes 1.5s)", time.Since(start))
-	do("see the live run finish", chromedp.WaitVisible(css("section.result.done")))
+	// The list's row of the live run updates by itself (htmx) when it ends.
+	do("list the live run", chromedp.Navigate(base+"/?label=live"), chromedp.WaitVisible(css("tr#row-run-live")))
+	if got := text("tr#row-run-live td"); got != "running" {
+		t.Fatalf("the live run's row says %q at first, want running (it was over too soon to watch)", got)
+	}
+	must(chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameLoad = true`)))
+	do("see the live run's row end", chromedp.WaitVisible(css("tr#row-run-live span.status.done")))
+	if !must(chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameLoad === true`))) {
+		t.Errorf("the row changed with a reload, not by itself")
+	}
 	if err := <-live; err != nil {
 		t.Fatal(err)
 	}
