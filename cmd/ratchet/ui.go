@@ -23,7 +23,7 @@ func (m *Main) uiCmd(ctx context.Context, args []string) int {
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
 	fs.StringVar(&addr, "addr", "127.0.0.1:7777", "address to listen on; one that is not loopback needs --token")
-	fs.StringVar(&token, "token", "", "a secret every request must carry (open the printed URL once: it sets a cookie)")
+	fs.StringVar(&token, "token", m.Getenv("RATCHET_UI_TOKEN"), "a secret every request must carry (open the printed URL once: it sets a cookie); default $RATCHET_UI_TOKEN, which other users cannot read in ps")
 	fs.StringVar(&evalDir, "eval-dir", "", "eval result sets to show (default .ratchet/eval, or $RATCHET_EVAL_DIR)")
 	fs.BoolVar(&readOnly, "read-only", false, "show runs but do not answer waiting ones")
 	setUsage(fs, "Usage: ratchet ui [flags]\n\nServes a web UI: every run and its transcript, live runs as they go, the\nanswer form of a run waiting for a person, eval suites and comparisons.\nSee docs/ui.md.\n\nFlags:\n")

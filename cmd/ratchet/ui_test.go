@@ -42,6 +42,9 @@ func TestUIAddress(t *testing.T) {
 		t.Errorf("no word of --token:\n%v", c)
 	}
 	run(t, nil, "ui", "--addr", "nonsense").wantCode(t, exitUsage)
+	if c := run(t, map[string]string{"RATCHET_UI_TOKEN": "t"}, "ui", "--addr", "0.0.0.0:99999"); strings.Contains(c.stderr, "--token") {
+		t.Errorf("$RATCHET_UI_TOKEN is not taken as the token:\n%v", c)
+	}
 	run(t, nil, "ui", "extra").wantCode(t, exitUsage)
 }
 
