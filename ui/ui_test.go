@@ -478,3 +478,29 @@ func TestLiveStream(t *testing.T) {
 		t.Errorf("a reconnect after the run finished does not hear its status")
 	}
 }
+
+// TestTranscriptPages: a long run's transcript comes a page of steps at a
+// time, each page decoding only its own steps.
+func TestTranscriptPages(t *testing.T) {
+	sd := seed(t)
+	_, hs := newServer(t, ui.Config{Store: sd.store, PageSize: 1})
+	stepIDs := func(page string) string {
+		var out []string
+		for _, m := range regexp.MustCompile(`<article class="step[^"]*" id="(step-\d+)"`).FindAllStringSubmatch(page, -1) {
+			out = append(out, m[1])
+		}
+		return strings.Join(out, " ")
+	}
+	for query, want := range map[string]string{"": "step-1", "?page=2": "step-2", "?page=last": "step-3", "?page=3": "step-3"} {
+		page := mustGet(t, hs, "/runs/run-done"+query)
+		if got := stepIDs(page); got != want {
+			t.Errorf("%q: steps %q, want %q", query, got, want)
+		}
+		if !strings.Contains(page, `<a href="?page=`) {
+			t.Errorf("%q: no links to the other pages", query)
+		}
+	}
+	if code, body := get(t, hs, "/runs/run-done?page=4"); code != http.StatusBadRequest || !strings.Contains(body, "pages 1 to 3") {
+		t.Errorf("page 4 of 3: %d\n%s", code, body)
+	}
+}
