@@ -117,8 +117,9 @@ func evalRunURL(label, c string, repeat int) string {
 	return "/evals/" + pathEscape(label) + "/run?" + url.Values{"case": {c}, "repeat": {strconv.Itoa(repeat)}}.Encode()
 }
 
-// grid lays records out as cases × repeats, in case name order.
-func grid(label string, recs []eval.Record) ([]gridRow, []int) {
+// grid lays records out as cases × repeats, in case name order; a cell's
+// title (the run's reason) passes through redact.
+func grid(label string, recs []eval.Record, redact func(string) string) ([]gridRow, []int) {
 	byCase := map[string]map[int]eval.Record{}
 	maxRep := -1
 	for _, rec := range recs {
@@ -140,7 +141,7 @@ func grid(label string, recs []eval.Record) ([]gridRow, []int) {
 			st := string(rec.Result.Status)
 			row.Cells = append(row.Cells, &cell{
 				Repeat: rep, Status: st, Family: family(st), Success: rec.Success(),
-				URL: evalRunURL(label, c, rep), Title: fmt.Sprintf("%s r%d: %s — %s", c, rep, st, oneLine(rec.Result.Reason, 120)),
+				URL: evalRunURL(label, c, rep), Title: redact(fmt.Sprintf("%s r%d: %s — %s", c, rep, st, oneLine(rec.Result.Reason, 120))),
 			})
 		}
 		rows = append(rows, row)
@@ -161,7 +162,7 @@ func (s *Server) suitePage(w http.ResponseWriter, r *http.Request) {
 	}
 	sum := eval.Summarize(label, recs)
 	d := suiteData{Label: label, Metrics: eval.MetricsRows(sum.Suite), Charts: eval.SummaryCharts(sum), Models: sum.Models}
-	d.Grid, d.Repeats = grid(label, recs)
+	d.Grid, d.Repeats = grid(label, recs, s.redact)
 	s.page(w, "suite", pageData{Title: "eval " + label, Nav: "evals", Data: d})
 }
 
