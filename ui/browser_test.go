@@ -30,6 +30,9 @@ var screenshots = flag.String("screenshots", "", "write the browser test's scree
 // chromium finds the browser: $RATCHET_CHROMIUM, else chromium on PATH.
 func chromium(t *testing.T) string {
 	if p := os.Getenv("RATCHET_CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			testenv.Missing(t, "$RATCHET_CHROMIUM: "+err.Error())
+		}
 		return p
 	}
 	for _, name := range []string{"chromium", "chromium-browser"} {
