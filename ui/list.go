@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 )
 
@@ -84,6 +85,10 @@ func (s *Server) row(r store.Run) runRow {
 		Model: s.redact(taskModel(r.Task)), Question: s.redact(oneLine(r.Question, 200)), Labels: r.Labels,
 		Steps: r.Steps, Tokens: -1, Cost: budget.Micros(r.CostMicros).String(), CostMicros: r.CostMicros, Budget: -1,
 		Duration: r.Updated.Sub(r.Created), Age: age(now.Sub(r.Created)), Created: r.Created, Live: live(r.Status),
+	}
+	if live, _ := runner.LeaseState(r, now); r.Status == store.StatusRunning && !live {
+		// It says running, but no live process carries it out.
+		row.Status, row.Family, row.Live = "interrupted", "interrupted", false
 	}
 	if r.Result != nil {
 		var res loop.Result

@@ -156,7 +156,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	if row.Status == store.StatusAwaitingInput || s.isResuming(id) {
 		d.Ask = s.ask(id, row, entries)
 	}
-	if live(row.Status) || s.isResuming(id) {
+	if d.Row.Live || s.isResuming(id) {
 		last := &step{}
 		if n := len(d.Steps); n > 0 && d.Pages[len(d.Pages)-1].Current {
 			last = d.Steps[n-1]

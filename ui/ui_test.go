@@ -504,3 +504,22 @@ func TestTranscriptPages(t *testing.T) {
 		t.Errorf("page 4 of 3: %d\n%s", code, body)
 	}
 }
+
+// TestInterrupted: a run that says running but has no live holder is shown
+// interrupted, not live, with the command that carries it on.
+func TestInterrupted(t *testing.T) {
+	sd := seed(t)
+	now := time.Now().UTC()
+	if err := sd.store.CreateRun(context.Background(), store.Run{ID: "run-crashed", Goal: "g", Status: store.StatusRunning, Created: now, Updated: now}); err != nil {
+		t.Fatal(err)
+	}
+	_, hs := newServer(t, ui.Config{Store: sd.store})
+	list := mustGet(t, hs, "/?q=crashed")
+	if !strings.Contains(list, `<span class="status interrupted">interrupted</span>`) || strings.Contains(list, "hx-trigger") {
+		t.Errorf("the crashed run's row is not interrupted, or still polls:\n%s", list)
+	}
+	page := mustGet(t, hs, "/runs/run-crashed")
+	if !strings.Contains(page, "ratchet resume run-crashed") || strings.Contains(page, "data-live") {
+		t.Errorf("the crashed run's page does not say how to carry it on, or follows it")
+	}
+}
