@@ -38,8 +38,8 @@ type series struct {
 	Values []float64
 }
 
-// chart is one inline SVG chart.
-type chart struct {
+// Chart is one inline SVG chart: trusted markup, its text escaped here.
+type Chart struct {
 	ID, Title, Caption string
 	SVG                template.HTML
 }
@@ -48,7 +48,7 @@ type reportData struct {
 	Title    string
 	Subtitle string
 	Tables   []table
-	Charts   []chart
+	Charts   []Chart
 }
 
 type table struct {
@@ -65,6 +65,15 @@ func HTMLSummary(w io.Writer, s Summary) error {
 	d := reportData{Title: "ratchet eval: " + s.Label, Subtitle: fmt.Sprintf("%d runs", m.Runs)}
 	d.Tables = append(d.Tables, summaryTable(m))
 	d.Tables = append(d.Tables, groupTable("Per model", s.Models))
+	d.Charts = SummaryCharts(s)
+	d.Tables = append(d.Tables, groupTable("Per case", s.Cases))
+	return reportTmpl.Execute(w, d)
+}
+
+// SummaryCharts returns the charts of HTMLSummary, for pages of their own
+// (ratchet ui): iterations to success, calibration and exits.
+func SummaryCharts(s Summary) []Chart {
+	m := s.Suite
 	// Calibration is a property of a model: one series per model, when
 	// there are several (up to the palette's size).
 	calNames, calColors, cals := []string{s.Label}, []string{colorBase}, []Calibration{m.Calibration}
@@ -80,13 +89,11 @@ func HTMLSummary(w io.Writer, s Summary) error {
 		// wrong model shows as points below the diagonal here only.
 		calNames, calColors, cals = append(calNames, s.Label+" vs holdout"), append(calColors, palette[1]), append(cals, m.HoldoutCalibration)
 	}
-	d.Charts = append(d.Charts,
+	return []Chart{
 		iterChart([]series{{Name: s.Label, Color: colorBase}}, []Dist{m.Iterations}),
 		reliabilityChart(calNames, calColors, cals),
 		exhaustionChart([]string{s.Label}, []string{colorBase}, []Metrics{m}),
-	)
-	d.Tables = append(d.Tables, groupTable("Per case", s.Cases))
-	return reportTmpl.Execute(w, d)
+	}
 }
 
 // HTMLCompare writes a self-contained report of a comparison.
@@ -114,14 +121,20 @@ func HTMLCompare(w io.Writer, c Comparison) error {
 		t.Flags = append(t.Flags, flag)
 	}
 	d.Tables = append(d.Tables, t)
+	d.Charts = CompareCharts(c)
+	return reportTmpl.Execute(w, d)
+}
+
+// CompareCharts returns the charts of HTMLCompare, for pages of their own
+// (ratchet ui): the deltas, then each chart of the two sides overlaid.
+func CompareCharts(c Comparison) []Chart {
 	names, colors := []string{c.Base, c.Cand}, []string{colorBase, colorCand}
-	d.Charts = append(d.Charts,
+	return []Chart{
 		deltaChart(c),
 		iterChart([]series{{Name: c.Base, Color: colorBase}, {Name: c.Cand, Color: colorCand}}, []Dist{c.BaseMetrics.Iterations, c.CandMetrics.Iterations}),
 		reliabilityChart(names, colors, []Calibration{c.BaseMetrics.Calibration, c.CandMetrics.Calibration}),
 		exhaustionChart(names, colors, []Metrics{c.BaseMetrics, c.CandMetrics}),
-	)
-	return reportTmpl.Execute(w, d)
+	}
 }
 
 func summaryTable(m Metrics) table {
@@ -247,7 +260,7 @@ func (b *svgBuf) yAxis(maxV float64, ticks int, label func(float64) string) {
 	}
 }
 
-func iterChart(ss []series, ds []Dist) chart {
+func iterChart(ss []series, ds []Dist) Chart {
 	maxIt := 0
 	for _, d := range ds {
 		maxIt = max(maxIt, len(d.Hist))
@@ -256,7 +269,7 @@ func iterChart(ss []series, ds []Dist) chart {
 	b.open("chart-iterations", "Iterations to success", chartH)
 	if maxIt == 0 {
 		b.f(`<text x="%d" y="%d" class="empty">no successful run</text></svg>`, chartW/2, chartH/2)
-		return chart{ID: "chart-iterations", Title: "Iterations to success", SVG: template.HTML(b.String())}
+		return Chart{ID: "chart-iterations", Title: "Iterations to success", SVG: template.HTML(b.String())}
 	}
 	// Shares rather than counts, so sides of different sizes compare.
 	maxShare := 0.0
@@ -292,10 +305,10 @@ func iterChart(ss []series, ds []Dist) chart {
 	}
 	b.legend(names, colors)
 	b.f(`</svg>`)
-	return chart{ID: "chart-iterations", Title: "Iterations to success", Caption: "Share of successful runs by the number of check rounds up to the accepted attempt.", SVG: template.HTML(b.String())}
+	return Chart{ID: "chart-iterations", Title: "Iterations to success", Caption: "Share of successful runs by the number of check rounds up to the accepted attempt.", SVG: template.HTML(b.String())}
 }
 
-func reliabilityChart(names, colors []string, cals []Calibration) chart {
+func reliabilityChart(names, colors []string, cals []Calibration) Chart {
 	const size = 360
 	var b svgBuf
 	h := size + marginT + marginB
@@ -343,7 +356,7 @@ func reliabilityChart(names, colors []string, cals []Calibration) chart {
 	}
 	b.legendAt(labels, colors, int(px(1))+12, marginT)
 	b.f(`</svg>`)
-	return chart{ID: "chart-reliability", Title: "Calibration: reliability diagram", Caption: "Each point is a confidence bin: its mean stated confidence against the share of its attempts that passed. On the diagonal, confidence means what it says; circle area grows with the bin's size.", SVG: template.HTML(b.String())}
+	return Chart{ID: "chart-reliability", Title: "Calibration: reliability diagram", Caption: "Each point is a confidence bin: its mean stated confidence against the share of its attempts that passed. On the diagonal, confidence means what it says; circle area grows with the bin's size.", SVG: template.HTML(b.String())}
 }
 
 func (b *svgBuf) legendAt(names, colors []string, x, y int) {
@@ -353,7 +366,7 @@ func (b *svgBuf) legendAt(names, colors []string, x, y int) {
 }
 
 // exhaustionChart shows how runs ended other than done, per exit.
-func exhaustionChart(names, colors []string, ms []Metrics) chart {
+func exhaustionChart(names, colors []string, ms []Metrics) Chart {
 	type cat struct {
 		label string
 		get   func(Metrics) Rate
@@ -414,13 +427,13 @@ func exhaustionChart(names, colors []string, ms []Metrics) chart {
 	}
 	b.f(`<text x="%d" y="%d" class="axis" text-anchor="middle">share of runs (95%% Wilson interval)</text>`, left+int(plotW/2), h-6)
 	b.f(`</svg>`)
-	return chart{ID: "chart-exhaustion", Title: "Exhaustion by dimension, stalls and escalations", Caption: "Share of runs that ended on each exit other than done.", SVG: template.HTML(b.String())}
+	return Chart{ID: "chart-exhaustion", Title: "Exhaustion by dimension, stalls and escalations", Caption: "Share of runs that ended on each exit other than done.", SVG: template.HTML(b.String())}
 }
 
 // deltaChart is a forest plot of every tested metric's difference: rate
 // metrics in percentage points, the others relative to the baseline, each
 // coloured red for a regression and green for an improvement.
-func deltaChart(c Comparison) chart {
+func deltaChart(c Comparison) Chart {
 	type item struct {
 		label         string
 		d, lo, hi     float64
@@ -488,7 +501,7 @@ func deltaChart(c Comparison) chart {
 	}
 	b.f(`<text x="%.1f" y="%d" class="axis" text-anchor="middle">Δ: rates in points, others in %% of base</text>`, px(0), h-8)
 	b.f(`</svg>`)
-	return chart{ID: "chart-deltas", Title: "Baseline vs candidate", Caption: "Each metric's difference with its 95% interval; red: significant regression, green: significant improvement.", SVG: template.HTML(b.String())}
+	return Chart{ID: "chart-deltas", Title: "Baseline vs candidate", Caption: "Each metric's difference with its 95% interval; red: significant regression, green: significant improvement.", SVG: template.HTML(b.String())}
 }
 
 // clipName shortens a name for a legend, keeping its end (the part that
@@ -514,3 +527,11 @@ func niceCeil(v float64) float64 {
 	}
 	return 10 * p
 }
+
+// MetricsRows returns the rows of the reports' suite metrics table, for
+// pages of their own (ratchet ui): metric, value, 95% interval.
+func MetricsRows(m Metrics) [][]string { return summaryTable(m).Rows }
+
+// Cells returns the row as the reports show it: metric, base, candidate,
+// Δ, 95% interval of Δ, test, p.
+func (r Row) Cells() []string { return r.cells() }

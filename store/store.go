@@ -114,8 +114,54 @@ type Filter struct {
 	// Label matches runs carrying this label.
 	Label  string
 	Parent string
+	// Text matches runs whose ID or goal contains it, ASCII letters
+	// compared without case (other characters exactly); "" matches all.
+	Text string
+	// Order is the order runs come back in; the zero value is newest first.
+	Order Order
+	// Offset skips this many matching runs, in Order: with Limit, a page.
+	Offset int
 	// Limit caps the number of runs returned; 0 means no cap.
 	Limit int
+}
+
+// Order says how ListRuns sorts. Ties are broken newest first (by Created,
+// then by insertion order), so every order is total and pages are stable.
+type Order string
+
+const (
+	OrderNewest Order = ""       // Created, newest first
+	OrderOldest Order = "oldest" // Created, oldest first
+	OrderCost   Order = "cost"   // CostMicros, highest first
+	OrderSteps  Order = "steps"  // Steps, most first
+)
+
+// OrderBy returns the ORDER BY clause of o that the SQL backends share
+// (n is a run's insertion order), or false for an unknown order.
+func (o Order) OrderBy() (string, bool) {
+	switch o {
+	case OrderNewest:
+		return "created DESC, n DESC", true
+	case OrderOldest:
+		return "created, n", true
+	case OrderCost:
+		return "cost_micros DESC, created DESC, n DESC", true
+	case OrderSteps:
+		return "steps DESC, created DESC, n DESC", true
+	}
+	return "", false
+}
+
+// LowerASCII returns s with ASCII letters lowered and every other byte
+// kept: the case folding of Filter.Text, the same in every backend.
+func LowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // Entry is one line of a run's log.

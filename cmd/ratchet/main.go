@@ -59,6 +59,7 @@ Usage:
   ratchet replay RUN|LOG.jsonl    re-drive the core over a recorded run; exit 1 if it diverges
   ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet eval run|compare|report|add  run eval suites, compare results, gate on regressions
+  ratchet ui [flags]              browse runs and evals, follow live runs, answer waiting ones
   ratchet doctor [--model MODEL]  check the sandbox, test runners, database and keys, with fixes
   ratchet completion bash|zsh|fish  print a shell completion script
   ratchet version                 print the version
@@ -105,6 +106,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.simCmd(ctx, args[1:])
 	case "eval":
 		return m.evalCmd(ctx, args[1:])
+	case "ui":
+		return m.uiCmd(ctx, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, "ratchet", version())
 		return exitDone

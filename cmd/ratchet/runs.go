@@ -184,24 +184,47 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
 		return runErrCode(err)
 	}
-	var info taskInfo
-	if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
-		fmt.Fprintf(m.Stderr, "ratchet %s: run %s was not started by 'ratchet run' (it keeps no task file to resume from)\n", name, row.ID)
-		return exitUsage
-	}
-	rf := info.flags()
-	rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
-	built, err := m.build(ctx, info.TaskFile, &rf)
+	sr, err := m.storedRun(ctx, db, row.ID, f)
 	if err != nil {
 		m.reportProblems("ratchet "+name, err, f.json)
 		return exitUsage
 	}
-	defer built.Close()
+	defer sr.cleanup()
+	return m.carryOn("ratchet "+name, sr.task, sr.cfg, sr.flags, func(cfg runner.Config) (loop.Result, error) {
+		return runner.Resume(ctx, sr.task, cfg, opts)
+	})
+}
+
+// storedRun is what carrying on a stored run needs: its task rebuilt from
+// the task file its row names, and the runner.Config to resume it with.
+type storedRun struct {
+	task    runner.Task
+	cfg     runner.Config
+	flags   runFlags
+	cleanup func()
+}
+
+// storedRun rebuilds run id of db from its task file, with the output
+// flags of out. ratchet resume/answer/approve/deny and ratchet ui's answer
+// form both carry runs on through it and runner.Resume.
+func (m *Main) storedRun(ctx context.Context, db store.Store, id string, out runFlags) (storedRun, error) {
+	row, err := db.Run(ctx, id)
+	if err != nil {
+		return storedRun{}, err
+	}
+	var info taskInfo
+	if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
+		return storedRun{}, fmt.Errorf("run %s was not started by 'ratchet run' (it keeps no task file to resume from)", row.ID)
+	}
+	rf := info.flags()
+	rf.json, rf.quiet, rf.noWait = out.json, out.quiet, out.noWait
+	built, err := m.build(ctx, info.TaskFile, &rf)
+	if err != nil {
+		return storedRun{}, err
+	}
 	cfg := built.Runner()
 	cfg.RunID, cfg.Store = row.ID, db
-	return m.carryOn("ratchet "+name, built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
-		return runner.Resume(ctx, built.Task, cfg, opts)
-	})
+	return storedRun{task: built.Task, cfg: cfg, flags: rf, cleanup: built.Close}, nil
 }
 
 // lsCmd lists stored runs.

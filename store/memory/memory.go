@@ -3,6 +3,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -144,6 +145,12 @@ func Matches(f store.Filter, r store.Run) bool {
 	if f.Label != "" && !slices.Contains(r.Labels, f.Label) {
 		return false
 	}
+	if f.Text != "" {
+		text := store.LowerASCII(f.Text)
+		if !strings.Contains(store.LowerASCII(r.ID), text) && !strings.Contains(store.LowerASCII(r.Goal), text) {
+			return false
+		}
+	}
 	return f.Parent == "" || r.Parent == f.Parent
 }
 
@@ -159,12 +166,31 @@ func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, erro
 			rs = append(rs, r)
 		}
 	}
-	slices.SortFunc(rs, func(a, b *run) int {
+	if _, ok := f.Order.OrderBy(); !ok {
+		return nil, fmt.Errorf("memory: list runs: unknown order %q", f.Order)
+	}
+	newest := func(a, b *run) int {
 		if c := b.info.Created.Compare(a.info.Created); c != 0 {
 			return c
 		}
 		return int(b.created - a.created)
+	}
+	slices.SortFunc(rs, func(a, b *run) int {
+		switch f.Order {
+		case store.OrderOldest:
+			return -newest(a, b)
+		case store.OrderCost:
+			if c := cmp.Compare(b.info.CostMicros, a.info.CostMicros); c != 0 {
+				return c
+			}
+		case store.OrderSteps:
+			if c := cmp.Compare(b.info.Steps, a.info.Steps); c != 0 {
+				return c
+			}
+		}
+		return newest(a, b)
 	})
+	rs = rs[min(max(f.Offset, 0), len(rs)):]
 	if f.Limit > 0 && len(rs) > f.Limit {
 		rs = rs[:f.Limit]
 	}

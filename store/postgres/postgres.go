@@ -254,13 +254,26 @@ func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, erro
 	if f.Parent != "" {
 		where = append(where, "parent = "+arg(f.Parent))
 	}
+	if f.Text != "" {
+		// translate folds ASCII letters only (lower() would fold others
+		// too), as Filter.Text says.
+		text := arg(store.LowerASCII(f.Text))
+		where = append(where, "(strpos("+asciiLower("id")+", "+text+") > 0 OR strpos("+asciiLower("goal")+", "+text+") > 0)")
+	}
+	order, ok := f.Order.OrderBy()
+	if !ok {
+		return nil, fmt.Errorf("postgres: list runs: unknown order %q", f.Order)
+	}
 	query := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY created DESC, n DESC`
+	query += ` ORDER BY ` + order
 	if f.Limit > 0 {
 		query += ` LIMIT ` + arg(f.Limit)
+	}
+	if f.Offset > 0 {
+		query += ` OFFSET ` + arg(f.Offset)
 	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
@@ -271,6 +284,11 @@ func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, erro
 		return nil, fmt.Errorf("postgres: list runs: %w", err)
 	}
 	return runs, nil
+}
+
+// asciiLower is SQL lowering column's ASCII letters and nothing else.
+func asciiLower(column string) string {
+	return "translate(" + column + ", 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
 }
 
 // Append implements store.Store. If ctx ends before the append is taken

@@ -271,20 +271,25 @@ func testList(t *testing.T, s store.Store) {
 	at := func(i int) time.Time { return base.Add(time.Duration(i) * time.Minute) }
 	runs := []store.Run{
 		run("a", at(0), func(r *store.Run) { r.Status = "done"; r.Labels = []string{"suite:x", "nightly"} }),
-		run("b", at(1), func(r *store.Run) { r.Status = "exhausted:steps"; r.Labels = []string{"suite:x"} }),
-		run("c", at(2), func(r *store.Run) { r.Status = "exhausted:cost"; r.Parent = "a" }),
+		run("b", at(1), func(r *store.Run) {
+			r.Status = "exhausted:steps"
+			r.Labels = []string{"suite:x"}
+			r.CostMicros = 300
+		}),
+		run("c", at(2), func(r *store.Run) { r.Status = "exhausted:cost"; r.Parent = "a"; r.CostMicros = 100 }),
 		run("d", at(3), func(r *store.Run) {
 			r.Status = store.StatusAwaitingInput
 			r.Parent = "a"
 			r.Labels = []string{"nightly"}
+			r.Steps = 5
 		}),
-		run("e", at(4)),
+		run("e", at(4), func(r *store.Run) { r.CostMicros = 300; r.Steps = 2 }),
 		// f and g share a Created instant: insertion order breaks the tie.
 		run("f", at(5), func(r *store.Run) { r.Status = "exhausted"; r.Labels = []string{"suite:xy"} }),
 		run("g", at(5), func(r *store.Run) { r.Status = "stalled:repeating"; r.Parent = "b" }),
 		// Created out of insertion order: order is by Created.
 		run("h", at(-1), func(r *store.Run) { r.Status = "done"; r.Labels = []string{"suite:x"} }),
-		run("i", at(6), func(r *store.Run) { r.Status = "ünï:côdé" }),
+		run("i", at(6), func(r *store.Run) { r.Status = "ünï:côdé"; r.Goal = "Ünï côdé 100% A_b" }),
 	}
 	mustCreate(t, s, runs...)
 
@@ -310,6 +315,25 @@ func testList(t *testing.T, s store.Store) {
 		{"status and label", store.Filter{Status: []string{"done"}, Label: "nightly"}, []string{"a"}},
 		{"label and parent", store.Filter{Label: "nightly", Parent: "a"}, []string{"d"}},
 		{"all filters and limit", store.Filter{Status: []string{"exhausted:", "done"}, Label: "suite:x", Limit: 2}, []string{"b", "a"}},
+		{"text in goal, ASCII case folded", store.Filter{Text: "GOAL OF C"}, []string{"c"}},
+		{"text in ID", store.Filter{Text: "H"}, []string{"h"}},
+		{"text non-ASCII exact", store.Filter{Text: "Ünï"}, []string{"i"}},
+		{"text non-ASCII not folded", store.Filter{Text: "ünï"}, nil},
+		{"text non-ASCII not folded, ASCII folded", store.Filter{Text: "CÔDÉ"}, nil},
+		{"text percent is literal, column folded", store.Filter{Text: "0% a_B"}, []string{"i"}},
+		{"text wildcard is literal", store.Filter{Text: "goal_of"}, nil},
+		{"text and status", store.Filter{Text: "goal of", Status: []string{"done"}}, []string{"a", "h"}},
+		{"oldest first", store.Filter{Order: store.OrderOldest}, []string{"h", "a", "b", "c", "d", "e", "f", "g", "i"}},
+		{"cost, ties newest first", store.Filter{Order: store.OrderCost}, []string{"e", "b", "c", "i", "g", "f", "d", "a", "h"}},
+		{"steps, ties newest first", store.Filter{Order: store.OrderSteps}, []string{"d", "e", "i", "g", "f", "c", "b", "a", "h"}},
+		{"page", store.Filter{Offset: 3, Limit: 2}, []string{"e", "d"}},
+		{"offset without limit", store.Filter{Offset: 7}, []string{"a", "h"}},
+		{"offset past the end", store.Filter{Offset: 20, Limit: 5}, nil},
+		{"page of a filtered order", store.Filter{Status: []string{"exhausted:"}, Order: store.OrderOldest, Offset: 1, Limit: 1}, []string{"c"}},
+		{"page of cost order", store.Filter{Order: store.OrderCost, Offset: 1, Limit: 2}, []string{"b", "c"}},
+	}
+	if _, err := s.ListRuns(ctx, store.Filter{Order: "sideways"}); err == nil {
+		t.Errorf("ListRuns with an unknown order: no error")
 	}
 	byID := map[string]store.Run{}
 	for _, r := range runs {
