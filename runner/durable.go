@@ -49,6 +49,9 @@ func (r *run) save(ctx context.Context) error {
 	if err := r.flush(ctx); err != nil {
 		return err
 	}
+	u := r.m.Usage()
+	r.steps.Store(int64(u.Steps))
+	r.cost.Store(int64(u.Cost))
 	ctx = context.WithoutCancel(ctx)
 	every := int64(r.cfg.SnapshotEvery)
 	if every <= 0 {
@@ -65,7 +68,6 @@ func (r *run) save(ctx context.Context) error {
 		return fmt.Errorf("store: snapshot: %w", err)
 	}
 	r.snapSeq = r.seq
-	u := r.m.Usage()
 	steps, cost := int64(u.Steps), int64(u.Cost)
 	return r.cfg.Store.UpdateRun(ctx, r.cfg.RunID, store.Update{Steps: &steps, CostMicros: &cost, Updated: r.now()})
 }

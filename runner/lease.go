@@ -26,6 +26,9 @@ const (
 	LeaseExpiry = 3 * LeaseInterval
 )
 
+// leaseInterval is LeaseInterval, shortened by tests.
+var leaseInterval = LeaseInterval
+
 // ErrHeld is wrapped by Resume's error when another live process is
 // carrying the run out.
 var ErrHeld = errors.New("the run is held by another process")
@@ -65,7 +68,8 @@ func LeaseState(r store.Run, now time.Time) (live bool, holder string) {
 }
 
 // holdLease makes this process the run's holder and renews the heartbeat
-// until the returned function is called, which stops renewing and gives
+// (with the run's steps and cost so far) until the returned function is
+// called, which stops renewing and gives
 // the lease up (a run that waits for a person or has finished is held by
 // nobody). Heartbeats are wall-clock time, not Config.Now: they are read
 // against the clock of whoever looks. Renewals that fail are retried at the
@@ -83,14 +87,17 @@ func (r *run) holdLease(ctx context.Context) (release func(), err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(LeaseInterval)
+		tick := time.NewTicker(leaseInterval)
 		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-tick.C:
-				s.UpdateRun(context.WithoutCancel(ctx), id, store.Update{Heartbeat: time.Now()})
+				// The row's steps and cost go with the heartbeat, so that
+				// ls, show and the UI see a live run's progress.
+				steps, cost := r.steps.Load(), r.cost.Load()
+				s.UpdateRun(context.WithoutCancel(ctx), id, store.Update{Heartbeat: time.Now(), Steps: &steps, CostMicros: &cost})
 			}
 		}
 	}()

@@ -104,3 +104,39 @@ func TestResumeRefusesLiveLease(t *testing.T) {
 		t.Fatalf("resume after the holder's heartbeat expired: %s %v", res.Status, err)
 	}
 }
+
+// TestHeartbeatCarriesProgress: while a run works, its row's steps follow
+// it (with the heartbeat), so ls and the UI show a live run's progress.
+func TestHeartbeatCarriesProgress(t *testing.T) {
+	defer runner.SetLeaseInterval(10 * time.Millisecond)()
+	ctx := context.Background()
+	db := memory.New()
+	var seen int64
+	slow := tool.Func("slow", "Wait, then look at the run's row.", func(ctx context.Context, _ struct{}) (string, error) {
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if r, err := db.Run(ctx, "beating"); err == nil && r.Steps > 0 {
+				seen = r.Steps
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		return "ok", nil
+	}, tool.Inline())
+	task := runner.Task{
+		Goal:   "wait, then answer 5",
+		Tools:  []tool.Tool{slow},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}},
+		Budget: budget.Limits{Steps: 5, Time: time.Minute},
+	}
+	mdl := newModel(t,
+		scripted.Turn{Tools: []scripted.ToolCall{{Name: "slow", Args: map[string]any{}}}},
+		scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}},
+	)
+	if res, err := runner.Run(ctx, task, runner.Config{Model: mdl, Store: db, RunID: "beating"}); err != nil || res.Status != loop.Done {
+		t.Fatalf("run: %s %v", res.Status, err)
+	}
+	if seen != 1 {
+		t.Errorf("during step 1 the row said %d steps, want 1", seen)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
@@ -204,6 +205,9 @@ type run struct {
 	// prerecorded is how many events at the queue's front are already
 	// recorded (tool results made durable as their calls ended).
 	prerecorded int
+	// steps and cost are the usage so far, published after each save for
+	// the lease's heartbeat, which writes them to the run's row.
+	steps, cost atomic.Int64
 }
 
 func newRun(task *Task, cfg *Config) (*run, error) {
