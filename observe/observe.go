@@ -10,6 +10,7 @@ package observe
 import (
 	"time"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 )
@@ -56,6 +57,13 @@ type Retry struct {
 // logged: the model_reply event that follows holds all of it.
 type TextObserver interface {
 	ObserveText(run, call, delta string)
+}
+
+// ResumeObserver is implemented by observers that count what a run has
+// done (the Printer's step numbers and usage): a resumed run tells them
+// its usage so far before its first new entry, so counts go on from there.
+type ResumeObserver interface {
+	Resumed(run string, used budget.Usage)
 }
 
 // Observer receives entries in sequence order.

@@ -881,3 +881,17 @@ func TestPrinterSummarizesCode(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestPrinterResumed: a resumed run's step numbers and usage go on from
+// where the run was, not from 1.
+func TestPrinterResumed(t *testing.T) {
+	var buf bytes.Buffer
+	p := observe.NewPrinter(&buf, observe.PrinterConfig{Limits: budget.Limits{Steps: 10}})
+	var _ observe.ResumeObserver = p
+	p.Resumed("r", budget.Usage{Steps: 3, ModelCalls: 4, ToolCalls: 2})
+	p.Observe(callModel(model.PurposeStep))
+	p.Observe(reply(model.TextBlock("carrying on")))
+	if !strings.Contains(buf.String(), "step 4") || strings.Contains(buf.String(), "step 1 ") {
+		t.Errorf("after a resume at step 3 the next step is not 4:\n%s", buf.String())
+	}
+}

@@ -52,6 +52,13 @@ func NewPrinter(w io.Writer, cfg PrinterConfig) *Printer {
 	return &Printer{w: w, live: cfg.Live, limits: cfg.Limits.WithDefaults(), width: cfg.Width}
 }
 
+// Resumed makes step numbers and usage go on from a resumed run's.
+func (p *Printer) Resumed(_ string, used budget.Usage) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.used, p.step = used, used.Steps
+}
+
 // Observe prints e.
 func (p *Printer) Observe(e Entry) {
 	p.mu.Lock()

@@ -126,8 +126,10 @@ func (r *run) wait(ctx context.Context) (loop.Result, error) {
 	if err := r.save(ctx); err != nil {
 		return r.abort(err)
 	}
+	// The row says how far the run got, for ls and show while it waits.
 	status, q := store.StatusAwaitingInput, r.awaiting
-	if err := r.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.cfg.RunID, store.Update{Status: &status, Question: &q, Updated: r.now()}); err != nil {
+	steps, cost := r.steps.Load(), r.cost.Load()
+	if err := r.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.cfg.RunID, store.Update{Status: &status, Question: &q, Steps: &steps, CostMicros: &cost, Updated: r.now()}); err != nil {
 		return loop.Result{}, fmt.Errorf("runner: store: %w", err)
 	}
 	return loop.Result{}, &AwaitingError{Run: r.cfg.RunID, Question: q}
@@ -279,6 +281,11 @@ func (r *run) rebuild(ctx context.Context, recs []observe.Record, key progress.K
 		s.Seek(answered)
 	}
 	r.seq = recs[len(recs)-1].Seq
+	for _, o := range r.cfg.Observers {
+		if ro, ok := o.(observe.ResumeObserver); ok {
+			ro.Resumed(id, r.m.Usage())
+		}
+	}
 	return nil
 }
 

@@ -347,8 +347,8 @@ func TestAwaitingInput(t *testing.T) {
 		t.Fatalf("want an AwaitingError, got %v", err)
 	}
 	row, _ := st.Run(context.Background(), "h")
-	if row.Status != store.StatusAwaitingInput || row.Question != aw.Question {
-		t.Fatalf("row = %q %q", row.Status, row.Question)
+	if row.Status != store.StatusAwaitingInput || row.Question != aw.Question || row.Steps != 6 {
+		t.Fatalf("row = %q %q, %d steps; want awaiting_input with the question after 6 steps", row.Status, row.Question, row.Steps)
 	}
 	cfg.Model = newScripted(t, script)
 	answer := "try 5"
