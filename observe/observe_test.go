@@ -8,6 +8,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -445,7 +446,7 @@ var wantPrinted = []string{
 	`        ✓ regex`,
 	`        ✗ equals at line 1: expected "TOTAL: 142.55", got "TOTAL: 142.50"`,
 	`exhausted:steps: the step budget (2) is spent without an accepted answer`,
-	`best: TOTAL: 142.50`,
+	`best (rejected): TOTAL: 142.50`,
 	`usage: steps=2/2 model_calls=2/60 tool_calls=2/200 input_tokens=2700 output_tokens=75 total_tokens=2775/2000000 cost=$0.005400/$2.000000 time=2.6s/10m0s`,
 }
 
@@ -893,5 +894,39 @@ func TestPrinterResumed(t *testing.T) {
 	p.Observe(reply(model.TextBlock("carrying on")))
 	if !strings.Contains(buf.String(), "step 4") || strings.Contains(buf.String(), "step 1 ") {
 		t.Errorf("after a resume at step 3 the next step is not 4:\n%s", buf.String())
+	}
+}
+
+// TestPrinterTicks: while the run waits, Tick moves the live line's clock;
+// without a live line it prints nothing.
+func TestPrinterTicks(t *testing.T) {
+	var buf bytes.Buffer
+	p := observe.NewPrinter(&buf, observe.PrinterConfig{Live: true})
+	p.Observe(callModel(model.PurposeStep))
+	p.Tick(time.Now().Add(3 * time.Second))
+	if got := buf.String(); !strings.Contains(got, " · 3s] waiting for the model") {
+		t.Errorf("after 3s of waiting the live line is %q", got)
+	}
+	var plain bytes.Buffer
+	q := observe.NewPrinter(&plain, observe.PrinterConfig{})
+	q.Observe(callModel(model.PurposeStep))
+	before := plain.Len()
+	q.Tick(time.Now().Add(time.Second))
+	if plain.Len() != before {
+		t.Errorf("Tick without a live line printed %q", plain.String()[before:])
+	}
+}
+
+// TestPrinterAbove: a notice written through Above clears the live line,
+// and the line is drawn again after it, never run into the notice.
+func TestPrinterAbove(t *testing.T) {
+	var screen bytes.Buffer
+	p := observe.NewPrinter(&screen, observe.PrinterConfig{Live: true})
+	p.Observe(callModel(model.PurposeStep))
+	io.WriteString(p.Above(&screen), "ratchet: a notice\n")
+	got := screen.String()
+	i := strings.Index(got, "ratchet: a notice\n")
+	if i < 0 || !strings.HasSuffix(got[:i], "\r\033[K") || !strings.Contains(got[i:], "waiting for the model") {
+		t.Errorf("the notice ran into the live line: %q", got)
 	}
 }

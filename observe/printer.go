@@ -33,6 +33,11 @@ type Printer struct {
 	// streamed is set while a reply's text is being shown as it streams;
 	// the reply's event then prints only what was not shown.
 	streamed bool
+	// lastSeen is when the last entry arrived, by the wall clock, and
+	// waited how long the run has waited since (Tick): the live line's
+	// clock runs on while a model or tool is working.
+	lastSeen time.Time
+	waited   time.Duration
 }
 
 // PrinterConfig configures a Printer.
@@ -64,6 +69,7 @@ func (p *Printer) Observe(e Entry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clearLive()
+	p.lastSeen, p.waited = time.Now(), 0
 	switch {
 	case e.Command != nil:
 		p.command(e.Command)
@@ -76,6 +82,39 @@ func (p *Printer) Observe(e Entry) {
 		p.printf("        ↻ %s: retry %d in %s", r.Reason, r.Attempt, r.Wait.Round(time.Millisecond))
 	}
 	p.drawLive()
+}
+
+// Tick redraws the live line with the time waited since the last entry,
+// so that its clock runs while the run waits for a model or a tool; the
+// CLI calls it every half second on a terminal. Without a live line it
+// does nothing.
+func (p *Printer) Tick(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.live || !p.shown || p.streamed || p.lastSeen.IsZero() {
+		return
+	}
+	p.clearLive()
+	p.waited = now.Sub(p.lastSeen)
+	p.drawLive()
+}
+
+// Above returns a writer for lines that must not land on the live line
+// (a model's notice, a warning): each write clears the live line, goes to
+// w, and redraws the line below it.
+func (p *Printer) Above(w io.Writer) io.Writer { return aboveLive{p, w} }
+
+type aboveLive struct {
+	p *Printer
+	w io.Writer
+}
+
+func (a aboveLive) Write(b []byte) (int, error) {
+	a.p.mu.Lock()
+	defer a.p.mu.Unlock()
+	a.p.clearLive()
+	defer a.p.drawLive()
+	return a.w.Write(b)
 }
 
 // ObserveText shows streamed text as it arrives, after the step's label.
@@ -230,7 +269,11 @@ func (p *Printer) note(n *loop.Note) {
 func (p *Printer) finish(r *loop.Result) {
 	p.printf("%s: %s", r.Status, r.Reason)
 	if r.Best != nil {
-		p.printf("best: %s", oneLine(r.Best.Answer, 200))
+		label := "best"
+		if !r.Best.Accepted {
+			label = "best (rejected)" // the closest attempt, not an answer
+		}
+		p.printf("%s: %s", label, oneLine(r.Best.Answer, 200))
 	}
 	if r.Question != "" {
 		p.printf("question: %s", r.Question)
@@ -252,7 +295,7 @@ func (p *Printer) drawLive() {
 	u, l := p.used, p.limits
 	line := fmt.Sprintf("[step %d/%s · tools %d/%s · tokens %d · %s · %s] %s",
 		u.Steps, budget.Format(budget.Steps, int64(l.Steps)), u.ToolCalls, budget.Format(budget.ToolCalls, int64(l.ToolCalls)),
-		u.TotalTokens(), u.Cost, u.Time.Round(time.Millisecond), p.status)
+		u.TotalTokens(), u.Cost, (u.Time + p.waited).Round(100*time.Millisecond), p.status)
 	if p.width > 1 {
 		if r := []rune(line); len(r) >= p.width {
 			line = string(r[:p.width-2]) + "…"

@@ -40,6 +40,21 @@ type Main struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+
+	// notices, when set, is where notices printed during a run go (a
+	// model's), so that they land above the live status line, not on it.
+	notices io.Writer
+}
+
+// noticeWriter writes to Main's notices, else its Stderr, at the time of
+// each write: models are opened before the run's printer exists.
+type noticeWriter struct{ m *Main }
+
+func (n noticeWriter) Write(b []byte) (int, error) {
+	if n.m.notices != nil {
+		return n.m.notices.Write(b)
+	}
+	return n.m.Stderr.Write(b)
 }
 
 const usage = `ratchet runs AI agent loops with a checked definition of done.

@@ -209,6 +209,33 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	return code
 }
 
+// tick calls p.Tick twice a second until the returned function is called;
+// a nil p needs no ticking.
+func tick(p *observe.Printer) (stop func()) {
+	if p == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				p.Tick(now)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
 // carryOn runs (or resumes) a stored run with the terminal's observers and
 // reports how it ended.
 func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFlags, start func(runner.Config) (loop.Result, error)) int {
@@ -216,11 +243,19 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	if f.json {
 		progressOut = m.Stderr
 	}
+	var ticking *observe.Printer // the live line, whose clock ticks while the run waits
 	if !f.quiet {
-		cfg.Observers = append(cfg.Observers, observe.NewPrinter(progressOut, observe.PrinterConfig{
-			Live: isTerminal(progressOut), Limits: task.Budget, Width: terminalWidth(progressOut),
-		}))
+		live := isTerminal(progressOut)
+		p := observe.NewPrinter(progressOut, observe.PrinterConfig{
+			Live: live, Limits: task.Budget, Width: terminalWidth(progressOut),
+		})
+		cfg.Observers = append(cfg.Observers, p)
 		cfg.ChildObservers = append(cfg.ChildObservers, childPrinter{progressOut})
+		if live {
+			ticking = p
+			m.notices = p.Above(m.Stderr)
+			defer func() { m.notices = nil }()
+		}
 	}
 	closeLog := func() error { return nil }
 	if f.log != "" {
@@ -236,7 +271,9 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	}
 	cfg.Human = m.human(f)
 
+	stopTicking := tick(ticking)
 	res, runErr := start(cfg)
+	stopTicking()
 	logErr := closeLog()
 	var awaiting *runner.AwaitingError
 	if errors.As(runErr, &awaiting) {
@@ -407,7 +444,7 @@ func (m *Main) openModel(spec, base string) (model.Model, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: %s", provider.Options)
 	}
-	return provider.Open(spec, provider.Config{Dir: base, Stream: m.Getenv("RATCHET_NO_STREAM") == "", Notice: m.Stderr, Getenv: m.Getenv})
+	return provider.Open(spec, provider.Config{Dir: base, Stream: m.Getenv("RATCHET_NO_STREAM") == "", Notice: noticeWriter{m}, Getenv: m.Getenv})
 }
 
 // writeRecording writes a recorded run's turns, secrets redacted, to path
