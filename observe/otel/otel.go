@@ -1,0 +1,723 @@
+// Package otel derives OpenTelemetry traces and metrics from a run's log,
+// as the GenAI semantic conventions name them, plus what is ratchet's own:
+// checks, budgets and the progress monitor. It is an observe.Observer: it
+// reads the entries the runner records and changes nothing, so the loop
+// core stays pure and replay is unaffected. docs/observability.md lists
+// every span, attribute, event and metric.
+//
+// Spans are timed by the entries' timestamps, not by a clock read here: a
+// chat span runs from its call_model command to the model_reply (or
+// model_error) that answers it, an execute_tool span from its run_tools
+// command to its tool_result, a check span from its verify command to its
+// verdict. A run is one invoke_agent span; a sub-agent's run is an
+// invoke_agent span under its parent's.
+//
+// Trace and span IDs of a run's invoke_agent span are derived from the run
+// ID when the TracerProvider uses IDGenerator, so a resumed run (a new
+// process carrying it on) lands in the same trace, its invoke_agent span
+// linked to the first one's.
+package otel
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// ScopeName is the instrumentation scope of every span and metric.
+const ScopeName = "github.com/ratchetloop/ratchet/observe/otel"
+
+// CaptureContentVar is the GenAI conventions' variable that opts in to
+// recording message content (prompts, replies, tool arguments and
+// results, check feedback) on spans.
+const CaptureContentVar = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+// CaptureContentFromEnv reports whether CaptureContentVar asks for message
+// content: "true", or a mode that records it on spans ("span_only",
+// "span_and_event"), in any case. Anything else, unset included, means no.
+func CaptureContentFromEnv(getenv func(string) string) bool {
+	switch strings.ToLower(strings.TrimSpace(getenv(CaptureContentVar))) {
+	case "true", "1", "span_only", "span_and_event":
+		return true
+	}
+	return false
+}
+
+// Config says where telemetry goes. The zero value records nothing.
+type Config struct {
+	// TracerProvider receives the spans; nil means no spans. Give it
+	// IDGenerator (sdktrace.WithIDGenerator) for trace IDs derived from
+	// run IDs.
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the metrics; nil means no metrics.
+	MeterProvider metric.MeterProvider
+	// Model is the model's name as model.Named gives it, "provider:model"
+	// (e.g. anthropic:claude-sonnet-4-5): it sets gen_ai.provider.name and
+	// gen_ai.request.model.
+	Model string
+	// AgentName is gen_ai.agent.name of a run; default "ratchet". A
+	// sub-agent's is AgentName + ".subagent".
+	AgentName string
+	// CaptureContent records message content on spans: the goal, prompts,
+	// replies, tool arguments and results, check feedback, questions. Off
+	// by default (see CaptureContentFromEnv); content passes through
+	// Redactor first.
+	CaptureContent bool
+	// Redactor replaces secrets in every text recorded: content, error
+	// messages, reasons. Nil knows no secrets.
+	Redactor *redact.Redactor
+}
+
+// Observer turns runs' entries into spans and metrics. One Observer can
+// serve many runs at once (a run and its sub-agents, say): it is safe for
+// concurrent use, and entries of one run must arrive in order.
+type Observer struct {
+	cfg      Config
+	tracer   trace.Tracer
+	provider string
+	model    string
+	inst     instruments
+
+	mu   sync.Mutex
+	runs map[string]*runState
+}
+
+// runState is what the Observer holds of a run in progress.
+type runState struct {
+	id    string
+	span  trace.Span
+	ctx   context.Context // carries span, for its children
+	child bool
+	tiers map[string]verify.Tier
+	// open spans by what answers them: a call_model command's ID, a tool
+	// call's ID, a verify command's ID and a check's name.
+	chats  map[string]*chatSpan
+	tools  map[string]trace.Span
+	checks map[checkKey]*checkSpan
+	// approval is the tool call an ask_human command asks about, until it
+	// is answered.
+	approval *loop.ToolCall
+}
+
+type chatSpan struct {
+	span  trace.Span
+	start time.Time
+}
+
+type checkKey struct{ verify, check string }
+
+type checkSpan struct {
+	span    trace.Span
+	tier    verify.Tier
+	attempt int
+}
+
+// New returns an Observer for cfg.
+func New(cfg Config) (*Observer, error) {
+	if cfg.AgentName == "" {
+		cfg.AgentName = "ratchet"
+	}
+	o := &Observer{cfg: cfg, runs: map[string]*runState{}}
+	o.provider, o.model = splitModel(cfg.Model)
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = trace.NewNoopTracerProvider()
+	}
+	o.tracer = tp.Tracer(ScopeName)
+	if cfg.MeterProvider != nil {
+		inst, err := newInstruments(cfg.MeterProvider.Meter(ScopeName))
+		if err != nil {
+			return nil, err
+		}
+		o.inst = inst
+	}
+	return o, nil
+}
+
+// splitModel reads "provider:model" (openai-compatible:URL#model too).
+func splitModel(name string) (provider, mdl string) {
+	p, m, ok := strings.Cut(name, ":")
+	if !ok {
+		return "ratchet", name
+	}
+	if p == "openai-compatible" {
+		if i := strings.LastIndexByte(m, '#'); i >= 0 {
+			m = m[i+1:]
+		}
+		p = "openai"
+	}
+	return p, m
+}
+
+// Observe records e.
+func (o *Observer) Observe(e observe.Entry) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.runs[e.Run]
+	if r == nil {
+		r = o.begin(e)
+	}
+	switch e.Kind {
+	case observe.KindRun:
+		// begin has used the spec.
+	case observe.KindEvent:
+		o.event(r, e.At, e.Event)
+	case observe.KindCommand:
+		o.command(r, e.At, e.Command)
+	case observe.KindNote:
+		o.note(r, e.At, e.Note)
+	case observe.KindRetry:
+		o.retry(r, e.At, e.Retry)
+	}
+}
+
+// begin starts the invoke_agent span of a run whose first entry here is e:
+// its spec when the run starts, else (a resumed run, in a new process)
+// whatever comes first, and then the span is linked to the run's first one.
+func (o *Observer) begin(e observe.Entry) *runState {
+	r := &runState{id: e.Run, chats: map[string]*chatSpan{}, tools: map[string]trace.Span{}, checks: map[checkKey]*checkSpan{}, tiers: map[string]verify.Tier{}}
+	parentID, _, isChild := cutLast(e.Run, "/")
+	r.child = isChild
+	ctx := context.Background()
+	if p := o.runs[parentID]; isChild && p != nil {
+		ctx = p.ctx
+	}
+	name := o.cfg.AgentName
+	if isChild {
+		name += ".subagent"
+	}
+	attrs := []attribute.KeyValue{
+		attrOperation.String("invoke_agent"),
+		attrProvider.String(o.provider),
+		attrAgentName.String(name),
+		attrConversation.String(e.Run),
+		attrRequestModel.String(o.model),
+		attribute.String("ratchet.run.id", e.Run),
+	}
+	if isChild {
+		attrs = append(attrs, attribute.String("ratchet.run.parent", parentID))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(e.At)}
+	resumed := e.Kind != observe.KindRun
+	if resumed {
+		// The first process's span has (or had) the derived IDs: this one
+		// takes fresh ones in the same trace and links to it.
+		ctx = withIDs(ctx, runIDs{trace: TraceID(e.Run)})
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: RunSpanContext(e.Run), Attributes: []attribute.KeyValue{attribute.String("ratchet.link", "resumed")}}))
+		attrs = append(attrs, attribute.Bool("ratchet.run.resumed", true))
+	} else {
+		ctx = withIDs(ctx, runIDs{trace: TraceID(e.Run), span: SpanID(e.Run)})
+		spec := e.Spec
+		for _, c := range spec.Checks {
+			r.tiers[c.Name] = c.Tier
+		}
+		attrs = append(attrs, attribute.String("ratchet.run.mode", string(modeOf(spec))))
+		attrs = append(attrs, limitAttrs("ratchet.limit.", spec.Budget)...)
+		if o.cfg.CaptureContent {
+			attrs = append(attrs, attrInputMessages.String(o.messagesJSON([]model.Message{{Role: model.User, Content: []model.Block{model.TextBlock(spec.Goal)}}})))
+		}
+	}
+	opts = append(opts, trace.WithAttributes(attrs...))
+	ctx, r.span = o.tracer.Start(ctx, "invoke_agent "+name, opts...)
+	r.ctx = withIDs(ctx, runIDs{}) // the run's other spans take fresh IDs
+	o.runs[e.Run] = r
+	return r
+}
+
+func modeOf(spec *loop.Spec) loop.Mode {
+	if spec.Mode == "" {
+		return loop.ModeAgent
+	}
+	return spec.Mode
+}
+
+// cutLast is strings.Cut at the last sep.
+func cutLast(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
+}
+
+func (o *Observer) command(r *runState, at time.Time, c *loop.Command) {
+	switch c.Type {
+	case loop.CallModel:
+		attrs := []attribute.KeyValue{
+			attrOperation.String("chat"),
+			attrProvider.String(o.provider),
+			attrRequestModel.String(o.model),
+			attribute.String("ratchet.call.id", c.ID),
+			attribute.String("ratchet.model.purpose", string(c.Request.Purpose)),
+			attribute.Int64("ratchet.request.input_estimate", c.InputEstimate),
+		}
+		if c.Request.MaxOutputTokens > 0 {
+			attrs = append(attrs, attrMaxTokens.Int(c.Request.MaxOutputTokens))
+		}
+		if o.cfg.CaptureContent {
+			attrs = append(attrs, attrInputMessages.String(o.messagesJSON(c.Request.Messages)))
+			if c.Request.System != "" {
+				attrs = append(attrs, attrSystemInstructions.String(o.partsJSON([]part{{Type: "text", Content: c.Request.System}})))
+			}
+		}
+		_, span := o.tracer.Start(r.ctx, "chat "+o.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+		r.chats[c.ID] = &chatSpan{span, at}
+	case loop.RunTools:
+		for _, call := range c.Calls {
+			attrs := []attribute.KeyValue{
+				attrOperation.String("execute_tool"),
+				attrToolName.String(call.Name),
+				attrToolCallID.String(call.ID),
+				attrToolType.String("function"),
+			}
+			if o.cfg.CaptureContent {
+				attrs = append(attrs, attrToolArgs.String(o.redact(string(call.Args))))
+			}
+			_, span := o.tracer.Start(r.ctx, "execute_tool "+call.Name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+			r.tools[call.ID] = span
+		}
+	case loop.Verify:
+		for _, name := range c.Checks {
+			tier := r.tiers[name]
+			attrs := []attribute.KeyValue{
+				attrCheckName.String(name),
+				attribute.String("ratchet.verify.id", c.ID),
+				attribute.Int("ratchet.attempt", c.Candidate.Attempt),
+			}
+			if tier != "" {
+				attrs = append(attrs, attrCheckTier.String(string(tier)))
+			}
+			_, span := o.tracer.Start(r.ctx, "check "+name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+			r.checks[checkKey{c.ID, name}] = &checkSpan{span: span, tier: tier, attempt: c.Candidate.Attempt}
+		}
+	case loop.AskHuman:
+		if c.Approval != nil {
+			r.approval = c.Approval
+			r.span.AddEvent("ratchet.approval.requested", trace.WithTimestamp(at), trace.WithAttributes(
+				attribute.String("ratchet.tool.name", c.Approval.Name), attribute.String("ratchet.tool.call.id", c.Approval.ID)))
+			return
+		}
+		attrs := []attribute.KeyValue{attribute.String("ratchet.ask.id", c.ID)}
+		if o.cfg.CaptureContent {
+			attrs = append(attrs, attribute.String("ratchet.question", o.redact(c.Question)))
+		}
+		r.span.AddEvent("ratchet.escalation", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	case loop.RunChild:
+		attrs := append([]attribute.KeyValue{attribute.String("ratchet.run.id", r.id+"/"+c.ID)}, limitAttrs("ratchet.subagent.limit.", c.Child.Budget)...)
+		r.span.AddEvent("ratchet.subagent.started", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	case loop.Finish:
+		o.finish(r, at, c.Result)
+	}
+}
+
+func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
+	switch ev.Type {
+	case loop.EventModelReply:
+		o.reply(r, at, ev.Call, ev.Reply)
+	case loop.EventModelError:
+		c := r.chats[ev.Call]
+		if c == nil {
+			return
+		}
+		delete(r.chats, ev.Call)
+		span := c.span
+		f := ev.Detail().Error
+		kind := "_OTHER"
+		msg := ""
+		if f != nil {
+			kind, msg = f.Kind, o.redact(f.Message)
+		}
+		span.SetAttributes(attrErrorType.String(kind))
+		span.SetStatus(codes.Error, msg)
+		span.End(trace.WithTimestamp(at))
+		o.inst.chatDone(o, c, at, kind, "")
+	case loop.EventToolResult:
+		span := r.tools[ev.Call]
+		if span == nil {
+			return
+		}
+		delete(r.tools, ev.Call)
+		out := ev.Tool
+		span.SetAttributes(attribute.String("ratchet.tool.outcome", out.Outcome))
+		if out.IsError {
+			kind := out.Outcome
+			if kind == "" {
+				kind = "tool_error"
+			}
+			span.SetAttributes(attrErrorType.String(kind))
+			span.SetStatus(codes.Error, kind)
+		}
+		if o.cfg.CaptureContent {
+			span.SetAttributes(attrToolResult.String(o.redact(out.Output)))
+		}
+		span.End(trace.WithTimestamp(at))
+	case loop.EventVerdict:
+		o.verdict(r, at, ev.Call, ev.Verdict)
+	case loop.EventCheckError:
+		// A check_error answers its whole verify command.
+		msg := ""
+		if f := ev.Detail().Error; f != nil {
+			msg = o.redact(f.Message)
+		}
+		for k, cs := range r.checks {
+			if k.verify != ev.Call {
+				continue
+			}
+			delete(r.checks, k)
+			cs.span.SetAttributes(attrErrorType.String("check_error"), attribute.String("ratchet.check.outcome", "error"))
+			cs.span.SetStatus(codes.Error, msg)
+			cs.span.End(trace.WithTimestamp(at))
+			o.inst.verdict(k.check, cs.tier, "error")
+		}
+	case loop.EventHumanReply:
+		attrs := []attribute.KeyValue{attribute.String("ratchet.ask.id", ev.Call)}
+		name := "ratchet.human.reply"
+		if r.approval != nil {
+			name = "ratchet.approval.decided"
+			attrs = append(attrs, attribute.String("ratchet.tool.name", r.approval.Name), attribute.String("ratchet.tool.call.id", r.approval.ID),
+				attribute.Bool("ratchet.approval.approved", approved(ev.Detail())))
+			r.approval = nil
+		} else if o.cfg.CaptureContent {
+			attrs = append(attrs, attribute.String("ratchet.human.answer", o.redact(ev.Detail().Text)))
+		}
+		r.span.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	case loop.EventHumanUnavailable:
+		r.span.AddEvent("ratchet.human.unavailable", trace.WithTimestamp(at))
+	case loop.EventCancel:
+		r.span.AddEvent("ratchet.cancelled", trace.WithTimestamp(at), trace.WithAttributes(attribute.String("ratchet.reason", o.redact(ev.Detail().Text))))
+	case loop.EventResume:
+		r.span.AddEvent("ratchet.resumed", trace.WithTimestamp(at))
+	case loop.EventChildResult:
+		if res := ev.Detail().Child; res != nil {
+			r.span.AddEvent("ratchet.subagent.ended", trace.WithTimestamp(at), trace.WithAttributes(
+				attribute.String("ratchet.run.id", r.id+"/"+ev.Call), attribute.String("ratchet.run.status", string(res.Status))))
+		}
+	}
+}
+
+// approved reads an approval's answer as the loop core does.
+func approved(d loop.EventDetail) bool {
+	if d.Approved != nil {
+		return *d.Approved
+	}
+	t := strings.ToLower(strings.TrimSpace(d.Text))
+	return t == "approve" || t == "yes"
+}
+
+func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Response) {
+	c := r.chats[call]
+	if c == nil || resp == nil {
+		return
+	}
+	delete(r.chats, call)
+	span := c.span
+	u := resp.Usage
+	// The conventions count cached input in gen_ai.usage.input_tokens;
+	// ratchet's InputTokens leaves it out.
+	input := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+	attrs := []attribute.KeyValue{
+		attrUsageInput.Int64(input),
+		attrUsageOutput.Int64(u.OutputTokens),
+	}
+	if resp.Model != "" {
+		attrs = append(attrs, attrResponseModel.String(resp.Model))
+	}
+	if resp.StopReason != "" {
+		attrs = append(attrs, attrFinishReasons.StringSlice([]string{resp.StopReason}))
+	}
+	if u.CacheReadTokens > 0 {
+		attrs = append(attrs, attrCacheRead.Int64(u.CacheReadTokens))
+	}
+	if u.CacheWriteTokens > 0 {
+		attrs = append(attrs, attrCacheWrite.Int64(u.CacheWriteTokens))
+	}
+	if u.CostKnown {
+		attrs = append(attrs, attribute.Int64("ratchet.cost_micros", int64(u.Cost)))
+	}
+	if o.cfg.CaptureContent {
+		attrs = append(attrs, attrOutputMessages.String(o.outputJSON(resp)))
+	}
+	span.SetAttributes(attrs...)
+	span.End(trace.WithTimestamp(at))
+	o.inst.chatDone(o, c, at, "", resp.Model)
+	o.inst.tokens(o, input, u.OutputTokens, resp.Model)
+}
+
+func (o *Observer) verdict(r *runState, at time.Time, call string, v *verify.Verdict) {
+	if v == nil {
+		return
+	}
+	k := checkKey{call, v.Check}
+	cs := r.checks[k]
+	if cs == nil {
+		return
+	}
+	delete(r.checks, k)
+	outcome := "fail"
+	if v.OK {
+		outcome = "pass"
+	}
+	attrs := []attribute.KeyValue{
+		attribute.Bool("ratchet.check.ok", v.OK),
+		attribute.String("ratchet.check.outcome", outcome),
+		attribute.Float64("ratchet.check.confidence", v.Confidence),
+		attrCheckProvenance.String(string(v.Provenance)),
+	}
+	if v.Where != "" {
+		attrs = append(attrs, attribute.String("ratchet.check.where", o.redact(v.Where)))
+	}
+	if v.Cost > 0 {
+		attrs = append(attrs, attribute.Int64("ratchet.cost_micros", int64(v.Cost)))
+	}
+	cs.span.SetAttributes(attrs...)
+	cs.span.End(trace.WithTimestamp(at))
+	o.inst.verdict(v.Check, cs.tier, outcome)
+
+	// The check judges the candidate, which is the agent's output: the
+	// evaluation goes on the run's invoke_agent span.
+	score := 0.0
+	if v.OK {
+		score = 1
+	}
+	eval := []attribute.KeyValue{
+		attribute.String("gen_ai.evaluation.name", v.Check),
+		attribute.String("gen_ai.evaluation.score.label", outcome),
+		attribute.Float64("gen_ai.evaluation.score.value", score),
+		attribute.Int("ratchet.attempt", cs.attempt),
+		attrCheckProvenance.String(string(v.Provenance)),
+	}
+	if cs.tier != "" {
+		eval = append(eval, attrCheckTier.String(string(cs.tier)))
+	}
+	if o.cfg.CaptureContent && v.Detail != "" {
+		eval = append(eval, attribute.String("gen_ai.evaluation.explanation", o.redact(v.Detail)))
+	}
+	r.span.AddEvent("gen_ai.evaluation.result", trace.WithTimestamp(at), trace.WithAttributes(eval...))
+}
+
+func (o *Observer) note(r *runState, at time.Time, n *loop.Note) {
+	attrs := []attribute.KeyValue{attribute.Int("ratchet.step", n.Step)}
+	var name string
+	switch n.Type {
+	case loop.NoteIntervention:
+		name = "ratchet.intervention"
+		attrs = append(attrs, attribute.String("ratchet.progress.pattern", string(n.Pattern)), attribute.String("ratchet.intervention.rung", string(n.Rung)))
+	case loop.NoteClosing:
+		name = "ratchet.budget.closing"
+		attrs = append(attrs, attribute.String("ratchet.budget.dimension", n.Problem))
+	case loop.NoteAttempt:
+		name = "ratchet.attempt"
+		attrs = append(attrs, attribute.Int("ratchet.attempt", n.Attempt))
+	case loop.NoteRejected:
+		name = "ratchet.attempt.rejected"
+		attrs = append(attrs, attribute.Int("ratchet.attempt", n.Attempt))
+	case loop.NoteObservation:
+		name = "ratchet.observation"
+		attrs = append(attrs, attribute.String("ratchet.problem", n.Problem))
+	case loop.NoteContext:
+		name = "ratchet.context"
+		attrs = append(attrs, attribute.String("ratchet.problem", n.Problem), attribute.Int64("ratchet.context.tokens_before", n.TokensBefore), attribute.Int64("ratchet.context.tokens_after", n.TokensAfter))
+	case loop.NotePlan:
+		name = "ratchet.plan"
+		if n.Problem != "" {
+			attrs = append(attrs, attribute.String("ratchet.problem", n.Problem))
+		}
+	default:
+		return // subagent notes: the sub-agent's own span and ratchet.subagent.* events say it
+	}
+	if o.cfg.CaptureContent && n.Text != "" {
+		attrs = append(attrs, attribute.String("ratchet.text", o.redact(n.Text)))
+	}
+	r.span.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+}
+
+func (o *Observer) retry(r *runState, at time.Time, rt *observe.Retry) {
+	span := r.span
+	if c := r.chats[rt.Call]; c != nil {
+		span = c.span
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("ratchet.call.id", rt.Call),
+		attribute.Int("ratchet.retry.attempt", rt.Attempt),
+		attribute.Int64("ratchet.retry.wait_ms", rt.Wait.Milliseconds()),
+		attribute.String("ratchet.retry.reason", o.redact(rt.Reason)),
+	}
+	if rt.Status != 0 {
+		attrs = append(attrs, attribute.Int("http.response.status_code", rt.Status))
+	}
+	span.AddEvent("ratchet.retry", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+}
+
+// finish ends the run's span with its exit and usage, and records the
+// run's metrics.
+func (o *Observer) finish(r *runState, at time.Time, res *loop.Result) {
+	delete(o.runs, r.id)
+	// Nothing answers what is still open: end it where the run ended.
+	for _, c := range r.chats {
+		c.span.End(trace.WithTimestamp(at))
+	}
+	for _, s := range r.tools {
+		s.End(trace.WithTimestamp(at))
+	}
+	for _, cs := range r.checks {
+		cs.span.End(trace.WithTimestamp(at))
+	}
+	status := res.Status
+	switch status.Kind() {
+	case "exhausted":
+		_, dim, _ := strings.Cut(string(status), ":")
+		r.span.AddEvent("ratchet.budget.exhausted", trace.WithTimestamp(at), trace.WithAttributes(attribute.String("ratchet.budget.dimension", dim)))
+	case "stalled":
+		_, pattern, _ := strings.Cut(string(status), ":")
+		r.span.AddEvent("ratchet.stalled", trace.WithTimestamp(at), trace.WithAttributes(attribute.String("ratchet.progress.pattern", pattern)))
+	case string(loop.Escalated):
+		attrs := []attribute.KeyValue{}
+		if o.cfg.CaptureContent {
+			attrs = append(attrs, attribute.String("ratchet.question", o.redact(res.Question)))
+		}
+		r.span.AddEvent("ratchet.escalated", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	}
+	u := res.Usage
+	attrs := []attribute.KeyValue{
+		attribute.String("ratchet.run.status", string(status)),
+		attribute.String("ratchet.run.reason", o.redact(res.Reason)),
+		attribute.Int("ratchet.run.attempts", len(res.Attempts)),
+		attrUsageInput.Int64(u.InputTokens),
+		attrUsageOutput.Int64(u.OutputTokens),
+	}
+	for _, d := range usageDims(u) {
+		attrs = append(attrs, attribute.Int64("ratchet.usage."+d.name, d.value))
+	}
+	if u.CostUnknown {
+		attrs = append(attrs, attribute.Bool("ratchet.usage.cost_unknown", true))
+	}
+	if res.Best != nil {
+		attrs = append(attrs, attribute.Int("ratchet.best.attempt", res.Best.N), attribute.Bool("ratchet.best.accepted", res.Best.Accepted))
+		if o.cfg.CaptureContent {
+			attrs = append(attrs, attrOutputMessages.String(o.outputJSON(&model.Response{Content: []model.Block{model.TextBlock(res.Best.Answer)}})))
+		}
+	}
+	if status == loop.Failed {
+		attrs = append(attrs, attrErrorType.String(string(loop.Failed)))
+		r.span.SetStatus(codes.Error, o.redact(res.Reason))
+	}
+	r.span.SetAttributes(attrs...)
+	r.span.End(trace.WithTimestamp(at))
+	o.inst.runDone(r, res)
+}
+
+// dim is one budget dimension's use, in the unit its name says.
+type dim struct {
+	name  string
+	value int64
+}
+
+// usageDims is u per budget dimension: time in milliseconds, cost in
+// micro-USD.
+func usageDims(u budget.Usage) []dim {
+	return []dim{
+		{string(budget.Steps), int64(u.Steps)},
+		{string(budget.ModelCalls), int64(u.ModelCalls)},
+		{string(budget.ToolCalls), int64(u.ToolCalls)},
+		{string(budget.InputTokens), u.InputTokens},
+		{string(budget.OutputTokens), u.OutputTokens},
+		{"cost_micros", int64(u.Cost)},
+		{"time_ms", u.Time.Milliseconds()},
+	}
+}
+
+// limitAttrs are limits l, one attribute per dimension that has one.
+func limitAttrs(prefix string, l budget.Limits) []attribute.KeyValue {
+	var out []attribute.KeyValue
+	add := func(name string, v int64) {
+		if v > 0 {
+			out = append(out, attribute.Int64(prefix+name, v))
+		}
+	}
+	add(string(budget.Steps), int64(l.Steps))
+	add(string(budget.ModelCalls), int64(l.ModelCalls))
+	add(string(budget.ToolCalls), int64(l.ToolCalls))
+	add(string(budget.InputTokens), l.InputTokens)
+	add(string(budget.OutputTokens), l.OutputTokens)
+	add(string(budget.TotalTokens), l.TotalTokens)
+	add("cost_micros", int64(l.Cost))
+	add("time_ms", l.Time.Milliseconds())
+	return out
+}
+
+func (o *Observer) redact(s string) string { return o.cfg.Redactor.String(s) }
+
+// part is one part of a message in the conventions' JSON form.
+type part struct {
+	Type      string          `json:"type"`
+	Content   string          `json:"content,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Response  string          `json:"response,omitempty"`
+}
+
+type message struct {
+	Role         string `json:"role"`
+	Parts        []part `json:"parts"`
+	FinishReason string `json:"finish_reason,omitempty"`
+}
+
+func parts(blocks []model.Block) []part {
+	out := make([]part, 0, len(blocks))
+	for _, b := range blocks {
+		switch b.Type {
+		case model.Text:
+			out = append(out, part{Type: "text", Content: b.Text})
+		case model.ToolUse:
+			p := part{Type: "tool_call", ID: b.ID, Name: b.Name}
+			if json.Valid(b.Input) {
+				p.Arguments = b.Input
+			} else {
+				p.Content = string(b.Input)
+			}
+			out = append(out, p)
+		case model.ToolResult:
+			out = append(out, part{Type: "tool_call_response", ID: b.ID, Response: b.Text})
+		}
+	}
+	return out
+}
+
+// messagesJSON is msgs as gen_ai.input.messages holds them, redacted.
+func (o *Observer) messagesJSON(msgs []model.Message) string {
+	out := make([]message, len(msgs))
+	for i, m := range msgs {
+		out[i] = message{Role: string(m.Role), Parts: parts(m.Content)}
+	}
+	return o.marshal(out)
+}
+
+// outputJSON is a reply as gen_ai.output.messages holds it, redacted.
+func (o *Observer) outputJSON(resp *model.Response) string {
+	return o.marshal([]message{{Role: string(model.Assistant), Parts: parts(resp.Content), FinishReason: resp.StopReason}})
+}
+
+func (o *Observer) partsJSON(ps []part) string { return o.marshal(ps) }
+
+func (o *Observer) marshal(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	// The redactor knows secrets' JSON-escaped forms too.
+	return o.redact(string(data))
+}
