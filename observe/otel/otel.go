@@ -29,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
@@ -135,7 +136,7 @@ func New(cfg Config) (*Observer, error) {
 	o.provider, o.model = splitModel(cfg.Model)
 	tp := cfg.TracerProvider
 	if tp == nil {
-		tp = trace.NewNoopTracerProvider()
+		tp = noop.NewTracerProvider()
 	}
 	o.tracer = tp.Tracer(ScopeName)
 	if cfg.MeterProvider != nil {

@@ -70,7 +70,7 @@ func (tel *telemetry) ended() map[string][]sdktrace.ReadOnlySpan {
 func attrs(kvs []attribute.KeyValue) map[string]string {
 	out := map[string]string{}
 	for _, kv := range kvs {
-		out[string(kv.Key)] = kv.Value.Emit()
+		out[string(kv.Key)] = kv.Value.String()
 	}
 	return out
 }
@@ -297,7 +297,7 @@ func key(set attribute.Set, keys []string) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		v, _ := set.Value(attribute.Key(k))
-		parts[i] = v.Emit()
+		parts[i] = v.String()
 	}
 	return strings.Join(parts, " ")
 }
