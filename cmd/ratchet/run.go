@@ -212,6 +212,15 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		closeLog = func() error { return errors.Join(jl.Flush(), lf.Close()) }
 	}
 	cfg.Human = m.human(f)
+	// Spans and metrics, when the OTEL_* variables ask for them; flushed
+	// as the command returns, also after SIGINT or SIGTERM cancelled the run.
+	tel, err := m.startTelemetry(context.Background())
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "%s: telemetry: %v\n", name, err)
+		return exitUsage
+	}
+	defer tel.shutdown()
+	tel.configure(&cfg)
 
 	res, runErr := start(cfg)
 	logErr := closeLog()
