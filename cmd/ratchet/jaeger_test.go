@@ -217,7 +217,7 @@ func runTraced(t *testing.T, env map[string]string, task string) string {
 // and usage on it, and an evaluation event per verdict.
 func TestJaegerQuickstart(t *testing.T) {
 	j := startJaeger(t)
-	runID := runTraced(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.otlpHTTP}, filepath.Join("..", "..", "examples", "quickstart", "task.yaml"))
+	runID := runTraced(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.otlpHTTP}, quickstart)
 	traceID := otelobs.TraceID(runID).String()
 	tr := j.trace(t, traceID, 10)
 
@@ -335,7 +335,7 @@ func TestUnreachableCollector(t *testing.T) {
 		t.Run(proto, func(t *testing.T) {
 			start := time.Now()
 			env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": fmt.Sprintf("http://127.0.0.1:%d", freePort(t)), "OTEL_EXPORTER_OTLP_PROTOCOL": proto}
-			c := run(t, env, "run", "--db", filepath.Join(t.TempDir(), "runs.db"), filepath.Join("..", "..", "examples", "quickstart", "task.yaml"))
+			c := run(t, env, "run", "--db", filepath.Join(t.TempDir(), "runs.db"), quickstart)
 			c.wantCode(t, exitDone)
 			if n := strings.Count(c.stderr, "telemetry cannot reach"); n != 1 {
 				t.Errorf("%d warnings, want 1:\n%s", n, c.stderr)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -83,6 +84,12 @@ func (m *Main) startTelemetry(ctx context.Context) (*telemetry, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	for _, signal := range []string{"TRACES", "METRICS"} {
+		// Both signals fall back to one variable: name its problem once.
+		if _, err := protocol(getenv, signal); err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -145,14 +152,19 @@ func chooseExporter(getenv func(string) string, signal string) (string, error) {
 // protocol is the OTLP protocol for signal: grpc or http/protobuf (the
 // default).
 func protocol(getenv func(string) string, signal string) (string, error) {
-	v := otelEnv(getenv, signal, "PROTOCOL")
+	name := "OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"
+	v := getenv(name)
+	if v == "" {
+		name = "OTEL_EXPORTER_OTLP_PROTOCOL"
+		v = getenv(name)
+	}
 	switch v {
 	case "":
 		return "http/protobuf", nil
 	case "grpc", "http/protobuf":
 		return v, nil
 	}
-	return "", fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: want grpc or http/protobuf", v)
+	return "", fmt.Errorf("%s=%q: want grpc or http/protobuf", name, v)
 }
 
 // endpoint is signal's OTLP URL: the signal's own variable as it is, or
