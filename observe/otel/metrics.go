@@ -2,12 +2,14 @@ package otel
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -91,33 +93,53 @@ func newInstruments(m metric.Meter) (instruments, error) {
 	return in, nil
 }
 
-// chatDone records a chat call's duration.
-func (in instruments) chatDone(o *Observer, c *chatSpan, end time.Time, errType, responseModel string) {
-	if !in.on {
-		return
-	}
-	attrs := []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String(o.provider), attrRequestModel.String(o.model)}
-	if responseModel != "" {
-		attrs = append(attrs, attrResponseModel.String(responseModel))
-	}
-	if errType != "" {
-		attrs = append(attrs, attrErrorType.String(errType))
-	}
-	in.opDuration.Record(context.Background(), end.Sub(c.start).Seconds(), metric.WithAttributes(attrs...))
+// chatMetricAttrs are the attribute sets of a successful chat call's
+// metrics for one response model, made once: building a set sorts and
+// allocates, and a run makes a call per step.
+type chatMetricAttrs struct {
+	duration, input, output metric.MeasurementOption
 }
 
-// tokens records a chat call's input and output tokens.
-func (in instruments) tokens(o *Observer, input, output int64, responseModel string) {
+// chatAttrs returns the sets for responseModel. The caller holds o.mu.
+func (o *Observer) chatAttrs(responseModel string) *chatMetricAttrs {
+	if a := o.chatSets[responseModel]; a != nil {
+		return a
+	}
+	base := []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String(o.provider), attrRequestModel.String(o.model)}
+	if responseModel != "" {
+		base = append(base, attrResponseModel.String(responseModel))
+	}
+	with := func(kv ...attribute.KeyValue) metric.MeasurementOption {
+		return metric.WithAttributeSet(attribute.NewSet(append(slices.Clip(base), kv...)...))
+	}
+	a := &chatMetricAttrs{duration: with(), input: with(attrTokenType.String("input")), output: with(attrTokenType.String("output"))}
+	if o.chatSets == nil {
+		o.chatSets = map[string]*chatMetricAttrs{}
+	}
+	if len(o.chatSets) < 64 { // response models are few; bound the cache regardless
+		o.chatSets[responseModel] = a
+	}
+	return a
+}
+
+// chatDone records a chat call's duration and, when it succeeded, its
+// tokens. The caller holds o.mu.
+func (o *Observer) chatDone(c chatSpan, end time.Time, errType string, resp *model.Response, input int64) {
+	in := o.inst
 	if !in.on {
 		return
 	}
-	attrs := []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String(o.provider), attrRequestModel.String(o.model)}
-	if responseModel != "" {
-		attrs = append(attrs, attrResponseModel.String(responseModel))
-	}
 	ctx := context.Background()
-	in.tokenUsage.Record(ctx, input, metric.WithAttributes(append(attrs, attrTokenType.String("input"))...))
-	in.tokenUsage.Record(ctx, output, metric.WithAttributes(append(attrs, attrTokenType.String("output"))...))
+	secs := end.Sub(c.start).Seconds()
+	if errType != "" {
+		in.opDuration.Record(ctx, secs, metric.WithAttributes(attrOperation.String("chat"), attrProvider.String(o.provider),
+			attrRequestModel.String(o.model), attrErrorType.String(errType)))
+		return
+	}
+	a := o.chatAttrs(resp.Model)
+	in.opDuration.Record(ctx, secs, a.duration)
+	in.tokenUsage.Record(ctx, input, a.input)
+	in.tokenUsage.Record(ctx, resp.Usage.OutputTokens, a.output)
 }
 
 // verdict counts one check's outcome.

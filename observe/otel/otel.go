@@ -39,6 +39,12 @@ import (
 	"github.com/ratchetloop/ratchet/verify"
 )
 
+// The span kinds, as options made once.
+var (
+	clientKind   = trace.WithSpanKind(trace.SpanKindClient)
+	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+)
+
 // ScopeName is the instrumentation scope of every span and metric.
 const ScopeName = "github.com/ratchetloop/ratchet/observe/otel"
 
@@ -92,9 +98,30 @@ type Observer struct {
 	provider string
 	model    string
 	inst     instruments
+	// chatName is every chat span's name; chatStart their attributes at
+	// start, but for the call's own.
+	chatName  string
+	chatStart []attribute.KeyValue
 
-	mu   sync.Mutex
-	runs map[string]*runState
+	mu       sync.Mutex
+	runs     map[string]*runState
+	chatSets map[string]*chatMetricAttrs
+	// reasons holds gen_ai.response.finish_reasons by stop reason: a
+	// slice attribute costs two allocations to build.
+	reasons map[string]attribute.KeyValue
+}
+
+// finishReasons is the finish_reasons attribute of one stop reason. The
+// caller holds o.mu.
+func (o *Observer) finishReasons(stop string) attribute.KeyValue {
+	if kv, ok := o.reasons[stop]; ok {
+		return kv
+	}
+	kv := attrFinishReasons.StringSlice([]string{stop})
+	if len(o.reasons) < 16 { // stop reasons are few; bound the cache regardless
+		o.reasons[stop] = kv
+	}
+	return kv
 }
 
 // runState is what the Observer holds of a run in progress.
@@ -106,7 +133,7 @@ type runState struct {
 	tiers map[string]verify.Tier
 	// open spans by what answers them: a call_model command's ID, a tool
 	// call's ID, a verify command's ID and a check's name.
-	chats  map[string]*chatSpan
+	chats  map[string]chatSpan
 	tools  map[string]trace.Span
 	checks map[checkKey]*checkSpan
 	// approval is the tool call an ask_human command asks about, until it
@@ -132,8 +159,10 @@ func New(cfg Config) (*Observer, error) {
 	if cfg.AgentName == "" {
 		cfg.AgentName = "ratchet"
 	}
-	o := &Observer{cfg: cfg, runs: map[string]*runState{}}
+	o := &Observer{cfg: cfg, runs: map[string]*runState{}, reasons: map[string]attribute.KeyValue{}}
 	o.provider, o.model = splitModel(cfg.Model)
+	o.chatName = "chat " + o.model
+	o.chatStart = []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String(o.provider), attrRequestModel.String(o.model)}
 	tp := cfg.TracerProvider
 	if tp == nil {
 		tp = noop.NewTracerProvider()
@@ -190,7 +219,7 @@ func (o *Observer) Observe(e observe.Entry) {
 // its spec when the run starts, else (a resumed run, in a new process)
 // whatever comes first, and then the span is linked to the run's first one.
 func (o *Observer) begin(e observe.Entry) *runState {
-	r := &runState{id: e.Run, chats: map[string]*chatSpan{}, tools: map[string]trace.Span{}, checks: map[checkKey]*checkSpan{}, tiers: map[string]verify.Tier{}}
+	r := &runState{id: e.Run, chats: map[string]chatSpan{}, tools: map[string]trace.Span{}, checks: map[checkKey]*checkSpan{}, tiers: map[string]verify.Tier{}}
 	parentID, _, isChild := cutLast(e.Run, "/")
 	r.child = isChild
 	ctx := context.Background()
@@ -212,7 +241,7 @@ func (o *Observer) begin(e observe.Entry) *runState {
 	if isChild {
 		attrs = append(attrs, attribute.String("ratchet.run.parent", parentID))
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(e.At)}
+	opts := []trace.SpanStartOption{internalKind, trace.WithTimestamp(e.At)}
 	resumed := e.Kind != observe.KindRun
 	if resumed {
 		// The first process's span has (or had) the derived IDs: this one
@@ -257,14 +286,13 @@ func cutLast(s, sep string) (before, after string, found bool) {
 func (o *Observer) command(r *runState, at time.Time, c *loop.Command) {
 	switch c.Type {
 	case loop.CallModel:
-		attrs := []attribute.KeyValue{
-			attrOperation.String("chat"),
-			attrProvider.String(o.provider),
-			attrRequestModel.String(o.model),
+		attrs := make([]attribute.KeyValue, 0, len(o.chatStart)+6)
+		attrs = append(attrs, o.chatStart...)
+		attrs = append(attrs,
 			attribute.String("ratchet.call.id", c.ID),
 			attribute.String("ratchet.model.purpose", string(c.Request.Purpose)),
 			attribute.Int64("ratchet.request.input_estimate", c.InputEstimate),
-		}
+		)
 		if c.Request.MaxOutputTokens > 0 {
 			attrs = append(attrs, attrMaxTokens.Int(c.Request.MaxOutputTokens))
 		}
@@ -274,8 +302,8 @@ func (o *Observer) command(r *runState, at time.Time, c *loop.Command) {
 				attrs = append(attrs, attrSystemInstructions.String(o.partsJSON([]part{{Type: "text", Content: c.Request.System}})))
 			}
 		}
-		_, span := o.tracer.Start(r.ctx, "chat "+o.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-		r.chats[c.ID] = &chatSpan{span, at}
+		_, span := o.tracer.Start(r.ctx, o.chatName, clientKind, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+		r.chats[c.ID] = chatSpan{span, at}
 	case loop.RunTools:
 		for _, call := range c.Calls {
 			attrs := []attribute.KeyValue{
@@ -287,7 +315,7 @@ func (o *Observer) command(r *runState, at time.Time, c *loop.Command) {
 			if o.cfg.CaptureContent {
 				attrs = append(attrs, attrToolArgs.String(o.redact(string(call.Args))))
 			}
-			_, span := o.tracer.Start(r.ctx, "execute_tool "+call.Name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+			_, span := o.tracer.Start(r.ctx, "execute_tool "+call.Name, internalKind, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 			r.tools[call.ID] = span
 		}
 	case loop.Verify:
@@ -301,7 +329,7 @@ func (o *Observer) command(r *runState, at time.Time, c *loop.Command) {
 			if tier != "" {
 				attrs = append(attrs, attrCheckTier.String(string(tier)))
 			}
-			_, span := o.tracer.Start(r.ctx, "check "+name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+			_, span := o.tracer.Start(r.ctx, "check "+name, internalKind, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 			r.checks[checkKey{c.ID, name}] = &checkSpan{span: span, tier: tier, attempt: c.Candidate.Attempt}
 		}
 	case loop.AskHuman:
@@ -329,8 +357,8 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 	case loop.EventModelReply:
 		o.reply(r, at, ev.Call, ev.Reply)
 	case loop.EventModelError:
-		c := r.chats[ev.Call]
-		if c == nil {
+		c, ok := r.chats[ev.Call]
+		if !ok {
 			return
 		}
 		delete(r.chats, ev.Call)
@@ -344,7 +372,7 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 		span.SetAttributes(attrErrorType.String(kind))
 		span.SetStatus(codes.Error, msg)
 		span.End(trace.WithTimestamp(at))
-		o.inst.chatDone(o, c, at, kind, "")
+		o.chatDone(c, at, kind, nil, 0)
 	case loop.EventToolResult:
 		span := r.tools[ev.Call]
 		if span == nil {
@@ -419,8 +447,8 @@ func approved(d loop.EventDetail) bool {
 }
 
 func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Response) {
-	c := r.chats[call]
-	if c == nil || resp == nil {
+	c, ok := r.chats[call]
+	if !ok || resp == nil {
 		return
 	}
 	delete(r.chats, call)
@@ -437,7 +465,7 @@ func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Res
 		attrs = append(attrs, attrResponseModel.String(resp.Model))
 	}
 	if resp.StopReason != "" {
-		attrs = append(attrs, attrFinishReasons.StringSlice([]string{resp.StopReason}))
+		attrs = append(attrs, o.finishReasons(resp.StopReason))
 	}
 	if u.CacheReadTokens > 0 {
 		attrs = append(attrs, attrCacheRead.Int64(u.CacheReadTokens))
@@ -453,8 +481,7 @@ func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Res
 	}
 	span.SetAttributes(attrs...)
 	span.End(trace.WithTimestamp(at))
-	o.inst.chatDone(o, c, at, "", resp.Model)
-	o.inst.tokens(o, input, u.OutputTokens, resp.Model)
+	o.chatDone(c, at, "", resp, input)
 }
 
 func (o *Observer) verdict(r *runState, at time.Time, call string, v *verify.Verdict) {
@@ -547,7 +574,7 @@ func (o *Observer) note(r *runState, at time.Time, n *loop.Note) {
 
 func (o *Observer) retry(r *runState, at time.Time, rt *observe.Retry) {
 	span := r.span
-	if c := r.chats[rt.Call]; c != nil {
+	if c, ok := r.chats[rt.Call]; ok {
 		span = c.span
 	}
 	attrs := []attribute.KeyValue{
