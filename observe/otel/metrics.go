@@ -124,7 +124,7 @@ func (o *Observer) chatAttrs(responseModel string) *chatMetricAttrs {
 
 // chatDone records a chat call's duration and, when it succeeded, its
 // tokens. The caller holds o.mu.
-func (o *Observer) chatDone(c chatSpan, end time.Time, errType string, resp *model.Response, input int64) {
+func (o *Observer) chatDone(c *pendingChat, end time.Time, errType string, resp *model.Response, input int64) {
 	in := o.inst
 	if !in.on {
 		return

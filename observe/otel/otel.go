@@ -131,25 +131,39 @@ type runState struct {
 	ctx   context.Context // carries span, for its children
 	child bool
 	tiers map[string]verify.Tier
-	// open spans by what answers them: a call_model command's ID, a tool
-	// call's ID, a verify command's ID and a check's name.
-	chats  map[string]chatSpan
-	tools  map[string]trace.Span
-	checks map[checkKey]*checkSpan
+	// Operations under way, by what answers them: a call_model command's
+	// ID, a tool call's ID, a verify command's ID and a check's name. Their
+	// spans are made when they end, with every attribute at once: a span
+	// is exported only when it ends anyway, and attributes set after its
+	// start cost the SDK another copy of them.
+	chats  map[string]*pendingChat
+	tools  map[string]pendingTool
+	checks map[checkKey]pendingCheck
 	// approval is the tool call an ask_human command asks about, until it
 	// is answered.
 	approval *loop.ToolCall
 }
 
-type chatSpan struct {
-	span  trace.Span
+type pendingChat struct {
+	start   time.Time
+	cmd     *loop.Command
+	retries []retryAt
+}
+
+type retryAt struct {
+	at    time.Time
+	retry *observe.Retry
+}
+
+type pendingTool struct {
 	start time.Time
+	call  *loop.ToolCall
 }
 
 type checkKey struct{ verify, check string }
 
-type checkSpan struct {
-	span    trace.Span
+type pendingCheck struct {
+	start   time.Time
 	tier    verify.Tier
 	attempt int
 }
@@ -219,7 +233,7 @@ func (o *Observer) Observe(e observe.Entry) {
 // its spec when the run starts, else (a resumed run, in a new process)
 // whatever comes first, and then the span is linked to the run's first one.
 func (o *Observer) begin(e observe.Entry) *runState {
-	r := &runState{id: e.Run, chats: map[string]chatSpan{}, tools: map[string]trace.Span{}, checks: map[checkKey]*checkSpan{}, tiers: map[string]verify.Tier{}}
+	r := &runState{id: e.Run, chats: map[string]*pendingChat{}, tools: map[string]pendingTool{}, checks: map[checkKey]pendingCheck{}, tiers: map[string]verify.Tier{}}
 	parentID, _, isChild := cutLast(e.Run, "/")
 	r.child = isChild
 	ctx := context.Background()
@@ -286,51 +300,14 @@ func cutLast(s, sep string) (before, after string, found bool) {
 func (o *Observer) command(r *runState, at time.Time, c *loop.Command) {
 	switch c.Type {
 	case loop.CallModel:
-		attrs := make([]attribute.KeyValue, 0, len(o.chatStart)+6)
-		attrs = append(attrs, o.chatStart...)
-		attrs = append(attrs,
-			attribute.String("ratchet.call.id", c.ID),
-			attribute.String("ratchet.model.purpose", string(c.Request.Purpose)),
-			attribute.Int64("ratchet.request.input_estimate", c.InputEstimate),
-		)
-		if c.Request.MaxOutputTokens > 0 {
-			attrs = append(attrs, attrMaxTokens.Int(c.Request.MaxOutputTokens))
-		}
-		if o.cfg.CaptureContent {
-			attrs = append(attrs, attrInputMessages.String(o.messagesJSON(c.Request.Messages)))
-			if c.Request.System != "" {
-				attrs = append(attrs, attrSystemInstructions.String(o.partsJSON([]part{{Type: "text", Content: c.Request.System}})))
-			}
-		}
-		_, span := o.tracer.Start(r.ctx, o.chatName, clientKind, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-		r.chats[c.ID] = chatSpan{span, at}
+		r.chats[c.ID] = &pendingChat{start: at, cmd: c}
 	case loop.RunTools:
-		for _, call := range c.Calls {
-			attrs := []attribute.KeyValue{
-				attrOperation.String("execute_tool"),
-				attrToolName.String(call.Name),
-				attrToolCallID.String(call.ID),
-				attrToolType.String("function"),
-			}
-			if o.cfg.CaptureContent {
-				attrs = append(attrs, attrToolArgs.String(o.redact(string(call.Args))))
-			}
-			_, span := o.tracer.Start(r.ctx, "execute_tool "+call.Name, internalKind, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-			r.tools[call.ID] = span
+		for i := range c.Calls {
+			r.tools[c.Calls[i].ID] = pendingTool{start: at, call: &c.Calls[i]}
 		}
 	case loop.Verify:
 		for _, name := range c.Checks {
-			tier := r.tiers[name]
-			attrs := []attribute.KeyValue{
-				attrCheckName.String(name),
-				attribute.String("ratchet.verify.id", c.ID),
-				attribute.Int("ratchet.attempt", c.Candidate.Attempt),
-			}
-			if tier != "" {
-				attrs = append(attrs, attrCheckTier.String(string(tier)))
-			}
-			_, span := o.tracer.Start(r.ctx, "check "+name, internalKind, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-			r.checks[checkKey{c.ID, name}] = &checkSpan{span: span, tier: tier, attempt: c.Candidate.Attempt}
+			r.checks[checkKey{c.ID, name}] = pendingCheck{start: at, tier: r.tiers[name], attempt: c.Candidate.Attempt}
 		}
 	case loop.AskHuman:
 		if c.Approval != nil {
@@ -357,42 +334,26 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 	case loop.EventModelReply:
 		o.reply(r, at, ev.Call, ev.Reply)
 	case loop.EventModelError:
-		c, ok := r.chats[ev.Call]
-		if !ok {
+		c := r.chats[ev.Call]
+		if c == nil {
 			return
 		}
 		delete(r.chats, ev.Call)
-		span := c.span
-		f := ev.Detail().Error
-		kind := "_OTHER"
-		msg := ""
-		if f != nil {
+		kind, msg := "_OTHER", ""
+		if f := ev.Detail().Error; f != nil {
 			kind, msg = f.Kind, o.redact(f.Message)
 		}
-		span.SetAttributes(attrErrorType.String(kind))
+		span := o.chatSpan(r, c, attrErrorType.String(kind))
 		span.SetStatus(codes.Error, msg)
 		span.End(trace.WithTimestamp(at))
 		o.chatDone(c, at, kind, nil, 0)
 	case loop.EventToolResult:
-		span := r.tools[ev.Call]
-		if span == nil {
+		pt, ok := r.tools[ev.Call]
+		if !ok {
 			return
 		}
 		delete(r.tools, ev.Call)
-		out := ev.Tool
-		span.SetAttributes(attribute.String("ratchet.tool.outcome", out.Outcome))
-		if out.IsError {
-			kind := out.Outcome
-			if kind == "" {
-				kind = "tool_error"
-			}
-			span.SetAttributes(attrErrorType.String(kind))
-			span.SetStatus(codes.Error, kind)
-		}
-		if o.cfg.CaptureContent {
-			span.SetAttributes(attrToolResult.String(o.redact(out.Output)))
-		}
-		span.End(trace.WithTimestamp(at))
+		o.toolSpan(r, pt, ev.Tool).End(trace.WithTimestamp(at))
 	case loop.EventVerdict:
 		o.verdict(r, at, ev.Call, ev.Verdict)
 	case loop.EventCheckError:
@@ -401,15 +362,15 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 		if f := ev.Detail().Error; f != nil {
 			msg = o.redact(f.Message)
 		}
-		for k, cs := range r.checks {
+		for k, pc := range r.checks {
 			if k.verify != ev.Call {
 				continue
 			}
 			delete(r.checks, k)
-			cs.span.SetAttributes(attrErrorType.String("check_error"), attribute.String("ratchet.check.outcome", "error"))
-			cs.span.SetStatus(codes.Error, msg)
-			cs.span.End(trace.WithTimestamp(at))
-			o.inst.verdict(k.check, cs.tier, "error")
+			span := o.checkSpan(r, k, pc, attrErrorType.String("check_error"), attribute.String("ratchet.check.outcome", "error"))
+			span.SetStatus(codes.Error, msg)
+			span.End(trace.WithTimestamp(at))
+			o.inst.verdict(k.check, pc.tier, "error")
 		}
 	case loop.EventHumanReply:
 		attrs := []attribute.KeyValue{attribute.String("ratchet.ask.id", ev.Call)}
@@ -446,21 +407,45 @@ func approved(d loop.EventDetail) bool {
 	return t == "approve" || t == "yes"
 }
 
+// chatSpan starts the span of chat call c, with end's attributes.
+func (o *Observer) chatSpan(r *runState, c *pendingChat, end ...attribute.KeyValue) trace.Span {
+	req := c.cmd.Request
+	attrs := make([]attribute.KeyValue, 0, len(o.chatStart)+12+len(end))
+	attrs = append(attrs, o.chatStart...)
+	attrs = append(attrs,
+		attribute.String("ratchet.call.id", c.cmd.ID),
+		attribute.String("ratchet.model.purpose", string(req.Purpose)),
+		attribute.Int64("ratchet.request.input_estimate", c.cmd.InputEstimate),
+	)
+	if req.MaxOutputTokens > 0 {
+		attrs = append(attrs, attrMaxTokens.Int(req.MaxOutputTokens))
+	}
+	if o.cfg.CaptureContent {
+		attrs = append(attrs, attrInputMessages.String(o.messagesJSON(req.Messages)))
+		if req.System != "" {
+			attrs = append(attrs, attrSystemInstructions.String(o.partsJSON([]part{{Type: "text", Content: req.System}})))
+		}
+	}
+	attrs = append(attrs, end...)
+	_, span := o.tracer.Start(r.ctx, o.chatName, clientKind, trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
+	for _, rt := range c.retries {
+		o.retryEvent(span, rt.at, rt.retry)
+	}
+	return span
+}
+
 func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Response) {
-	c, ok := r.chats[call]
-	if !ok || resp == nil {
+	c := r.chats[call]
+	if c == nil || resp == nil {
 		return
 	}
 	delete(r.chats, call)
-	span := c.span
 	u := resp.Usage
 	// The conventions count cached input in gen_ai.usage.input_tokens;
 	// ratchet's InputTokens leaves it out.
 	input := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	attrs := []attribute.KeyValue{
-		attrUsageInput.Int64(input),
-		attrUsageOutput.Int64(u.OutputTokens),
-	}
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs, attrUsageInput.Int64(input), attrUsageOutput.Int64(u.OutputTokens))
 	if resp.Model != "" {
 		attrs = append(attrs, attrResponseModel.String(resp.Model))
 	}
@@ -479,9 +464,53 @@ func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Res
 	if o.cfg.CaptureContent {
 		attrs = append(attrs, attrOutputMessages.String(o.outputJSON(resp)))
 	}
-	span.SetAttributes(attrs...)
-	span.End(trace.WithTimestamp(at))
+	o.chatSpan(r, c, attrs...).End(trace.WithTimestamp(at))
 	o.chatDone(c, at, "", resp, input)
+}
+
+// toolSpan starts the span of tool call pt, with its outcome out when
+// there is one.
+func (o *Observer) toolSpan(r *runState, pt pendingTool, out *loop.ToolOutcome) trace.Span {
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs,
+		attrOperation.String("execute_tool"),
+		attrToolName.String(pt.call.Name),
+		attrToolCallID.String(pt.call.ID),
+		attrToolType.String("function"),
+	)
+	if o.cfg.CaptureContent {
+		attrs = append(attrs, attrToolArgs.String(o.redact(string(pt.call.Args))))
+	}
+	kind := ""
+	if out != nil {
+		attrs = append(attrs, attribute.String("ratchet.tool.outcome", out.Outcome))
+		if out.IsError {
+			if kind = out.Outcome; kind == "" {
+				kind = "tool_error"
+			}
+			attrs = append(attrs, attrErrorType.String(kind))
+		}
+		if o.cfg.CaptureContent {
+			attrs = append(attrs, attrToolResult.String(o.redact(out.Output)))
+		}
+	}
+	_, span := o.tracer.Start(r.ctx, "execute_tool "+pt.call.Name, internalKind, trace.WithTimestamp(pt.start), trace.WithAttributes(attrs...))
+	if kind != "" {
+		span.SetStatus(codes.Error, kind)
+	}
+	return span
+}
+
+// checkSpan starts the span of check k, with end's attributes.
+func (o *Observer) checkSpan(r *runState, k checkKey, pc pendingCheck, end ...attribute.KeyValue) trace.Span {
+	attrs := make([]attribute.KeyValue, 0, 4+len(end))
+	attrs = append(attrs, attrCheckName.String(k.check), attribute.String("ratchet.verify.id", k.verify), attribute.Int("ratchet.attempt", pc.attempt))
+	if pc.tier != "" {
+		attrs = append(attrs, attrCheckTier.String(string(pc.tier)))
+	}
+	attrs = append(attrs, end...)
+	_, span := o.tracer.Start(r.ctx, "check "+k.check, internalKind, trace.WithTimestamp(pc.start), trace.WithAttributes(attrs...))
+	return span
 }
 
 func (o *Observer) verdict(r *runState, at time.Time, call string, v *verify.Verdict) {
@@ -489,8 +518,8 @@ func (o *Observer) verdict(r *runState, at time.Time, call string, v *verify.Ver
 		return
 	}
 	k := checkKey{call, v.Check}
-	cs := r.checks[k]
-	if cs == nil {
+	cs, ok := r.checks[k]
+	if !ok {
 		return
 	}
 	delete(r.checks, k)
@@ -510,8 +539,7 @@ func (o *Observer) verdict(r *runState, at time.Time, call string, v *verify.Ver
 	if v.Cost > 0 {
 		attrs = append(attrs, attribute.Int64("ratchet.cost_micros", int64(v.Cost)))
 	}
-	cs.span.SetAttributes(attrs...)
-	cs.span.End(trace.WithTimestamp(at))
+	o.checkSpan(r, k, cs, attrs...).End(trace.WithTimestamp(at))
 	o.inst.verdict(v.Check, cs.tier, outcome)
 
 	// The check judges the candidate, which is the agent's output: the
@@ -572,11 +600,17 @@ func (o *Observer) note(r *runState, at time.Time, n *loop.Note) {
 	r.span.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 }
 
+// retry records a transport retry on its call's span, made when the call
+// ends; on the run's span if the call is not known.
 func (o *Observer) retry(r *runState, at time.Time, rt *observe.Retry) {
-	span := r.span
-	if c, ok := r.chats[rt.Call]; ok {
-		span = c.span
+	if c := r.chats[rt.Call]; c != nil {
+		c.retries = append(c.retries, retryAt{at, rt})
+		return
 	}
+	o.retryEvent(r.span, at, rt)
+}
+
+func (o *Observer) retryEvent(span trace.Span, at time.Time, rt *observe.Retry) {
 	attrs := []attribute.KeyValue{
 		attribute.String("ratchet.call.id", rt.Call),
 		attribute.Int("ratchet.retry.attempt", rt.Attempt),
@@ -595,13 +629,13 @@ func (o *Observer) finish(r *runState, at time.Time, res *loop.Result) {
 	delete(o.runs, r.id)
 	// Nothing answers what is still open: end it where the run ended.
 	for _, c := range r.chats {
-		c.span.End(trace.WithTimestamp(at))
+		o.chatSpan(r, c).End(trace.WithTimestamp(at))
 	}
-	for _, s := range r.tools {
-		s.End(trace.WithTimestamp(at))
+	for _, pt := range r.tools {
+		o.toolSpan(r, pt, nil).End(trace.WithTimestamp(at))
 	}
-	for _, cs := range r.checks {
-		cs.span.End(trace.WithTimestamp(at))
+	for k, pc := range r.checks {
+		o.checkSpan(r, k, pc).End(trace.WithTimestamp(at))
 	}
 	status := res.Status
 	switch status.Kind() {
