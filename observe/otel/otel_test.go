@@ -528,6 +528,15 @@ func TestSpanEvents(t *testing.T) {
 		root:  map[string]string{"ratchet.run.status": "failed", "error.type": "failed"},
 		check: map[string]string{"ratchet.check.outcome": "error", "ratchet.check.tier": "expensive", "error.type": "check_error"},
 	}, {
+		name: "a retry of a call this process did not see start",
+		entries: []observe.Entry{
+			{Retry: &observe.Retry{Call: "m9", Retry: model.Retry{Attempt: 3, Status: 429, Reason: "429 rate_limited"}}},
+			finish(loop.Done, ""),
+		},
+		events: map[string]map[string]string{
+			"ratchet.retry": {"ratchet.call.id": "m9", "ratchet.retry.attempt": "3", "http.response.status_code": "429"},
+		},
+	}, {
 		name: "observations, attempts and context",
 		entries: []observe.Entry{
 			note(loop.Note{Type: loop.NoteObservation, Step: 1, Problem: "unknown_tool"}),
