@@ -337,6 +337,8 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if r.cancelCtx != nil {
 			r.cancelCtx()
 		}
+		// A run left waiting for a person, or broken off, has spans open.
+		r.cfg.telemetry.Stopped(r.cfg.RunID, r.now())
 	}()
 	for len(queue) > 0 {
 		// Appends only write past the queue's end, so the entry may point

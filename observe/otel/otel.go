@@ -375,10 +375,14 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 	case loop.EventHumanReply:
 		attrs := []attribute.KeyValue{attribute.String("ratchet.ask.id", ev.Call)}
 		name := "ratchet.human.reply"
-		if r.approval != nil {
+		// An approval given to a resumed run was asked for by another
+		// process: Approved says what it answers, without the tool.
+		if d := ev.Detail(); r.approval != nil || d.Approved != nil {
 			name = "ratchet.approval.decided"
-			attrs = append(attrs, attribute.String("ratchet.tool.name", r.approval.Name), attribute.String("ratchet.tool.call.id", r.approval.ID),
-				attribute.Bool("ratchet.approval.approved", approved(ev.Detail())))
+			if r.approval != nil {
+				attrs = append(attrs, attribute.String("ratchet.tool.name", r.approval.Name), attribute.String("ratchet.tool.call.id", r.approval.ID))
+			}
+			attrs = append(attrs, attribute.Bool("ratchet.approval.approved", approved(d)))
 			r.approval = nil
 		} else if o.cfg.CaptureContent {
 			attrs = append(attrs, attribute.String("ratchet.human.answer", o.redact(ev.Detail().Text)))
@@ -627,16 +631,7 @@ func (o *Observer) retryEvent(span trace.Span, at time.Time, rt *observe.Retry) 
 // run's metrics.
 func (o *Observer) finish(r *runState, at time.Time, res *loop.Result) {
 	delete(o.runs, r.id)
-	// Nothing answers what is still open: end it where the run ended.
-	for _, c := range r.chats {
-		o.chatSpan(r, c).End(trace.WithTimestamp(at))
-	}
-	for _, pt := range r.tools {
-		o.toolSpan(r, pt, nil).End(trace.WithTimestamp(at))
-	}
-	for k, pc := range r.checks {
-		o.checkSpan(r, k, pc).End(trace.WithTimestamp(at))
-	}
+	o.endOpen(r, at)
 	status := res.Status
 	switch status.Kind() {
 	case "exhausted":
@@ -679,6 +674,43 @@ func (o *Observer) finish(r *runState, at time.Time, res *loop.Result) {
 	r.span.SetAttributes(attrs...)
 	r.span.End(trace.WithTimestamp(at))
 	o.inst.runDone(r, res)
+}
+
+// Stopped says that this process no longer drives run: it finished, or
+// waits for a person (ratchet answer carries it on in another process),
+// or broke off. If the run has not finished, its open spans end at, the
+// run's span with ratchet.run.suspended: a process that carries the run
+// on starts a span of its own, linked to the first. Stopped is safe on a
+// nil Observer.
+func (o *Observer) Stopped(run string, at time.Time) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.runs[run]
+	if r == nil {
+		return
+	}
+	delete(o.runs, run)
+	o.endOpen(r, at)
+	r.span.AddEvent("ratchet.suspended", trace.WithTimestamp(at))
+	r.span.SetAttributes(attribute.Bool("ratchet.run.suspended", true))
+	r.span.End(trace.WithTimestamp(at))
+}
+
+// endOpen ends the spans of r's operations under way: nothing will answer
+// them in this process.
+func (o *Observer) endOpen(r *runState, at time.Time) {
+	for _, c := range r.chats {
+		o.chatSpan(r, c).End(trace.WithTimestamp(at))
+	}
+	for _, pt := range r.tools {
+		o.toolSpan(r, pt, nil).End(trace.WithTimestamp(at))
+	}
+	for k, pc := range r.checks {
+		o.checkSpan(r, k, pc).End(trace.WithTimestamp(at))
+	}
 }
 
 // dim is one budget dimension's use, in the unit its name says.

@@ -2,6 +2,7 @@ package otel_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	otelobs "github.com/ratchetloop/ratchet/observe/otel"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store/memory"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
 )
@@ -642,5 +644,60 @@ func TestCaptureContentFromEnv(t *testing.T) {
 		if got := otelobs.CaptureContentFromEnv(func(string) string { return v }); got != want {
 			t.Errorf("%q: %v, want %v", v, got, want)
 		}
+	}
+}
+
+// TestApprovalAcrossProcesses: a run that stops to wait for a person's
+// approval ends its span, suspended, when Run returns; resumed with the
+// approval (as ratchet approve does, in another process with other
+// providers), it carries on in the same trace, linked to the first span.
+func TestApprovalAcrossProcesses(t *testing.T) {
+	db := memory.New()
+	turns := []scripted.Turn{
+		{Tools: []scripted.ToolCall{{Name: "add", Args: map[string]int{"A": 2, "B": 3}}}},
+		{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}},
+	}
+	task := runner.Task{
+		Goal:        "What is 2+3?",
+		Tools:       []tool.Tool{add},
+		Checks:      verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Permissions: []loop.Permission{{Tool: "add", Action: loop.Ask}},
+		Budget:      budget.Limits{Steps: 10, Time: time.Minute},
+	}
+	first, second := newTelemetry(t), newTelemetry(t)
+	_, err := runner.Run(context.Background(), task, runner.Config{Model: script(t, turns...), RunID: "a1", Store: db, Human: runner.Later, TracerProvider: first.tp})
+	var awaiting *runner.AwaitingError
+	if !errors.As(err, &awaiting) {
+		t.Fatalf("run: %v, want it awaiting input", err)
+	}
+	spans := first.ended()["invoke_agent ratchet"]
+	if len(spans) != 1 {
+		t.Fatalf("%d invoke_agent spans ended while the run waits, want 1", len(spans))
+	}
+	wantAttrs(t, "waiting", spans[0].Attributes(), map[string]string{"ratchet.run.suspended": "true"})
+	if len(events(spans[0], "ratchet.approval.requested")) != 1 {
+		t.Error("no approval.requested event")
+	}
+	yes := true
+	res, err := runner.Resume(context.Background(), task, runner.Config{Model: script(t, turns...), RunID: "a1", Store: db, TracerProvider: second.tp}, runner.ResumeOptions{Approved: &yes})
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("resume: %v %+v", err, res)
+	}
+	again := second.ended()["invoke_agent ratchet"]
+	if len(again) != 1 {
+		t.Fatalf("%d invoke_agent spans after the resume", len(again))
+	}
+	sc := again[0].SpanContext()
+	if sc.TraceID() != spans[0].SpanContext().TraceID() || len(again[0].Links()) != 1 || again[0].Links()[0].SpanContext.SpanID() != spans[0].SpanContext().SpanID() {
+		t.Errorf("resumed span %v links %+v: want the first's trace and a link to it", sc, again[0].Links())
+	}
+	wantAttrs(t, "resumed", again[0].Attributes(), map[string]string{"ratchet.run.status": "done", "ratchet.run.resumed": "true"})
+	if d := events(again[0], "ratchet.approval.decided"); len(d) != 1 {
+		t.Error("the resumed span has no approval.decided event")
+	} else {
+		wantAttrs(t, "approval.decided", d[0].Attributes, map[string]string{"ratchet.approval.approved": "true"})
+	}
+	if len(second.ended()["execute_tool add"]) != 1 {
+		t.Error("the approved call has no execute_tool span")
 	}
 }
