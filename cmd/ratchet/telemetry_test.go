@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-
 // TestTelemetryOffByDefault: without OTEL_* variables asking, no pipeline
 // is built; an endpoint alone turns on both signals over OTLP.
 func TestTelemetryOffByDefault(t *testing.T) {
