@@ -70,6 +70,9 @@ tool calls %d, total tokens %d, cost %s, time %s.
 
 The model comes from --model, else the task file's model:, else $RATCHET_MODEL.
 Model strings (docs/providers.md): %s.
+
+Traces and metrics go to OpenTelemetry when the OTEL_* variables ask, e.g.
+OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (docs/observability.md).
 `, d.Steps, d.ModelCalls, d.ToolCalls, d.TotalTokens, d.Cost, d.Time, provider.Options)
 	}
 }
