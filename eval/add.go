@@ -109,7 +109,7 @@ func Diagnose(recs []observe.Record) (Diagnosis, error) {
 			}
 		case observe.KindCommand:
 			var c loop.Command
-			if json.Unmarshal(r.Command, &c) == nil && c.Type == loop.Finish && c.CommandDetail != nil && c.Result != nil {
+			if json.Unmarshal(r.Command, &c) == nil && c.Type == loop.Finish && c.Result != nil {
 				res = c.Result
 			}
 		}

@@ -22,7 +22,7 @@ import (
 func logOf(res loop.Result, entries ...observe.Record) []observe.Record {
 	out := []observe.Record{{Run: "run-1", Kind: observe.KindRun, Spec: &loop.Spec{Goal: "g", Mode: loop.ModeGenerate, Budget: budget.Limits{Steps: 3}}}}
 	out = append(out, entries...)
-	fin, _ := json.Marshal(loop.Command{Type: loop.Finish, ID: "f", CommandDetail: &loop.CommandDetail{Result: &res}})
+	fin, _ := json.Marshal(loop.Command{Type: loop.Finish, ID: "f", Result: &res})
 	return append(out, observe.Record{Run: "run-1", Kind: observe.KindCommand, Command: fin})
 }
 

@@ -38,8 +38,8 @@ type series struct {
 	Values []float64
 }
 
-// chart is one inline SVG chart.
-type chart struct {
+// Chart is one inline SVG chart: trusted markup, its text escaped here.
+type Chart struct {
 	ID, Title, Caption string
 	SVG                template.HTML
 }
@@ -48,7 +48,7 @@ type reportData struct {
 	Title    string
 	Subtitle string
 	Tables   []table
-	Charts   []chart
+	Charts   []Chart
 }
 
 type table struct {
@@ -65,6 +65,15 @@ func HTMLSummary(w io.Writer, s Summary) error {
 	d := reportData{Title: "ratchet eval: " + s.Label, Subtitle: fmt.Sprintf("%d runs", m.Runs)}
 	d.Tables = append(d.Tables, summaryTable(m))
 	d.Tables = append(d.Tables, groupTable("Per model", s.Models))
+	d.Charts = SummaryCharts(s)
+	d.Tables = append(d.Tables, groupTable("Per case", s.Cases))
+	return reportTmpl.Execute(w, d)
+}
+
+// SummaryCharts returns the charts of HTMLSummary, for pages of their own
+// (ratchet ui): iterations to success, calibration and exits.
+func SummaryCharts(s Summary) []Chart {
+	m := s.Suite
 	// Calibration is a property of a model: one series per model, when
 	// there are several (up to the palette's size).
 	calNames, calColors, cals := []string{s.Label}, []string{colorBase}, []Calibration{m.Calibration}
@@ -75,14 +84,16 @@ func HTMLSummary(w io.Writer, s Summary) error {
 			calColors = append(calColors, palette[i])
 			cals = append(cals, g.Metrics.Calibration)
 		}
+	} else if m.HoldoutCalibration.N > 0 {
+		// Against the ground truth as well as the gate: a confidently
+		// wrong model shows as points below the diagonal here only.
+		calNames, calColors, cals = append(calNames, s.Label+" vs holdout"), append(calColors, palette[1]), append(cals, m.HoldoutCalibration)
 	}
-	d.Charts = append(d.Charts,
+	return []Chart{
 		iterChart([]series{{Name: s.Label, Color: colorBase}}, []Dist{m.Iterations}),
 		reliabilityChart(calNames, calColors, cals),
 		exhaustionChart([]string{s.Label}, []string{colorBase}, []Metrics{m}),
-	)
-	d.Tables = append(d.Tables, groupTable("Per case", s.Cases))
-	return reportTmpl.Execute(w, d)
+	}
 }
 
 // HTMLCompare writes a self-contained report of a comparison.
@@ -110,14 +121,20 @@ func HTMLCompare(w io.Writer, c Comparison) error {
 		t.Flags = append(t.Flags, flag)
 	}
 	d.Tables = append(d.Tables, t)
+	d.Charts = CompareCharts(c)
+	return reportTmpl.Execute(w, d)
+}
+
+// CompareCharts returns the charts of HTMLCompare, for pages of their own
+// (ratchet ui): the deltas, then each chart of the two sides overlaid.
+func CompareCharts(c Comparison) []Chart {
 	names, colors := []string{c.Base, c.Cand}, []string{colorBase, colorCand}
-	d.Charts = append(d.Charts,
+	return []Chart{
 		deltaChart(c),
 		iterChart([]series{{Name: c.Base, Color: colorBase}, {Name: c.Cand, Color: colorCand}}, []Dist{c.BaseMetrics.Iterations, c.CandMetrics.Iterations}),
 		reliabilityChart(names, colors, []Calibration{c.BaseMetrics.Calibration, c.CandMetrics.Calibration}),
 		exhaustionChart(names, colors, []Metrics{c.BaseMetrics, c.CandMetrics}),
-	)
-	return reportTmpl.Execute(w, d)
+	}
 }
 
 func summaryTable(m Metrics) table {
@@ -156,6 +173,12 @@ func summaryTable(m Metrics) table {
 	if m.Calibration.N > 0 {
 		t.Rows = append(t.Rows, []string{"calibration (Brier score)", fmt.Sprintf("%.4f (n=%d)", m.Calibration.Brier, m.Calibration.N), ""})
 	}
+	if m.HoldoutCalibration.N > 0 {
+		t.Rows = append(t.Rows, []string{"calibration against holdout (Brier score)", fmt.Sprintf("%.4f (n=%d)", m.HoldoutCalibration.Brier, m.HoldoutCalibration.N), ""})
+	}
+	if m.CheckStrength != nil {
+		t.Rows = append(t.Rows, []string{"check strength (weakest case)", fmt.Sprintf("%.3f", *m.CheckStrength), ""})
+	}
 	if m.Success.K > 0 {
 		t.Rows = append(t.Rows,
 			[]string{"cost per success", "$" + trimFloat(m.Spend.CostPerSuccess/1e6), ""},
@@ -166,18 +189,29 @@ func summaryTable(m Metrics) table {
 	return t
 }
 
+// groupHead heads the per-model and per-case tables: check strength and
+// the holdout pass rate of accepted sit beside success, since together
+// they say how far "done" can be trusted.
+var groupHead = []string{"name", "runs", "success", "check strength", "holdout pass of accepted", "first-attempt pass", "Brier", "cost per success"}
+
 func groupTable(title string, gs []Group) table {
-	t := table{Title: title, Head: []string{"name", "runs", "success", "first-attempt pass", "Brier", "cost per success"}}
+	t := table{Title: title, Head: groupHead}
 	for _, g := range gs {
 		m := g.Metrics
-		brier, cost := "–", "–"
+		brier, cost, strength, holdout := "–", "–", "–", "–"
 		if m.Calibration.N > 0 {
 			brier = fmt.Sprintf("%.3f", m.Calibration.Brier)
+		}
+		if m.CheckStrength != nil {
+			strength = fmt.Sprintf("%.3f", *m.CheckStrength)
+		}
+		if m.HoldoutPass.N > 0 {
+			holdout = rateText(m.HoldoutPass)
 		}
 		if m.Success.K > 0 {
 			cost = "$" + trimFloat(m.Spend.CostPerSuccess/1e6)
 		}
-		t.Rows = append(t.Rows, []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), rateText(m.FirstPass), brier, cost})
+		t.Rows = append(t.Rows, []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), strength, holdout, rateText(m.FirstPass), brier, cost})
 		flag := ""
 		if m.Success.N > 0 && m.Success.K == 0 {
 			flag = "bad"
@@ -226,7 +260,7 @@ func (b *svgBuf) yAxis(maxV float64, ticks int, label func(float64) string) {
 	}
 }
 
-func iterChart(ss []series, ds []Dist) chart {
+func iterChart(ss []series, ds []Dist) Chart {
 	maxIt := 0
 	for _, d := range ds {
 		maxIt = max(maxIt, len(d.Hist))
@@ -235,7 +269,7 @@ func iterChart(ss []series, ds []Dist) chart {
 	b.open("chart-iterations", "Iterations to success", chartH)
 	if maxIt == 0 {
 		b.f(`<text x="%d" y="%d" class="empty">no successful run</text></svg>`, chartW/2, chartH/2)
-		return chart{ID: "chart-iterations", Title: "Iterations to success", SVG: template.HTML(b.String())}
+		return Chart{ID: "chart-iterations", Title: "Iterations to success", SVG: template.HTML(b.String())}
 	}
 	// Shares rather than counts, so sides of different sizes compare.
 	maxShare := 0.0
@@ -271,10 +305,10 @@ func iterChart(ss []series, ds []Dist) chart {
 	}
 	b.legend(names, colors)
 	b.f(`</svg>`)
-	return chart{ID: "chart-iterations", Title: "Iterations to success", Caption: "Share of successful runs by the number of check rounds up to the accepted attempt.", SVG: template.HTML(b.String())}
+	return Chart{ID: "chart-iterations", Title: "Iterations to success", Caption: "Share of successful runs by the number of check rounds up to the accepted attempt.", SVG: template.HTML(b.String())}
 }
 
-func reliabilityChart(names, colors []string, cals []Calibration) chart {
+func reliabilityChart(names, colors []string, cals []Calibration) Chart {
 	const size = 360
 	var b svgBuf
 	h := size + marginT + marginB
@@ -322,7 +356,7 @@ func reliabilityChart(names, colors []string, cals []Calibration) chart {
 	}
 	b.legendAt(labels, colors, int(px(1))+12, marginT)
 	b.f(`</svg>`)
-	return chart{ID: "chart-reliability", Title: "Calibration: reliability diagram", Caption: "Each point is a confidence bin: its mean stated confidence against the share of its attempts that passed. On the diagonal, confidence means what it says; circle area grows with the bin's size.", SVG: template.HTML(b.String())}
+	return Chart{ID: "chart-reliability", Title: "Calibration: reliability diagram", Caption: "Each point is a confidence bin: its mean stated confidence against the share of its attempts that passed. On the diagonal, confidence means what it says; circle area grows with the bin's size.", SVG: template.HTML(b.String())}
 }
 
 func (b *svgBuf) legendAt(names, colors []string, x, y int) {
@@ -332,7 +366,7 @@ func (b *svgBuf) legendAt(names, colors []string, x, y int) {
 }
 
 // exhaustionChart shows how runs ended other than done, per exit.
-func exhaustionChart(names, colors []string, ms []Metrics) chart {
+func exhaustionChart(names, colors []string, ms []Metrics) Chart {
 	type cat struct {
 		label string
 		get   func(Metrics) Rate
@@ -393,13 +427,13 @@ func exhaustionChart(names, colors []string, ms []Metrics) chart {
 	}
 	b.f(`<text x="%d" y="%d" class="axis" text-anchor="middle">share of runs (95%% Wilson interval)</text>`, left+int(plotW/2), h-6)
 	b.f(`</svg>`)
-	return chart{ID: "chart-exhaustion", Title: "Exhaustion by dimension, stalls and escalations", Caption: "Share of runs that ended on each exit other than done.", SVG: template.HTML(b.String())}
+	return Chart{ID: "chart-exhaustion", Title: "Exhaustion by dimension, stalls and escalations", Caption: "Share of runs that ended on each exit other than done.", SVG: template.HTML(b.String())}
 }
 
 // deltaChart is a forest plot of every tested metric's difference: rate
 // metrics in percentage points, the others relative to the baseline, each
 // coloured red for a regression and green for an improvement.
-func deltaChart(c Comparison) chart {
+func deltaChart(c Comparison) Chart {
 	type item struct {
 		label         string
 		d, lo, hi     float64
@@ -467,7 +501,7 @@ func deltaChart(c Comparison) chart {
 	}
 	b.f(`<text x="%.1f" y="%d" class="axis" text-anchor="middle">Δ: rates in points, others in %% of base</text>`, px(0), h-8)
 	b.f(`</svg>`)
-	return chart{ID: "chart-deltas", Title: "Baseline vs candidate", Caption: "Each metric's difference with its 95% interval; red: significant regression, green: significant improvement.", SVG: template.HTML(b.String())}
+	return Chart{ID: "chart-deltas", Title: "Baseline vs candidate", Caption: "Each metric's difference with its 95% interval; red: significant regression, green: significant improvement.", SVG: template.HTML(b.String())}
 }
 
 // clipName shortens a name for a legend, keeping its end (the part that
@@ -493,3 +527,11 @@ func niceCeil(v float64) float64 {
 	}
 	return 10 * p
 }
+
+// MetricsRows returns the rows of the reports' suite metrics table, for
+// pages of their own (ratchet ui): metric, value, 95% interval.
+func MetricsRows(m Metrics) [][]string { return summaryTable(m).Rows }
+
+// Cells returns the row as the reports show it: metric, base, candidate,
+// Δ, 95% interval of Δ, test, p.
+func (r Row) Cells() []string { return r.cells() }

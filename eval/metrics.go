@@ -174,7 +174,16 @@ type Metrics struct {
 	// overfit to the visible checks.
 	HoldoutPass Rate        `json:"holdout_pass"`
 	Calibration Calibration `json:"calibration"`
-	Spend       Spend       `json:"spend"`
+	// HoldoutCalibration is calibration against the ground truth: one pair
+	// per attempt with holdout verdicts (the accepted ones), outcome 1 when
+	// it passed every gate and every holdout check. A model confidently
+	// wrong on the hidden tests scores badly here while its gate
+	// calibration looks fine.
+	HoldoutCalibration Calibration `json:"holdout_calibration"`
+	// CheckStrength is the lowest check strength among the records that
+	// carry one (for a case, its own), nil when none does.
+	CheckStrength *float64 `json:"check_strength,omitempty"`
+	Spend         Spend    `json:"spend"`
 
 	// perRun keeps what the bootstrap resamples.
 	perRun []runUnit
@@ -211,8 +220,11 @@ func Compute(records []Record) Metrics {
 	exhausted := map[budget.Dimension]int{}
 	stalled := map[progress.Pattern]int{}
 	tierK, tierN := map[verify.Tier]int{}, map[verify.Tier]int{}
-	var pairs []calPair
+	var pairs, holdPairs []calPair
 	for _, r := range records {
+		if s := r.CheckStrength; s != nil && (m.CheckStrength == nil || *s < *m.CheckStrength) {
+			m.CheckStrength = s
+		}
 		res := r.Result
 		ok := r.Success()
 		if ok {
@@ -261,6 +273,13 @@ func Compute(records []Record) Metrics {
 				}
 				pairs = append(pairs, calPair{a.Confidence, out})
 			}
+			if len(a.Holdout) > 0 {
+				out := 0.0
+				if passedAll(a.Verdicts) && passedAll(a.Holdout) {
+					out = 1
+				}
+				holdPairs = append(holdPairs, calPair{a.Confidence, out})
+			}
 			if a.Accepted && len(a.Holdout) > 0 {
 				holdN++
 				if passedAll(a.Holdout) {
@@ -288,6 +307,7 @@ func Compute(records []Record) Metrics {
 	}
 	m.HoldoutPass = NewRate(holdK, holdN)
 	m.Calibration = newCalibration(pairs)
+	m.HoldoutCalibration = newCalibration(holdPairs)
 	m.Spend.perSuccess(succ)
 	return m
 }

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/verify"
 )
+
+func ptr[T any](v T) *T { return &v }
 
 // Fixture helpers: a verdict of check c, and an attempt.
 func ok(c string) verify.Verdict   { return verify.Verdict{Check: c, OK: true} }
@@ -61,6 +64,9 @@ func fixture() []Record {
 	for i := range rs {
 		rs[i].Repeat = i // every (case, repeat) pair distinct, as in a suite
 	}
+	// Cases A and C have references; their checks measured 0.9 and 0.6.
+	strong, weak := 0.9, 0.6
+	rs[0].CheckStrength, rs[1].CheckStrength, rs[4].CheckStrength, rs[5].CheckStrength = &strong, &strong, &weak, &weak
 	return rs
 }
 
@@ -109,6 +115,16 @@ func TestComputeFixture(t *testing.T) {
 			{Range: "[0.8, 0.9)", N: 1, Confidence: 0.8, Accuracy: 1},
 			{Range: "[0.9, 1]", N: 2, Confidence: 0.925, Accuracy: 1}, // .9 and .95
 		}},
+		// Against the holdout, two pairs: r1 (.9, 1) and r2 (.8, 0), whose
+		// gate passed but whose hidden test failed: (.01 + .64)/2 = .325.
+		HoldoutCalibration: Calibration{N: 2, Brier: 0.325, Bins: []CalBin{
+			{Range: "[0, 0.1)"}, {Range: "[0.1, 0.2)"}, {Range: "[0.2, 0.3)"}, {Range: "[0.3, 0.4)"},
+			{Range: "[0.4, 0.5)"}, {Range: "[0.5, 0.6)"}, {Range: "[0.6, 0.7)"}, {Range: "[0.7, 0.8)"},
+			{Range: "[0.8, 0.9)", N: 1, Confidence: 0.8},
+			{Range: "[0.9, 1]", N: 1, Confidence: 0.9, Accuracy: 1},
+		}},
+		// The weakest case's checks: C's.
+		CheckStrength: ptr(0.6),
 		// Totals 800 µ$, 130 tokens, 8 s over 3 successes.
 		Spend: Spend{Cost: 800, Tokens: 130, Wall: 8 * time.Second,
 			CostPerSuccess: 800.0 / 3, TokensPerSuccess: 130.0 / 3, WallPerSuccess: 8.0 / 3},
@@ -192,5 +208,25 @@ func TestComputeOrderFree(t *testing.T) {
 	a, b := Compare("x", recs, "y", other, CompareOptions{}), Compare("x", rev, "y", other, CompareOptions{})
 	if diff := cmp.Diff(a, b, opts); diff != "" {
 		t.Errorf("comparison depends on record order:\n%s", diff)
+	}
+}
+
+// TestMarkdownShowsStrengthBesideSuccess: each case's check strength and
+// holdout pass rate of accepted sit next to its success rate.
+func TestMarkdownShowsStrengthBesideSuccess(t *testing.T) {
+	var b strings.Builder
+	if err := Summarize("x", fixture()).Markdown(&b, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| case | runs | success | check strength | holdout pass of accepted | first-attempt pass | Brier | cost per success |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+		"| A | 2 | 100.0% (2/2) | 0.900 | 50.0% (1/2) | 50.0% (1/2) |",
+		"| B | 2 | 0.0% (0/2) | – | – |",
+		"| calibration against holdout (Brier score) | 0.3250 (n=2) | |",
+		"| check strength (weakest case) | 0.600 | |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
 	}
 }

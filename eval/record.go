@@ -25,6 +25,10 @@ type Record struct {
 	// Log is the run's JSONL event log, relative to the result directory;
 	// empty when none was kept.
 	Log string `json:"log,omitempty"`
+	// CheckStrength is the mutation score of the case's gate checks on its
+	// reference solution (see verify/strength), nil when the case has no
+	// reference: how far its "done" can be trusted.
+	CheckStrength *float64 `json:"check_strength,omitempty"`
 	// Error is the infrastructure error the run ended with, if any.
 	Error    string    `json:"error,omitempty"`
 	Finished time.Time `json:"finished"`

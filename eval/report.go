@@ -19,7 +19,8 @@ func (s Summary) Markdown(w io.Writer, maxCases int) error {
 		mdRow(&b, row)
 	}
 	if len(s.Models) > 0 {
-		b.WriteString("\n## Per model\n\n| model | runs | success | first-attempt pass | Brier | cost per success |\n| --- | --- | --- | --- | --- | --- |\n")
+		b.WriteString("\n## Per model\n\n")
+		mdHead(&b, "model")
 		for _, row := range groupTable("", s.Models).Rows {
 			mdRow(&b, row)
 		}
@@ -31,13 +32,20 @@ func (s Summary) Markdown(w io.Writer, maxCases int) error {
 		if maxCases > 0 && len(shown) > maxCases {
 			shown = shown[:maxCases]
 		}
-		fmt.Fprintf(&b, "\n## Per case (%d of %d, lowest success first)\n\n| case | runs | success | first-attempt pass | Brier | cost per success |\n| --- | --- | --- | --- | --- | --- |\n", len(shown), len(cases))
+		fmt.Fprintf(&b, "\n## Per case (%d of %d, lowest success first)\n\n", len(shown), len(cases))
+		mdHead(&b, "case")
 		for _, row := range groupTable("", shown).Rows {
 			mdRow(&b, row)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mdHead writes the head of a per-group table, its first column named.
+func mdHead(b *strings.Builder, first string) {
+	mdRow(b, append([]string{first}, groupHead[1:]...))
+	mdRow(b, slices.Repeat([]string{"---"}, len(groupHead)))
 }
 
 // mdRow writes cells as a row of a Markdown table.

@@ -13,18 +13,24 @@ import (
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sim"
+	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
 // Job is one run ready to go: a fresh model and task (with its own tools and
 // workspace) for one repeat of a case.
 type Job struct {
-	Task  runner.Task
+	Task runner.Task
+	// Exec configures tool execution (a task file's tool_output: caps).
+	Exec  tool.ExecConfig
 	Model model.Model
 	// ModelName names the model in the records.
 	ModelName string
 	// Close releases what the job holds (a workspace); may be nil.
 	Close func()
+	// CheckStrength is the strength of the task's gate checks, when
+	// measured; it is copied into the record.
+	CheckStrength *float64
 }
 
 // Config says how to run a suite. Store is required; Load is required when
@@ -198,11 +204,11 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errLoad, c.Name, err)
 	}
-	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}}
+	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}, CheckStrength: job.CheckStrength}
 	for _, ch := range spec.Checks {
 		rec.Tiers[ch.Name] = ch.Tier
 	}
-	rcfg := runner.Config{Model: job.Model, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat)}
+	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat)}
 	var logW io.WriteCloser
 	var jl *observe.JSONL
 	if !cfg.NoLogs {

@@ -150,7 +150,7 @@ func (p *suiteParser) fields(n *yaml.Node, where string, known []string, set fun
 		k, v := n.Content[i], n.Content[i+1]
 		switch {
 		case !slices.Contains(known, k.Value):
-			p.errorf(k, "unknown field %q in %s (known: %s)", k.Value, where, strings.Join(known, ", "))
+			p.errorf(k, "unknown field %q in %s%s (known: %s)", k.Value, where, taskfile.DidYouMean(k.Value, known), strings.Join(known, ", "))
 		case seen[k.Value]:
 			p.errorf(k, "%s.%s is given twice", where, k.Value)
 		default:

@@ -45,7 +45,7 @@ func BenchmarkMachineStep(b *testing.B) {
 					rd = must(loop.Event{Type: loop.EventModelReply, At: t0, Call: call.ID, Reply: &replies[i]})
 					c := rd.Commands[0]
 					if c.Type == loop.Verify {
-						rd = must(loop.Event{Type: loop.EventVerdict, At: t0, Call: c.ID, EventDetail: &loop.EventDetail{Verdict: &verify.Verdict{Check: "equals", OK: true}}})
+						rd = must(loop.Event{Type: loop.EventVerdict, At: t0, Call: c.ID, Verdict: &verify.Verdict{Check: "equals", OK: true}})
 						if rd.Commands[0].Type != loop.Finish {
 							b.Fatalf("got %s", rd.Commands[0].Type)
 						}

@@ -122,131 +122,13 @@ func TestContextGrowth(t *testing.T) {
 	}
 	configs[1].trim = true
 	for _, g := range configs {
-		spec := loop.Spec{
-			Goal:   goal,
-			Tools:  []model.ToolSpec{{Name: "check_shard", Description: "Run the checker on one shard.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
-			Checks: []loop.Check{{Name: "equals", Tier: verify.Cheap}},
-			Budget: budget.Limits{Steps: 100, ModelCalls: 200, ToolCalls: 100, TotalTokens: budget.Unlimited, Cost: budget.Unlimited, Time: time.Hour},
-			Policy: loop.Policy{CompactAt: g.compact, KeepTurns: 3, Samples: -1},
-		}
-		m, err := loop.New(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		at := looptest.Epoch
-		feed := func(ev loop.Event) loop.Ready {
-			t.Helper()
-			at = at.Add(time.Second)
-			ev.At = at
-			if err := m.Step(ev); err != nil {
-				t.Fatalf("%s: %v", g.name, err)
-			}
-			rd := m.Ready()
-			m.Advance()
-			return rd
-		}
-		rd := feed(loop.Event{Type: loop.EventStart})
-		latest := "" // the feedback the next request must carry
-		for step := 1; ; step++ {
-			if len(rd.Commands) != 1 || rd.Commands[0].Type != loop.CallModel {
-				got, _ := json.Marshal(rd.Commands) // %+v would print the detail's address
-				t.Fatalf("%s step %d: want one call_model, got %s", g.name, step, got)
-			}
-			c := rd.Commands[0]
-			if c.Request.Purpose == model.PurposeCompact {
-				g.compacts++
-				g.extra += c.InputEstimate
-				rd = feed(loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &model.Response{
-					Content: []model.Block{model.TextBlock(summary(step))},
-					Usage:   model.Usage{InputTokens: c.InputEstimate, OutputTokens: 400, CostKnown: true},
-				}})
-				step--
-				continue
-			}
-			checkRequest(t, g.name, step, c.Request, goal, latest)
-			g.perStep = append(g.perStep, c.InputEstimate)
-			g.total += c.InputEstimate
-			usage := model.Usage{InputTokens: c.InputEstimate, OutputTokens: 40, CostKnown: true}
-			var reply model.Response
-			switch step {
-			case 30, steps:
-				answer := "3"
-				if step == 30 {
-					answer = "2"
-				}
-				reply = model.Response{Content: []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("f%d", step), Name: loop.FinishTool, Input: json.RawMessage(`{"answer":"` + answer + `","confidence":0.95}`)}}, Usage: usage}
-			default:
-				reply = model.Response{Content: []model.Block{
-					model.TextBlock(fmt.Sprintf("Checking shard %d.", step)),
-					{Type: model.ToolUse, ID: fmt.Sprintf("c%d", step), Name: "check_shard", Input: json.RawMessage(fmt.Sprintf(`{"shard":%d}`, step))},
-				}, Usage: usage}
-			}
-			rd = feed(loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &reply})
-			if step == 30 || step == steps {
-				v := verify.Verdict{Check: "equals", OK: step == steps, Confidence: 1, Detail: `expected "3"`}
-				rd = feed(loop.Event{Type: loop.EventVerdict, Call: rd.Commands[0].ID, EventDetail: &loop.EventDetail{Verdict: &v}})
-				if step == steps {
-					break
-				}
-				latest = `expected "3"`
-				continue
-			}
-			out := shardOutput(step)
-			if g.trim {
-				out = tool.Trim(out, 4096, 60)
-			}
-			rd = feed(loop.Event{Type: loop.EventToolResult, Call: fmt.Sprintf("c%d", step), Tool: &loop.ToolOutcome{Output: out, Outcome: "ok"}})
-			latest = out
-		}
-		res, ok := m.Result()
-		if !ok || res.Status != loop.Done {
-			t.Fatalf("%s: run did not end done: %+v", g.name, res)
-		}
-		if len(g.perStep) != steps {
-			t.Fatalf("%s: %d steps, want %d", g.name, len(g.perStep), steps)
-		}
+		g.run(t, goal, steps)
 	}
 	if configs[2].compacts == 0 || configs[3].compacts == 0 {
 		t.Errorf("compaction never ran: %d, %d", configs[2].compacts, configs[3].compacts)
 	}
 
-	var b strings.Builder
-	fmt.Fprintf(&b, "estimated input tokens of each step's request (40 KB of tool output per step; trim = 4 KB / 60 lines at the formatter)\n%5s", "step")
-	for _, g := range configs {
-		fmt.Fprintf(&b, " %14s", g.name)
-	}
-	b.WriteByte('\n')
-	for i := 0; i < steps; i++ {
-		if (i+1)%5 != 0 && i != 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "%5d", i+1)
-		for _, g := range configs {
-			fmt.Fprintf(&b, " %14d", g.perStep[i])
-		}
-		b.WriteByte('\n')
-	}
-	for _, row := range []struct {
-		name string
-		f    func(*growth) int64
-	}{
-		{"sum", func(g *growth) int64 { return g.total }},
-		{"max", func(g *growth) int64 { return slicesMax(g.perStep) }},
-		{"compact calls", func(g *growth) int64 { return int64(g.compacts) }},
-		{"their input", func(g *growth) int64 { return g.extra }},
-		{"sum+compact", func(g *growth) int64 { return g.total + g.extra }},
-	} {
-		fmt.Fprintf(&b, "%-13s", row.name)
-		for i, g := range configs {
-			w := 14
-			if i == 0 {
-				w = 6
-			}
-			fmt.Fprintf(&b, " %*d", w, row.f(g))
-		}
-		b.WriteByte('\n')
-	}
-	t.Log("\n" + b.String())
+	t.Log("\n" + growthTable(configs, steps))
 
 	// What the numbers must show: trimming bounds each step's growth,
 	// compaction bounds the request itself.
@@ -316,4 +198,136 @@ func clipText(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// run drives a run of steps steps under g's policy, checking every
+// request, and records the estimate of each.
+func (g *growth) run(t *testing.T, goal string, steps int) {
+	spec := loop.Spec{
+		Goal:   goal,
+		Tools:  []model.ToolSpec{{Name: "check_shard", Description: "Run the checker on one shard.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+		Checks: []loop.Check{{Name: "equals", Tier: verify.Cheap}},
+		Budget: budget.Limits{Steps: 100, ModelCalls: 200, ToolCalls: 100, TotalTokens: budget.Unlimited, Cost: budget.Unlimited, Time: time.Hour},
+		Policy: loop.Policy{CompactAt: g.compact, KeepTurns: 3, Samples: -1},
+	}
+	m, err := loop.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := looptest.Epoch
+	feed := func(ev loop.Event) loop.Ready {
+		t.Helper()
+		at = at.Add(time.Second)
+		ev.At = at
+		if err := m.Step(ev); err != nil {
+			t.Fatalf("%s: %v", g.name, err)
+		}
+		rd := m.Ready()
+		m.Advance()
+		return rd
+	}
+	rd := feed(loop.Event{Type: loop.EventStart})
+	latest := "" // the feedback the next request must carry
+	for step := 1; ; step++ {
+		if len(rd.Commands) != 1 || rd.Commands[0].Type != loop.CallModel {
+			got, _ := json.Marshal(rd.Commands) // %+v would print the detail's address
+			t.Fatalf("%s step %d: want one call_model, got %s", g.name, step, got)
+		}
+		c := rd.Commands[0]
+		if c.Request.Purpose == model.PurposeCompact {
+			g.compacts++
+			g.extra += c.InputEstimate
+			rd = feed(loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &model.Response{
+				Content: []model.Block{model.TextBlock(summary(step))},
+				Usage:   model.Usage{InputTokens: c.InputEstimate, OutputTokens: 400, CostKnown: true},
+			}})
+			step--
+			continue
+		}
+		checkRequest(t, g.name, step, c.Request, goal, latest)
+		g.perStep = append(g.perStep, c.InputEstimate)
+		g.total += c.InputEstimate
+		usage := model.Usage{InputTokens: c.InputEstimate, OutputTokens: 40, CostKnown: true}
+		reply := shardReply(step, steps, usage)
+		rd = feed(loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &reply})
+		if step == 30 || step == steps {
+			v := verify.Verdict{Check: "equals", OK: step == steps, Confidence: 1, Detail: `expected "3"`}
+			rd = feed(loop.Event{Type: loop.EventVerdict, Call: rd.Commands[0].ID, Verdict: &v})
+			if step == steps {
+				break
+			}
+			latest = `expected "3"`
+			continue
+		}
+		out := shardOutput(step)
+		if g.trim {
+			out = tool.Trim(out, 4096, 60)
+		}
+		rd = feed(loop.Event{Type: loop.EventToolResult, Call: fmt.Sprintf("c%d", step), Tool: &loop.ToolOutcome{Output: out, Outcome: "ok"}})
+		latest = out
+	}
+	res, ok := m.Result()
+	if !ok || res.Status != loop.Done {
+		t.Fatalf("%s: run did not end done: %+v", g.name, res)
+	}
+	if len(g.perStep) != steps {
+		t.Fatalf("%s: %d steps, want %d", g.name, len(g.perStep), steps)
+	}
+}
+
+// growthTable renders what configs measured, every 5 steps.
+func growthTable(configs []*growth, steps int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "estimated input tokens of each step's request (40 KB of tool output per step; trim = 4 KB / 60 lines at the formatter)\n%5s", "step")
+	for _, g := range configs {
+		fmt.Fprintf(&b, " %14s", g.name)
+	}
+	b.WriteByte('\n')
+	for i := 0; i < steps; i++ {
+		if (i+1)%5 != 0 && i != 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%5d", i+1)
+		for _, g := range configs {
+			fmt.Fprintf(&b, " %14d", g.perStep[i])
+		}
+		b.WriteByte('\n')
+	}
+	for _, row := range []struct {
+		name string
+		f    func(*growth) int64
+	}{
+		{"sum", func(g *growth) int64 { return g.total }},
+		{"max", func(g *growth) int64 { return slicesMax(g.perStep) }},
+		{"compact calls", func(g *growth) int64 { return int64(g.compacts) }},
+		{"their input", func(g *growth) int64 { return g.extra }},
+		{"sum+compact", func(g *growth) int64 { return g.total + g.extra }},
+	} {
+		fmt.Fprintf(&b, "%-13s", row.name)
+		for i, g := range configs {
+			w := 14
+			if i == 0 {
+				w = 6
+			}
+			fmt.Fprintf(&b, " %*d", w, row.f(g))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// shardReply is TestContextGrowth's reply at step: a shard check, or at
+// step 30 (a wrong answer) and the last step (the right one), a finish.
+func shardReply(step, steps int, usage model.Usage) model.Response {
+	if step == 30 || step == steps {
+		answer := "3"
+		if step == 30 {
+			answer = "2"
+		}
+		return model.Response{Content: []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("f%d", step), Name: loop.FinishTool, Input: json.RawMessage(`{"answer":"` + answer + `","confidence":0.95}`)}}, Usage: usage}
+	}
+	return model.Response{Content: []model.Block{
+		model.TextBlock(fmt.Sprintf("Checking shard %d.", step)),
+		{Type: model.ToolUse, ID: fmt.Sprintf("c%d", step), Name: "check_shard", Input: json.RawMessage(fmt.Sprintf(`{"shard":%d}`, step))},
+	}, Usage: usage}
 }

@@ -4,6 +4,32 @@
 // runner, or the looptest scripts) carries out the commands and feeds the
 // results back; replaying a run's events reproduces its notes and commands.
 //
+// # Phases and sub-protocols
+//
+// The machine is always in one phase, an explicit value, and Step hands
+// each event to that phase's handler (phase.go), as raft hands a message to
+// the step function of its role:
+//
+//	new         EventStart: the goal is the first message; the first turn begins
+//	turn        the reply to a step: tool calls, a candidate, or a protocol problem
+//	closing     the reply to the reserved closing turn, which may only finish
+//	compact     the summary of the history's middle (see Compaction)
+//	sample      alternatives to an unsure candidate
+//	tools       tool results and sub-agents' Results
+//	approval    a person's answer about a tool call a permission rule asks about
+//	escalated   a person's answer for a run the ladder could not unstick
+//	plan_check  the verdict on a plan step's result
+//	checks      verdicts on candidates, tier by tier
+//	stopped     nothing: the run has its Result (a resume may carry on a cancelled one)
+//
+// Phase reports the coarser Phase the shell sees (model, tools, verify,
+// human…). Cancel and resume are taken in any phase. The sub-protocols
+// are types the state holds, each with its share of it and its own tests:
+// search (a candidate's alternatives and checks), compactor, plan,
+// children (sub-agents), ladder (the interventions) and approval. Each
+// says what notes and commands it wants, or what it decided; only the
+// machine emits them. TestShape keeps the machine itself to 40 methods.
+//
 // # Context management
 //
 // Token accounting. Before every model call the core estimates the
@@ -52,8 +78,8 @@
 //     calls step_done {"result": string} when the step is done.
 //  3. A step whose check is "none" is done at once. Otherwise, after the
 //     turn's tools have run, the core issues a Verify command with ID
-//     "p<N>" that runs that one check on the step's result. A pass moves on
-//     to the next step.
+//     "p<N>" that runs that one check on the step's result (phase
+//     plan_check). A pass moves on to the next step.
 //  4. A failed check is fed back and the next turn is a replan: only
 //     submit_plan is offered, and its steps replace those not yet done.
 //     submit_plan may also be called while executing, to replan at will.

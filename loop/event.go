@@ -53,16 +53,10 @@ type Event struct {
 	Call  string          `json:"call,omitempty"`
 	Reply *model.Response `json:"reply,omitempty"`
 	Tool  *ToolOutcome    `json:"tool,omitempty"`
-	*EventDetail
-}
-
-// EventDetail holds the fields of the rarer events, apart so that the
-// commonest ones (model replies and tool results) stay small: a run's log
-// keeps every event. It is embedded in Event, so its fields read and
-// serialise as Event's own; nil when none is set.
-type EventDetail struct {
+	// Verdict answers a Verify command (EventVerdict).
 	Verdict *verify.Verdict `json:"verdict,omitempty"`
-	Error   *Failure        `json:"error,omitempty"`
+	// Error says what failed (EventModelError, EventCheckError).
+	Error *Failure `json:"error,omitempty"`
 	// Text is a person's answer or a cancellation reason.
 	Text string `json:"text,omitempty"`
 	// Approved answers an AskHuman command that carries an Approval: true
@@ -71,15 +65,6 @@ type EventDetail struct {
 	Approved *bool `json:"approved,omitempty"`
 	// Child is a sub-agent's Result (EventChildResult).
 	Child *Result `json:"child,omitempty"`
-}
-
-// Detail returns e's rarer fields: the zero EventDetail when it has none.
-// Read them through it where the event's type does not promise them.
-func (e *Event) Detail() EventDetail {
-	if e.EventDetail == nil {
-		return EventDetail{}
-	}
-	return *e.EventDetail
 }
 
 // ToolOutcome is what one tool call produced, already trimmed by the shell.
@@ -142,14 +127,6 @@ type Command struct {
 	InputEstimate int64 `json:"input_estimate,omitempty"`
 	// RunTools.
 	Calls []ToolCall `json:"calls,omitempty"`
-	*CommandDetail
-}
-
-// CommandDetail holds the fields of the rarer commands, apart so that the
-// commonest ones (model and tool calls) stay small: a run's log keeps every
-// command. It is embedded in Command, so its fields read and serialise as
-// Command's own; nil when none is set.
-type CommandDetail struct {
 	// Verify.
 	Candidate *verify.Candidate `json:"candidate,omitempty"`
 	Checks    []string          `json:"checks,omitempty"`

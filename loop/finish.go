@@ -1,86 +1,83 @@
 package loop
 
 import (
-	"strconv"
-	"unicode/utf8"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/ratchetloop/ratchet/internal/jsonvalid"
+	"github.com/ratchetloop/ratchet/model"
 )
 
-// scanFinish reads finish arguments of the usual form, an object of
-// exactly "answer", a string without escapes, and "confidence", a number,
-// without encoding/json: its reflective decoding needs more stack than a
-// run's goroutine otherwise uses, and would double every run's stack at
-// its last step. It declines anything else, for decodeFinish; what it
-// accepts, decodeFinish reads the same (FuzzScanFinish).
-func scanFinish(s []byte) (answer string, confidence float64, ok bool) {
-	i := jsonvalid.Space(s, 0)
-	if i == len(s) || s[i] != '{' {
-		return "", 0, false
-	}
-	i++
-	var haveAnswer, haveConfidence bool
-	for n := range 2 {
-		if n > 0 {
-			if i = jsonvalid.Space(s, i); i == len(s) || s[i] != ',' {
-				return "", 0, false
-			}
-			i++
-		}
-		start, end := plainString(s, jsonvalid.Space(s, i))
-		if end < 0 {
-			return "", 0, false
-		}
-		key := s[start:end]
-		if i = jsonvalid.Space(s, end+1); i == len(s) || s[i] != ':' {
-			return "", 0, false
-		}
-		i = jsonvalid.Space(s, i+1)
-		switch {
-		case string(key) == "answer" && !haveAnswer:
-			start, end := plainString(s, i)
-			if end < 0 {
-				return "", 0, false
-			}
-			answer, haveAnswer, i = string(s[start:end]), true, end+1
-		case string(key) == "confidence" && !haveConfidence:
-			end := jsonvalid.Number(s, i)
-			if end == i {
-				return "", 0, false
-			}
-			c, err := strconv.ParseFloat(string(s[i:end]), 64)
-			if err != nil {
-				return "", 0, false
-			}
-			confidence, haveConfidence, i = c, true, end
-		default:
-			return "", 0, false
-		}
-	}
-	if i = jsonvalid.Space(s, i); i == len(s) || s[i] != '}' || jsonvalid.Space(s, i+1) != len(s) {
-		return "", 0, false
-	}
-	return answer, confidence, true
+var finishSpec = model.ToolSpec{
+	Name:        FinishTool,
+	Description: "Submit your answer. It is accepted only after independent checks pass; if one fails you will be told why. Do not call it in the same turn as other tools.",
+	InputSchema: json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string","description":"The complete answer."},"confidence":{"type":"number","minimum":0,"maximum":1,"description":"How sure you are that the answer is correct and complete, from 0 to 1."}},"required":["answer","confidence"],"additionalProperties":false}`),
 }
 
-// plainString returns the bounds of the contents of the JSON string at
-// s[i], and of its closing quote; end is -1 unless the string is valid
-// UTF-8 without escapes or control characters, so that its bytes are its
-// value.
-func plainString(s []byte, i int) (start, end int) {
-	if i == len(s) || s[i] != '"' {
-		return 0, -1
-	}
-	for j := i + 1; j < len(s); j++ {
-		switch c := s[j]; {
-		case c == '"':
-			if !utf8.Valid(s[i+1 : j]) {
-				return 0, -1
-			}
-			return i + 1, j
-		case c == '\\' || c < 0x20:
-			return 0, -1
+// isObject reports whether raw is a valid JSON object.
+func isObject(raw json.RawMessage) bool {
+	for _, c := range raw {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{':
+			return jsonvalid.Valid(raw)
 		}
+		return false
 	}
-	return 0, -1
+	return false
+}
+
+// parseFinish validates finish arguments strictly; the error is for the
+// model and says what is wrong with them.
+func parseFinish(raw json.RawMessage) (answer string, confidence float64, err error) {
+	const form = `arguments must be a JSON object {"answer": string, "confidence": number from 0 to 1}`
+	if !isObject(raw) {
+		return "", 0, errors.New(form)
+	}
+	var fields struct {
+		Answer     json.RawMessage `json:"answer"`
+		Confidence json.RawMessage `json:"confidence"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fields); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return "", 0, fmt.Errorf("unexpected argument %s; %s", name, form)
+		}
+		return "", 0, errors.New(form)
+	}
+	switch a := bytes.TrimSpace(fields.Answer); {
+	case a == nil:
+		return "", 0, errors.New(`"answer" is missing`)
+	case string(a) == "null" || json.Unmarshal(a, &answer) != nil:
+		return "", 0, fmt.Errorf(`"answer" must be a string, got %s`, clip(string(a), 40))
+	}
+	switch c := bytes.TrimSpace(fields.Confidence); {
+	case c == nil:
+		return "", 0, errors.New(`"confidence" is missing: give a number from 0 to 1`)
+	case string(c) == "null" || json.Unmarshal(c, &confidence) != nil:
+		return "", 0, fmt.Errorf(`"confidence" must be a number from 0 to 1, got %s`, clip(string(c), 40))
+	}
+	if !(confidence >= 0 && confidence <= 1) {
+		return "", 0, fmt.Errorf(`"confidence" is %v; it must be between 0 and 1`, confidence)
+	}
+	return answer, confidence, nil
+}
+
+// finishOnly reads a reply whose only calls are finish: the one candidate
+// it submits, or the protocol problem and what to tell the model, whose
+// text answers every call.
+func finishOnly(calls []pendingCall) (answer string, conf float64, problem, text string) {
+	if len(calls) > 1 {
+		return "", 0, "multiple_finish", "call finish once per reply, with one answer"
+	}
+	answer, conf, err := parseFinish(calls[0].Args)
+	if err != nil {
+		return "", 0, "bad_finish", "finish rejected: " + err.Error()
+	}
+	return answer, conf, "", ""
 }

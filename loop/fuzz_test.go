@@ -3,7 +3,6 @@ package loop
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -43,50 +42,6 @@ func FuzzParseFinish(f *testing.F) {
 		}
 		if json.Unmarshal(raw, &back) != nil || back.Answer != answer || back.Confidence != conf {
 			t.Fatalf("accepted %q as (%q, %v) but it decodes as %+v", raw, answer, conf, back)
-		}
-	})
-}
-
-// scanFinish must take the form models send, or runs pay for
-// encoding/json after all; the rest it leaves to decodeFinish.
-func TestScanFinishTakesTheUsualForm(t *testing.T) {
-	for raw, want := range map[string]bool{
-		`{"answer":"5","confidence":0.9}`:                    true,
-		"{\n  \"confidence\": 1e-2,\n  \"answer\": \"é\"\n}": true,
-		`{"answer":"","confidence":-0}`:                      true,
-		`{"answer":"a\nb","confidence":1}`:                   false, // an escape
-		`{"answer":"a","answer":"b","confidence":1}`:         false,
-		`{"Answer":"5","confidence":1}`:                      false,
-		`{"answer":"5"}`:                                     false,
-		`{"answer":"5","confidence":.5}`:                     false,
-		`{"answer":"5","confidence":1} `:                     true,
-		`{"answer":"5","confidence":1}}`:                     false,
-	} {
-		if _, _, ok := scanFinish([]byte(raw)); ok != want {
-			t.Errorf("scanFinish(%s) ok = %v, want %v", raw, ok, want)
-		}
-	}
-}
-
-// FuzzScanFinish: what the fast reader of finish arguments accepts, the
-// general one reads the same.
-func FuzzScanFinish(f *testing.F) {
-	for _, s := range []string{
-		`{"answer":"5","confidence":0.9}`, ` { "confidence" : -0 , "answer" : "" } `, `{"answer":"a","answer":"b","confidence":1}`,
-		`{"ANSWER":"5","confidence":1}`, `{"answer":"\u00e9","confidence":1}`, `{"answer":"é","confidence":1E+2}`,
-		`{"answer":"a","confidence":01}`, `{"answer":"a","confidence":1.}`, `{"answer":"a","confidence":1e400}`,
-		`{"answer":"a","confidence":1} x`, "{\"answer\":\"\xff\",\"confidence\":1}",
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		answer, conf, ok := scanFinish(raw)
-		if !ok {
-			return
-		}
-		wantAnswer, wantConf, err := decodeFinish(raw)
-		if err != nil || answer != wantAnswer || math.Float64bits(conf) != math.Float64bits(wantConf) {
-			t.Fatalf("scanFinish(%q) = (%q, %v); decodeFinish gives (%q, %v, %v)", raw, answer, conf, wantAnswer, wantConf, err)
 		}
 	})
 }
@@ -145,7 +100,7 @@ func FuzzReply(f *testing.F) {
 			}
 		case Verify:
 			m.Advance()
-			if err := m.Step(Event{Type: EventVerdict, At: at, Call: c.ID, EventDetail: &EventDetail{Verdict: &verify.Verdict{Check: "equals", OK: false}}}); err != nil {
+			if err := m.Step(Event{Type: EventVerdict, At: at, Call: c.ID, Verdict: &verify.Verdict{Check: "equals", OK: false}}); err != nil {
 				t.Fatalf("verdict: %v", err)
 			}
 		case CallModel:
@@ -158,28 +113,7 @@ func FuzzReply(f *testing.F) {
 		if _, err := m.Snapshot(); err != nil {
 			t.Fatalf("snapshot after the turn: %v", err)
 		}
-		// Every tool_use in the history has an object input and one result.
-		uses, results := map[string]int{}, map[string]int{}
-		for _, msg := range m.st.History {
-			for _, b := range msg.Content {
-				switch b.Type {
-				case model.ToolUse:
-					uses[b.ID]++
-					if !isObject(b.Input) {
-						t.Fatalf("tool_use %s kept non-object input %q", b.ID, b.Input)
-					}
-				case model.ToolResult:
-					results[b.ID]++
-				}
-			}
-		}
-		if m.Phase() == PhaseModel {
-			for id, n := range uses {
-				if n != 1 || results[id] != 1 {
-					t.Fatalf("tool_use %s appears %d times with %d results", id, n, results[id])
-				}
-			}
-		}
+		checkPairs(t, m)
 	})
 }
 
@@ -376,7 +310,7 @@ func FuzzCoreTools(f *testing.F) {
 						rd = step(Event{Type: EventToolResult, Call: tc.ID, Tool: &ToolOutcome{Output: "ok"}})
 					}
 				case Verify:
-					rd = step(Event{Type: EventVerdict, Call: c.ID, EventDetail: &EventDetail{Verdict: &verify.Verdict{Check: c.Checks[0], OK: len(args3)%2 == 0}}})
+					rd = step(Event{Type: EventVerdict, Call: c.ID, Verdict: &verify.Verdict{Check: c.Checks[0], OK: len(args3)%2 == 0}})
 				default:
 					t.Fatalf("unexpected command %s", c.Type)
 				}
@@ -443,7 +377,7 @@ func FuzzCompaction(f *testing.F) {
 				case 1:
 					r = Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{}}
 				default:
-					r = Event{Type: EventModelError, Call: cmd.ID, EventDetail: &EventDetail{Error: &Failure{Kind: "error", Message: "overloaded"}}}
+					r = Event{Type: EventModelError, Call: cmd.ID, Error: &Failure{Kind: "error", Message: "overloaded"}}
 				}
 				rd = step(r)
 				continue
@@ -464,19 +398,9 @@ func FuzzCompaction(f *testing.F) {
 					t.Fatalf("choice %d: the latest feedback %q is not in the last message", i, latest)
 				}
 			}
-			var content []model.Block
-			switch c % 8 {
-			case 0: // text only: an observation
-				content = []model.Block{model.TextBlock("thinking")}
-				latest = "Your reply called no tool"
-			case 1: // a wrong answer
-				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("f%d", i), Name: FinishTool, Input: json.RawMessage(`{"answer":"x","confidence":0.9}`)}}
-			case 2: // two calls, one unknown
-				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("b%d", i), Name: "nope"}}
-			case 3: // a scratchpad update and a call
-				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: ScratchpadTool, Input: json.RawMessage(`{"findings":"f"}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}}
-			default: // one call
-				content = []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}
+			content, said := compactionReply(c, i)
+			if said != "" {
+				latest = said
 			}
 			rd = step(Event{Type: EventModelReply, Call: cmd.ID, Reply: &model.Response{Content: content}})
 			for len(rd.Commands) == 1 && (rd.Commands[0].Type == RunTools || rd.Commands[0].Type == Verify) {
@@ -487,7 +411,7 @@ func FuzzCompaction(f *testing.F) {
 						rd = step(Event{Type: EventToolResult, Call: tc.ID, Tool: &ToolOutcome{Output: latest}})
 					}
 				case Verify:
-					rd = step(Event{Type: EventVerdict, Call: c.ID, EventDetail: &EventDetail{Verdict: &verify.Verdict{Check: "equals", Detail: "expected y"}}})
+					rd = step(Event{Type: EventVerdict, Call: c.ID, Verdict: &verify.Verdict{Check: "equals", Detail: "expected y"}})
 					latest = "expected y"
 				}
 			}
@@ -513,4 +437,47 @@ func pairing(msgs []model.Message) error {
 		}
 	}
 	return nil
+}
+
+// checkPairs fails t unless every tool_use in m's history has an object
+// input and, once the turn is over, exactly one result.
+func checkPairs(t *testing.T, m *Machine) {
+	// Every tool_use in the history has an object input and one result.
+	uses, results := map[string]int{}, map[string]int{}
+	for _, msg := range m.st.History.Messages {
+		for _, b := range msg.Content {
+			switch b.Type {
+			case model.ToolUse:
+				uses[b.ID]++
+				if !isObject(b.Input) {
+					t.Fatalf("tool_use %s kept non-object input %q", b.ID, b.Input)
+				}
+			case model.ToolResult:
+				results[b.ID]++
+			}
+		}
+	}
+	if m.Phase() == PhaseModel {
+		for id, n := range uses {
+			if n != 1 || results[id] != 1 {
+				t.Fatalf("tool_use %s appears %d times with %d results", id, n, results[id])
+			}
+		}
+	}
+}
+
+// compactionReply is FuzzCompaction's reply for choice c at i, and the
+// feedback it leads to, if it is known now.
+func compactionReply(c byte, i int) (content []model.Block, latest string) {
+	switch c % 8 {
+	case 0: // text only: an observation
+		return []model.Block{model.TextBlock("thinking")}, "Your reply called no tool"
+	case 1: // a wrong answer
+		return []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("f%d", i), Name: FinishTool, Input: json.RawMessage(`{"answer":"x","confidence":0.9}`)}}, ""
+	case 2: // two calls, one unknown
+		return []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("b%d", i), Name: "nope"}}, ""
+	case 3: // a scratchpad update and a call
+		return []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: ScratchpadTool, Input: json.RawMessage(`{"findings":"f"}`)}, {Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(`{}`)}}, ""
+	}
+	return []model.Block{{Type: model.ToolUse, ID: fmt.Sprintf("a%d", i), Name: "look", Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}, "" // one call
 }

@@ -100,33 +100,13 @@ func (p Permission) matches(tool string, args json.RawMessage) bool {
 	return true
 }
 
-// permission returns the rule deciding a call, nil when none does (allow).
-func (m *Machine) permission(tool string, args json.RawMessage) *Permission {
-	for i := range m.spec.Permissions {
-		if p := &m.spec.Permissions[i]; p.matches(tool, args) {
+// permissionFor returns the rule of rules deciding a call of tool with
+// args, nil when none does (allow).
+func permissionFor(rules []Permission, tool string, args json.RawMessage) *Permission {
+	for i := range rules {
+		if p := &rules[i]; p.matches(tool, args) {
 			return p
 		}
 	}
 	return nil
-}
-
-// approvalQuestion is the one specific question put to a person about a
-// call that needs approval.
-func approvalQuestion(c *pendingCall, rule *Permission) string {
-	return fmt.Sprintf("Allow the agent to call %s with %s? (rule: %s) Answer approve, or deny with a reason.", c.Name, clip(string(c.Args), 400), rule)
-}
-
-// approved reads a person's answer to an approval question.
-func approved(ev Event) (bool, string) {
-	d := ev.Detail()
-	if d.Approved != nil {
-		return *d.Approved, d.Text
-	}
-	t := strings.ToLower(strings.TrimSpace(d.Text))
-	for _, yes := range []string{"approve", "approved", "yes", "y", "allow", "ok"} {
-		if t == yes || strings.HasPrefix(t, yes+" ") || strings.HasPrefix(t, yes+":") || strings.HasPrefix(t, yes+",") {
-			return true, ""
-		}
-	}
-	return false, d.Text
 }

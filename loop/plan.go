@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/verify"
@@ -56,10 +57,11 @@ type PlanStep struct {
 	Done   bool   `json:"done,omitempty"`
 }
 
-// plan is the plan being executed.
+// plan is plan mode's share of the state: the plan being executed, from
+// its first submit_plan on (no steps before).
 type plan struct {
-	Steps   []PlanStep `json:"steps"`
-	Current int        `json:"current"` // index of the step being worked on
+	Steps   []PlanStep `json:"steps,omitempty"`
+	Current int        `json:"current,omitempty"` // index of the step being worked on
 	Replan  bool       `json:"replan,omitempty"`
 	Replans int        `json:"replans,omitempty"`
 	// Due says the current step's check must run before the next turn;
@@ -70,14 +72,12 @@ type plan struct {
 }
 
 // planning reports whether the next step turn must produce a plan.
-func (m *Machine) planning() bool {
-	return m.spec.Policy.Plan && (m.st.Plan == nil || m.st.Plan.Replan)
-}
+func (p *plan) planning() bool { return len(p.Steps) == 0 || p.Replan }
 
 // gateChecks are the names a plan step's check may take.
-func (m *Machine) gateChecks() []string {
+func gateChecks(checks []Check) []string {
 	var names []string
-	for _, c := range m.spec.Checks {
+	for _, c := range checks {
 		if c.Tier != verify.Holdout {
 			names = append(names, c.Name)
 		}
@@ -148,24 +148,20 @@ func parseStepDone(raw json.RawMessage) (string, error) {
 	return *f.Result, nil
 }
 
-// planTool answers submit_plan and step_done.
-func (m *Machine) planTool(name string, args json.RawMessage) *ToolOutcome {
-	bad := func(text string) *ToolOutcome {
-		m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "plan_protocol", Text: text})
-		return &ToolOutcome{Output: text, IsError: true, Outcome: "invalid_args"}
+// tool answers submit_plan or step_done at step, given the names a step's
+// check may take, with the notes it leads to.
+func (p *plan) tool(name string, args json.RawMessage, checks []string, step int) (*ToolOutcome, []Note) {
+	bad := func(text string) (*ToolOutcome, []Note) {
+		return &ToolOutcome{Output: text, IsError: true, Outcome: "invalid_args"},
+			[]Note{{Type: NoteObservation, Step: step, Problem: "plan_protocol", Text: text}}
 	}
-	p := m.st.Plan
 	if name == SubmitPlanTool {
-		if p != nil && p.Due {
+		if p.Due {
 			return bad("plan not replaced: step_done was called in this turn; wait for the step's check")
 		}
-		steps, err := parsePlan(args, m.gateChecks())
+		steps, err := parsePlan(args, checks)
 		if err != nil {
 			return bad("plan rejected: " + err.Error())
-		}
-		if p == nil {
-			p = &plan{}
-			m.st.Plan = p
 		}
 		if p.Replan || len(p.Steps) > 0 {
 			p.Replans++
@@ -173,11 +169,10 @@ func (m *Machine) planTool(name string, args json.RawMessage) *ToolOutcome {
 		p.Steps = append(p.Steps[:p.Current:p.Current], steps...)
 		p.Replan = false
 		text := fmt.Sprintf("plan accepted (%d new steps). Work on step %d now: %s", len(steps), p.Current+1, p.Steps[p.Current].Do)
-		m.note(Note{Type: NotePlan, Step: m.st.Step, Text: m.planText()})
-		return &ToolOutcome{Output: text, Outcome: "ok"}
+		return &ToolOutcome{Output: text, Outcome: "ok"}, []Note{{Type: NotePlan, Step: step, Text: p.text()}}
 	}
 	switch {
-	case p == nil || p.Replan:
+	case p.planning():
 		return bad("step_done ignored: there is no plan; call submit_plan first")
 	case p.Current >= len(p.Steps):
 		return bad("step_done ignored: every step of the plan is done; call finish with your answer")
@@ -191,82 +186,61 @@ func (m *Machine) planTool(name string, args json.RawMessage) *ToolOutcome {
 	s := &p.Steps[p.Current]
 	s.Result = result
 	if s.Check == "none" {
-		return &ToolOutcome{Output: fmt.Sprintf("step %d done. ", p.Current+1) + m.advancePlan(), Outcome: "ok"}
+		next, note := p.advance(step)
+		return &ToolOutcome{Output: fmt.Sprintf("step %d done. ", p.Current) + next, Outcome: "ok"}, []Note{note}
 	}
 	p.Due = true
-	return &ToolOutcome{Output: fmt.Sprintf("step %d submitted: its check %s runs after this turn's tools, and you will be told the outcome", p.Current+1, s.Check), Outcome: "ok"}
+	return &ToolOutcome{Output: fmt.Sprintf("step %d submitted: its check %s runs after this turn's tools, and you will be told the outcome", p.Current+1, s.Check), Outcome: "ok"}, nil
 }
 
-// advancePlan marks the current step done and says what comes next.
-func (m *Machine) advancePlan() string {
-	p := m.st.Plan
+// advance marks the current step done and says what comes next.
+func (p *plan) advance(step int) (string, Note) {
 	p.Steps[p.Current].Done = true
 	p.Current++
-	m.note(Note{Type: NotePlan, Step: m.st.Step, Text: fmt.Sprintf("step %d of %d done", p.Current, len(p.Steps))})
+	note := Note{Type: NotePlan, Step: step, Text: fmt.Sprintf("step %d of %d done", p.Current, len(p.Steps))}
 	if p.Current >= len(p.Steps) {
-		return "Every step of the plan is done: call finish with your answer."
+		return "Every step of the plan is done: call finish with your answer.", note
 	}
-	return fmt.Sprintf("Now step %d: %s", p.Current+1, p.Steps[p.Current].Do)
+	return fmt.Sprintf("Now step %d: %s", p.Current+1, p.Steps[p.Current].Do), note
 }
 
-// planCheck issues the current step's check, if one is due. It reports
-// whether it did.
-func (m *Machine) planCheck() bool {
-	p := m.st.Plan
-	if p == nil || !p.Due || m.st.Closing {
-		if p != nil {
-			p.Due = false
-		}
-		return false
-	}
+// startCheck gives the due check of the current step its command ID.
+func (p *plan) startCheck() {
 	p.Checks++
 	p.CheckID = fmt.Sprintf("p%d", p.Checks)
-	m.st.Phase = PhaseVerify
-	m.st.Awaiting = []string{p.CheckID}
-	m.emit(m.planCommand())
-	return true
 }
 
-func (m *Machine) planCommand() Command {
-	p := m.st.Plan
+// command is the Verify command of the check in flight.
+func (p *plan) command(deadline time.Time) Command {
 	s := p.Steps[p.Current]
-	return Command{Type: Verify, ID: p.CheckID, Deadline: m.deadline(m.spec.Policy.Reserve.Time),
-		CommandDetail: &CommandDetail{Candidate: &verify.Candidate{Answer: s.Result, Confidence: 1}, Checks: []string{s.Check}}}
+	return Command{Type: Verify, ID: p.CheckID, Deadline: deadline,
+		Candidate: &verify.Candidate{Answer: s.Result, Confidence: 1}, Checks: []string{s.Check}}
 }
 
-// isPlanCheck reports whether id is the plan check in flight.
-func (m *Machine) isPlanCheck(id string) bool {
-	return m.st.Plan != nil && m.st.Plan.CheckID != "" && id == m.st.Plan.CheckID
-}
+// currentCheck is the name of the current step's check.
+func (p *plan) currentCheck() string { return p.Steps[p.Current].Check }
 
-// onPlanVerdict takes the current step's verdict: a pass moves on, a
-// failure asks for a new plan.
-func (m *Machine) onPlanVerdict(v verify.Verdict) {
-	p := m.st.Plan
+// verdict takes the current step's verdict at step: a pass moves on, a
+// failure asks for a new plan. It returns what to tell the model, and the
+// note, if any, to record; maxDetail caps the failure's detail.
+func (p *plan) verdict(v verify.Verdict, maxDetail, step int) (string, Note) {
 	p.Due, p.CheckID = false, ""
-	m.st.Awaiting = nil
-	m.st.Usage.Cost += v.Cost
 	n := p.Current + 1
 	if v.OK {
-		text := fmt.Sprintf("Step %d passed its check %s. ", n, v.Check) + m.advancePlan()
-		m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
-		m.nextTurn()
-		return
+		next, note := p.advance(step)
+		return fmt.Sprintf("Step %d passed its check %s. ", n, v.Check) + next, note
 	}
-	detail := clip(strings.TrimSpace(v.Detail), m.spec.Policy.MaxFeedbackBytes/2)
+	detail := clip(strings.TrimSpace(v.Detail), maxDetail)
 	if v.Where != "" {
 		detail = "at " + v.Where + ": " + detail
 	}
 	text := fmt.Sprintf("Step %d (%s) failed its check %s: %s\nReplan: call submit_plan with revised steps for the remaining work; the steps done so far (%d) stay done.", n, clip(p.Steps[p.Current].Do, 120), v.Check, detail, p.Current)
 	p.Replan = true
-	m.note(Note{Type: NotePlan, Step: m.st.Step, Problem: "step_failed", Text: text})
-	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
-	m.nextTurn()
+	return text, Note{Type: NotePlan, Step: step, Problem: "step_failed", Text: text}
 }
 
-// planText lists the plan for a note.
-func (m *Machine) planText() string {
-	p := m.st.Plan
+// text lists the plan for a note.
+func (p *plan) text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan (%d steps, replans %d):", len(p.Steps), p.Replans)
 	for i, s := range p.Steps {
@@ -279,20 +253,34 @@ func (m *Machine) planText() string {
 	return b.String()
 }
 
-// planFocus is the plan's part of the pinned block.
-func (m *Machine) planFocus() string {
-	if !m.spec.Policy.Plan {
-		return ""
-	}
-	p := m.st.Plan
+// focus is the plan's part of the pinned block, given the names a step's
+// check may take.
+func (p *plan) focus(checks []string) string {
 	switch {
-	case p == nil:
-		return fmt.Sprintf("[Plan] Before acting, call submit_plan with your plan: steps in order, each {do, check}, where check is one of the task's checks (%s) or none.", strings.Join(m.gateChecks(), ", "))
+	case len(p.Steps) == 0 && !p.Replan:
+		return fmt.Sprintf("[Plan] Before acting, call submit_plan with your plan: steps in order, each {do, check}, where check is one of the task's checks (%s) or none.", strings.Join(checks, ", "))
 	case p.Replan:
-		return fmt.Sprintf("[Plan] Replan: call submit_plan with revised steps for the remaining work (checks: %s, or none).", strings.Join(m.gateChecks(), ", "))
+		return fmt.Sprintf("[Plan] Replan: call submit_plan with revised steps for the remaining work (checks: %s, or none).", strings.Join(checks, ", "))
 	case p.Current >= len(p.Steps):
 		return "[Plan] Every step is done: call finish with your answer."
 	}
 	s := p.Steps[p.Current]
 	return fmt.Sprintf("[Plan: step %d of %d] %s\nCheck: %s. Work on this step only; when it is done, call step_done with its result.", p.Current+1, len(p.Steps), s.Do, s.Check)
+}
+
+// stepPlanCheck is the handler of phasePlanCheck: the current step's
+// verdict arrives; a check that could not run counts as not passed.
+func (m *Machine) stepPlanCheck(ev *Event) {
+	p := &m.st.Plan
+	v := verify.Verdict{Check: p.currentCheck()}
+	if ev.Type == EventVerdict {
+		v = *ev.Verdict
+	} else {
+		v.Detail = "the check could not run: " + ev.Error.Message
+	}
+	m.st.Usage.Cost += v.Cost
+	text, note := p.verdict(v, m.spec.Policy.MaxFeedbackBytes/2, m.st.Step)
+	m.note(note)
+	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
+	m.nextTurn()
 }

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/ratchetloop/ratchet/budget"
@@ -87,4 +88,97 @@ func (a Attempt) Failing() []string {
 		}
 	}
 	return out
+}
+
+// maxEarlier is how many earlier attempts feedback lists, one line each.
+const maxEarlier = 5
+
+// feedback shapes the rejection of a: its failures in full, one line per
+// earlier attempt, capped at maxBytes.
+func feedback(a Attempt, earlier []Attempt, maxBytes int, mode Mode) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Not accepted: attempt %d failed %d of %d checks run.\n", a.N, len(a.Failing()), len(a.Verdicts))
+	if a.Sample {
+		// The model has not seen this alternative in its history.
+		fmt.Fprintf(&b, "It was the alternative you proposed when asked, and the most informative failure: %s\n", clip(a.Answer, maxBytes/4))
+	}
+	for _, v := range a.Verdicts {
+		if v.OK {
+			continue
+		}
+		fmt.Fprintf(&b, "- %s failed", v.Check)
+		if v.Where != "" {
+			fmt.Fprintf(&b, " at %s", v.Where)
+		}
+		fmt.Fprintf(&b, ": %s\n", clip(v.Detail, maxBytes/2))
+	}
+	if len(earlier) > 0 {
+		b.WriteString("Earlier attempts:\n")
+		if skip := len(earlier) - maxEarlier; skip > 0 {
+			fmt.Fprintf(&b, "- (%d older attempts not shown)\n", skip)
+			earlier = earlier[skip:]
+		}
+		for _, e := range earlier {
+			fmt.Fprintf(&b, "- %s\n", clip(e.Summary, 200))
+		}
+	}
+	if mode == ModeGenerate {
+		b.WriteString("Fix what failed and reply with the whole artifact again.")
+	} else {
+		b.WriteString("Fix what failed and call finish again.")
+	}
+	return clip(b.String(), maxBytes)
+}
+
+// summarize is a's one-line summary; ok says it passed every check.
+func summarize(a Attempt, ok bool) string {
+	head := attemptHead(a)
+	switch failing := a.Failing(); {
+	case ok:
+		return head + "passed every check"
+	case len(failing) == 0:
+		return head + fmt.Sprintf("passed the %d checks run but was not checked further", len(a.Verdicts))
+	}
+	var parts []string
+	for _, v := range a.Verdicts {
+		if !v.OK {
+			parts = append(parts, fmt.Sprintf("%s (%s)", v.Check, clip(firstLine(v.Detail), 100)))
+		}
+	}
+	return head + "failed " + strings.Join(parts, "; ")
+}
+
+func attemptHead(a Attempt) string {
+	return fmt.Sprintf("attempt %d (step %d, confidence %.2f) answered %q: ", a.N, a.Step, a.Confidence, clip(a.Answer, 60))
+}
+
+// best is the accepted attempt, else the one that passed the most checks,
+// the later one winning ties; nil when there are none.
+func best(attempts []Attempt) *Attempt {
+	var b *Attempt
+	for i := range attempts {
+		a := &attempts[i]
+		if b == nil || a.Accepted || (!b.Accepted && a.passed() >= b.passed()) {
+			b = a
+		}
+	}
+	return b
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
 }

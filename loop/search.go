@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
@@ -29,10 +30,15 @@ var (
 	nudgeGeneratePrompt string
 )
 
+// search is the judging of one submitted candidate and its alternatives.
+// The attempts it judges are the run's (Machine's); it holds their numbers.
 type search struct {
 	// FinishID is the tool_use that submitted the first candidate; feedback
 	// answers it. Empty in generate mode, where feedback is a user message.
 	FinishID string `json:"finish_id,omitempty"`
+	// Closing says the candidate is the closing turn's: no alternatives,
+	// checks may use the whole time left, and a rejection ends the run.
+	Closing bool `json:"closing,omitempty"`
 	// Cands are the attempt numbers judged, the model's own first.
 	Cands []int `json:"cands"`
 	// Stage is the tier being checked; empty while samples are awaited.
@@ -41,111 +47,241 @@ type search struct {
 	Order []int `json:"order,omitempty"`
 	// Winner is the attempt that passed every gate check.
 	Winner int `json:"winner,omitempty"`
+	// Running are the Verify commands in flight; started, those of them
+	// not yet issued.
+	Running []verifyJob `json:"running,omitempty"`
+	started []verifyJob
 }
 
-func verifyID(n int, t verify.Tier) string { return "v" + strconv.Itoa(n) + "." + string(t) }
+// verifyJob is one Verify command: a tier of checks on one attempt.
+type verifyJob struct {
+	ID      string      `json:"id"`
+	Attempt int         `json:"attempt"`
+	Tier    verify.Tier `json:"tier"`
+}
 
-// submit records a candidate from the model's own turn and starts judging it.
-func (m *Machine) submit(answer string, conf float64, finishID, how string) {
-	n := m.addAttempt(answer, conf, false)
-	m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
-	m.st.Search = &search{FinishID: finishID, Cands: []int{n}}
-	if m.unsure(conf) && !m.st.Closing {
-		if m.sample() {
-			return
+// judgement is what the search decided after a change.
+type judgement int
+
+const (
+	searching judgement = iota // verdicts are still due
+	accepted                   // Winner passed every gate check (and ran its holdout checks)
+	rejected                   // nothing passed: feed back the most informative failure
+)
+
+// checksIn names the checks of tier t.
+func checksIn(checks []Check, t verify.Tier) []string {
+	var names []string
+	for _, c := range checks {
+		if c.Tier == t {
+			names = append(names, c.Name)
 		}
 	}
-	m.beginChecks()
+	return names
 }
 
-func (m *Machine) addAttempt(answer string, conf float64, sample bool) int {
-	n := len(m.st.Attempts) + 1
-	m.st.Attempts = append(m.st.Attempts, Attempt{N: n, Step: m.st.Step, Answer: answer, Confidence: conf, Sample: sample})
-	return n
+// run starts tier t on attempt n.
+func (s *search) run(n int, t verify.Tier) {
+	j := verifyJob{ID: "v" + strconv.Itoa(n) + "." + string(t), Attempt: n, Tier: t}
+	s.Running = append(s.Running, j)
+	s.started = append(s.started, j)
 }
 
-func (m *Machine) unsure(conf float64) bool {
-	return m.spec.Policy.HighStakes || conf < m.spec.Policy.ConfidenceThreshold
-}
-
-// sample asks for up to Samples alternatives, as many as the budget allows
-// beyond the closing reserve. It reports whether any were requested.
-func (m *Machine) sample() bool {
-	pol := m.spec.Policy
-	est := m.estimateInput()
-	var ids []string
-	// Every sample requested so far is projected too, so that together
-	// they never eat into the closing reserve.
-	need := pol.Reserve
-	need.Cost = max(need.Cost, m.st.MaxCallCost)
-	for range max(pol.Samples, 0) {
-		need.ModelCalls++
-		need.InputTokens += est
-		need.OutputTokens += int64(pol.MaxOutputTokens)
-		need.Cost += m.st.MaxCallCost
-		if _, over := budget.Exceeds(m.spec.Budget, m.st.Usage, need); over {
-			break
+// start begins with the first gate tier that has checks.
+func (s *search) start(attempts []Attempt, checks []Check) judgement {
+	if len(checksIn(checks, verify.Cheap)) > 0 {
+		s.Stage = verify.Cheap
+		for _, n := range s.Cands {
+			s.run(n, verify.Cheap)
 		}
-		m.st.CallSeq++
-		m.st.Usage.ModelCalls++
-		ids = append(ids, "m"+strconv.Itoa(m.st.CallSeq))
+		return searching
 	}
-	if len(ids) == 0 {
+	s.Stage, s.Order = verify.Expensive, byConfidence(attempts, s.Cands)
+	return s.next()
+}
+
+// next runs the expensive checks on the next candidate in order.
+func (s *search) next() judgement {
+	if len(s.Order) == 0 {
+		return rejected
+	}
+	s.run(s.Order[0], verify.Expensive)
+	s.Order = s.Order[1:]
+	return searching
+}
+
+// job returns the index of the Verify command id in flight, or -1.
+func (s *search) job(id string) int {
+	return slices.IndexFunc(s.Running, func(j verifyJob) bool { return j.ID == id })
+}
+
+// due reports whether a verdict of check for Verify command id is awaited.
+func (s *search) due(id, check string, attempts []Attempt, checks []Check) bool {
+	i := s.job(id)
+	if i < 0 || !slices.Contains(checksIn(checks, s.Running[i].Tier), check) {
 		return false
 	}
-	m.st.Call = callParams{Purpose: model.PurposeSample, MaxOut: pol.MaxOutputTokens, Keep: pol.Reserve.Time}
-	for _, id := range ids {
-		m.emit(m.modelCommand(id))
+	j := s.Running[i]
+	return !slices.ContainsFunc(*verdictsFor(&attempts[j.Attempt-1], j.Tier), func(v verify.Verdict) bool { return v.Check == check })
+}
+
+// verdictsFor returns the list a verdict for tier t of attempt a goes to.
+func verdictsFor(a *Attempt, t verify.Tier) *[]verify.Verdict {
+	if t == verify.Holdout {
+		return &a.Holdout
 	}
-	m.st.Awaiting = ids
-	m.st.Phase = PhaseSample
+	return &a.Verdicts
+}
+
+// record takes verdict v for Verify command id, and decides what follows
+// once its tier is complete.
+func (s *search) record(id string, v verify.Verdict, attempts []Attempt, checks []Check) judgement {
+	j := s.Running[s.job(id)]
+	list := verdictsFor(&attempts[j.Attempt-1], j.Tier)
+	*list = append(*list, v)
+	tierChecks := checksIn(checks, j.Tier)
+	got, failed := 0, false
+	for _, v := range *list {
+		if slices.Contains(tierChecks, v.Check) {
+			got++
+			failed = failed || !v.OK
+		}
+	}
+	if got < len(tierChecks) {
+		return searching
+	}
+	s.Running = slices.DeleteFunc(s.Running, func(r verifyJob) bool { return r.ID == id })
+	switch j.Tier {
+	case verify.Holdout:
+		return accepted
+	case verify.Cheap:
+		if len(s.Running) > 0 {
+			return searching // other candidates' cheap checks are still running
+		}
+		var survivors []int
+		for _, c := range s.Cands {
+			if len(attempts[c-1].Failing()) == 0 {
+				survivors = append(survivors, c)
+			}
+		}
+		switch {
+		case len(survivors) == 0:
+			return rejected
+		case len(checksIn(checks, verify.Expensive)) == 0:
+			return s.win(byConfidence(attempts, survivors)[0], checks)
+		}
+		s.Stage, s.Order = verify.Expensive, byConfidence(attempts, survivors)
+		return s.next()
+	}
+	if !failed {
+		return s.win(j.Attempt, checks)
+	}
+	return s.next()
+}
+
+// holdoutFailed records holdout checks that could not run on Verify
+// command id as failed verdicts: holdout checks never gate done, so an
+// infrastructure problem in one must not take away an accepted answer.
+// It reports false when id is not a holdout command.
+func (s *search) holdoutFailed(id string, f Failure, attempts []Attempt, checks []Check) bool {
+	i := s.job(id)
+	if i < 0 || s.Running[i].Tier != verify.Holdout {
+		return false
+	}
+	a := &attempts[s.Running[i].Attempt-1]
+	for _, name := range checksIn(checks, verify.Holdout) {
+		if !slices.ContainsFunc(a.Holdout, func(v verify.Verdict) bool { return v.Check == name }) {
+			a.Holdout = append(a.Holdout, verify.Verdict{Check: name, Detail: "could not run: " + f.Message})
+		}
+	}
+	s.Running = slices.Delete(s.Running, i, i+1)
 	return true
+}
+
+// win records the attempt that passed every gate check, then runs the
+// holdout checks, if any.
+func (s *search) win(n int, checks []Check) judgement {
+	s.Winner = n
+	if len(checksIn(checks, verify.Holdout)) > 0 {
+		s.Stage, s.Order = verify.Holdout, nil
+		s.run(n, verify.Holdout)
+		return searching
+	}
+	return accepted
+}
+
+// command is the Verify command for job j, whose attempt's peers are the
+// other candidates.
+func (s *search) command(j verifyJob, attempts []Attempt, checks []Check, deadline time.Time) Command {
+	a := attempts[j.Attempt-1]
+	var peers []string
+	for _, c := range s.Cands {
+		if c != j.Attempt {
+			peers = append(peers, attempts[c-1].Answer)
+		}
+	}
+	return Command{Type: Verify, ID: j.ID, Deadline: deadline,
+		Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: j.Attempt, Peers: peers},
+		Checks:    checksIn(checks, j.Tier)}
+}
+
+// conclude writes every candidate's summary, the winner's (if any) as
+// passing.
+func (s *search) conclude(attempts []Attempt) {
+	for _, c := range s.Cands {
+		a := &attempts[c-1]
+		a.Summary = summarize(*a, c == s.Winner)
+	}
+}
+
+// mostInformative is the candidate whose failure says most: fewer failing
+// checks, then more checks run, then higher confidence; the earlier on
+// ties.
+func (s *search) mostInformative(attempts []Attempt) int {
+	best := s.Cands[0]
+	for _, c := range s.Cands[1:] {
+		a, b := attempts[c-1], attempts[best-1]
+		fa, fb := len(a.Failing()), len(b.Failing())
+		if fa < fb || (fa == fb && (len(a.Verdicts) > len(b.Verdicts) || (len(a.Verdicts) == len(b.Verdicts) && a.Confidence > b.Confidence))) {
+			best = c
+		}
+	}
+	return best
+}
+
+// byConfidence orders attempts ns most confident first, earlier first on
+// ties.
+func byConfidence(attempts []Attempt, ns []int) []int {
+	out := slices.Clone(ns)
+	slices.SortStableFunc(out, func(a, b int) int {
+		ca, cb := attempts[a-1].Confidence, attempts[b-1].Confidence
+		switch {
+		case ca > cb:
+			return -1
+		case ca < cb:
+			return 1
+		}
+		return 0
+	})
+	return out
 }
 
 // sampleRequest is what alternatives are asked with: the history before
 // the reply that submitted the candidate (they answer the same turn), plus
 // a nudge.
-func (m *Machine) sampleRequest() ([]model.Message, []model.ToolSpec) {
+func sampleRequest(h []model.Message, mode Mode) ([]model.Message, []model.ToolSpec) {
 	nudge, tools := nudgePrompt, []model.ToolSpec{finishSpec}
-	if m.spec.Mode == ModeGenerate {
+	if mode == ModeGenerate {
 		nudge, tools = nudgeGeneratePrompt, nil
 	}
-	h := m.st.History
 	msgs := append(slices.Clip(h[:len(h)-1]), model.Message{Role: model.User, Content: []model.Block{model.TextBlock(strings.TrimSpace(nudge))}})
 	return msgs, tools
 }
 
-// onSample takes one alternative; a reply that does not submit exactly one
-// candidate is dropped with a note.
-func (m *Machine) onSample(id string, r *model.Response, f *Failure) {
-	m.st.Awaiting = slices.DeleteFunc(m.st.Awaiting, func(a string) bool { return a == id })
-	var problem string
-	switch {
-	case f != nil:
-		problem = "the call failed: " + f.Message
-	default:
-		m.charge(r.Usage)
-		answer, conf, how, err := m.candidateOf(r)
-		if err != nil {
-			problem = err.Error()
-			break
-		}
-		n := m.addAttempt(answer, conf, true)
-		m.st.Search.Cands = append(m.st.Search.Cands, n)
-		m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d, an alternative (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
-	}
-	if problem != "" {
-		m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "sample_dropped", Text: "alternative " + id + " dropped: " + problem})
-	}
-	if len(m.st.Awaiting) == 0 {
-		m.beginChecks()
-	}
-}
-
 // candidateOf reads a sample reply: a lone finish call in agent mode, the
 // reply's artifact in generate mode.
-func (m *Machine) candidateOf(r *model.Response) (answer string, conf float64, how string, err error) {
-	if m.spec.Mode == ModeGenerate {
+func candidateOf(r *model.Response, mode Mode) (answer string, conf float64, how string, err error) {
+	if mode == ModeGenerate {
 		answer, conf, stated := ExtractCandidate(replyText(r.Content))
 		if strings.TrimSpace(answer) == "" {
 			return "", 0, "", fmt.Errorf("it holds no answer")
@@ -175,234 +311,139 @@ func statedNote(stated bool) string {
 	return ", none stated"
 }
 
-// beginChecks starts the first gate tier that has checks.
-func (m *Machine) beginChecks() {
-	s := m.st.Search
-	if len(m.checksIn(verify.Cheap)) > 0 {
-		s.Stage = verify.Cheap
-		for _, n := range s.Cands {
-			m.verify(n, verify.Cheap)
-		}
+// --- the machine's side ---
+
+// submit records a candidate from the model's own turn and starts judging
+// it; closing says it is the closing turn's.
+func (m *Machine) submit(answer string, conf float64, finishID, how string, closing bool) {
+	n := m.st.addAttempt(answer, conf, false)
+	m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
+	m.st.Search = &search{FinishID: finishID, Cands: []int{n}, Closing: closing}
+	pol := m.spec.Policy
+	if (pol.HighStakes || conf < pol.ConfidenceThreshold) && !closing && m.sample() {
 		return
 	}
-	s.Stage = verify.Expensive
-	s.Order = m.byConfidence(s.Cands)
-	m.verifyNext()
+	m.follow(m.st.Search.start(m.st.Attempts, m.spec.Checks))
 }
 
-// byConfidence orders attempts most confident first, earlier first on ties.
-func (m *Machine) byConfidence(ns []int) []int {
-	out := slices.Clone(ns)
-	slices.SortStableFunc(out, func(a, b int) int {
-		ca, cb := m.st.Attempts[a-1].Confidence, m.st.Attempts[b-1].Confidence
-		switch {
-		case ca > cb:
-			return -1
-		case ca < cb:
-			return 1
+// sample asks for up to Samples alternatives, as many as the budget allows
+// beyond the closing reserve. It reports whether any were requested.
+func (m *Machine) sample() bool {
+	pol := m.spec.Policy
+	est := m.req.estimate(&m.st, false)
+	// Every sample requested so far is projected too, so that together
+	// they never eat into the closing reserve.
+	used, need, n := m.st.Usage, pol.Reserve, 0
+	need.Cost = max(need.Cost, m.st.MaxCallCost)
+	for range max(pol.Samples, 0) {
+		need.ModelCalls++
+		need.InputTokens += est
+		need.OutputTokens += int64(pol.MaxOutputTokens)
+		need.Cost += m.st.MaxCallCost
+		if _, over := budget.Exceeds(m.spec.Budget, used, need); over {
+			break
 		}
-		return 0
-	})
-	return out
-}
-
-func (m *Machine) verify(n int, t verify.Tier) {
-	m.st.Awaiting = append(m.st.Awaiting, verifyID(n, t))
-	m.st.Phase = PhaseVerify
-	m.emit(m.verifyCommand(n, t))
-}
-
-// verifyCommand builds the Verify command for tier t of attempt n.
-func (m *Machine) verifyCommand(n int, t verify.Tier) Command {
-	a := m.st.Attempts[n-1]
-	keep := m.spec.Policy.Reserve.Time
-	if m.st.Closing {
-		keep = 0
+		used.ModelCalls++
+		n++
 	}
-	var peers []string
-	for _, c := range m.st.Search.Cands {
-		if c != n {
-			peers = append(peers, m.st.Attempts[c-1].Answer)
-		}
-	}
-	return Command{Type: Verify, ID: verifyID(n, t), Deadline: m.deadline(keep),
-		CommandDetail: &CommandDetail{
-			Candidate: &verify.Candidate{Answer: a.Answer, Confidence: a.Confidence, Attempt: n, Peers: peers},
-			Checks:    m.checksIn(t),
-		}}
-}
-
-// verifyNext runs the expensive checks on the next candidate in order.
-func (m *Machine) verifyNext() {
-	s := m.st.Search
-	if len(s.Order) == 0 {
-		m.reject()
-		return
-	}
-	n := s.Order[0]
-	s.Order = s.Order[1:]
-	m.verify(n, verify.Expensive)
-}
-
-func (m *Machine) checksIn(t verify.Tier) []string {
-	var names []string
-	for _, c := range m.spec.Checks {
-		if c.Tier == t {
-			names = append(names, c.Name)
-		}
-	}
-	return names
-}
-
-// parseVerifyID splits a Verify command ID into attempt and tier.
-func (m *Machine) parseVerifyID(id string) (int, verify.Tier, bool) {
-	num, tier, ok := strings.Cut(strings.TrimPrefix(id, "v"), ".")
-	n, err := strconv.Atoi(num)
-	if !ok || err != nil || n < 1 || n > len(m.st.Attempts) || !slices.Contains(m.st.Awaiting, id) {
-		return 0, "", false
-	}
-	return n, verify.Tier(tier), true
-}
-
-// verdictsFor returns the list a verdict for tier t of attempt a goes to.
-func verdictsFor(a *Attempt, t verify.Tier) *[]verify.Verdict {
-	if t == verify.Holdout {
-		return &a.Holdout
-	}
-	return &a.Verdicts
-}
-
-// awaitingCheck reports whether a verdict for check on command id is due.
-func (m *Machine) awaitingCheck(id, check string) bool {
-	if m.isPlanCheck(id) {
-		p := m.st.Plan
-		return check == p.Steps[p.Current].Check
-	}
-	n, t, ok := m.parseVerifyID(id)
-	if !ok || !slices.Contains(m.checksIn(t), check) {
+	if n == 0 {
 		return false
 	}
-	return !slices.ContainsFunc(*verdictsFor(&m.st.Attempts[n-1], t), func(v verify.Verdict) bool { return v.Check == check })
-}
-
-func (m *Machine) onVerdict(id string, v verify.Verdict) {
-	n, t, _ := m.parseVerifyID(id)
-	a := &m.st.Attempts[n-1]
-	list := verdictsFor(a, t)
-	*list = append(*list, v)
-	m.st.Usage.Cost += v.Cost
-	tierChecks := m.checksIn(t)
-	got, failed := 0, false
-	for _, v := range *list {
-		if slices.Contains(tierChecks, v.Check) {
-			got++
-			failed = failed || !v.OK
-		}
-	}
-	if got < len(tierChecks) {
-		return
-	}
-	m.st.Awaiting = slices.DeleteFunc(m.st.Awaiting, func(a string) bool { return a == id })
-	s := m.st.Search
-	switch t {
-	case verify.Holdout:
-		m.acceptWinner()
-	case verify.Cheap:
-		if len(m.st.Awaiting) > 0 {
-			return // other candidates' cheap checks are still running
-		}
-		var survivors []int
-		for _, c := range s.Cands {
-			if len(m.st.Attempts[c-1].Failing()) == 0 {
-				survivors = append(survivors, c)
-			}
-		}
-		switch {
-		case len(survivors) == 0:
-			m.reject()
-		case len(m.checksIn(verify.Expensive)) == 0:
-			m.win(m.byConfidence(survivors)[0])
-		default:
-			s.Stage, s.Order = verify.Expensive, m.byConfidence(survivors)
-			m.verifyNext()
-		}
-	case verify.Expensive:
-		if !failed {
-			m.win(n)
-			return
-		}
-		m.verifyNext()
-	}
-}
-
-// onCheckDeadline handles checks cut off by the ordinary time deadline: the
-// candidates stay unjudged, the model is told, and the reserved closing
-// turn begins, as after a model call cut off at the same deadline. In the
-// closing turn itself the run ends exhausted.
-func (m *Machine) onCheckDeadline(msg string) {
-	s := m.st.Search
-	if m.st.Closing || s == nil {
-		m.stop(Exhausted(budget.Time), "a check was cut off by the time budget: "+msg)
-		return
-	}
-	for _, c := range s.Cands {
-		a := &m.st.Attempts[c-1]
-		a.Summary = summarize(*a, false)
-	}
-	m.st.Abandoned = append(m.st.Abandoned, m.st.Awaiting...)
-	m.st.Awaiting = nil
-	text := "Not judged: the checks ran out of time (" + clip(msg, 200) + ")."
-	if s.FinishID != "" {
-		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: s.FinishID, Text: text, IsError: true})
-	} else {
-		m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
-	}
-	m.st.Search = nil
-	m.beginClosing(budget.Time)
-	m.nextTurn()
-}
-
-// onHoldoutError records a holdout check that could not run as a failed
-// holdout verdict: holdout checks never gate done, so an infrastructure
-// problem in one must not take away an accepted answer. It reports whether
-// the error was a holdout one.
-func (m *Machine) onHoldoutError(id string, f Failure) bool {
-	n, t, ok := m.parseVerifyID(id)
-	if !ok || t != verify.Holdout {
-		return false
-	}
-	a := &m.st.Attempts[n-1]
-	for _, name := range m.checksIn(verify.Holdout) {
-		if !slices.ContainsFunc(a.Holdout, func(v verify.Verdict) bool { return v.Check == name }) {
-			a.Holdout = append(a.Holdout, verify.Verdict{Check: name, Detail: "could not run: " + f.Message})
-		}
-	}
-	m.st.Awaiting = slices.DeleteFunc(m.st.Awaiting, func(a string) bool { return a == id })
-	m.acceptWinner()
+	m.callModel(model.PurposeSample, n, pol.MaxOutputTokens, pol.Reserve.Time)
 	return true
 }
 
-// win records the attempt that passed every gate check, then runs the
-// holdout checks, if any, before finishing.
-func (m *Machine) win(n int) {
-	s := m.st.Search
-	s.Winner = n
-	if len(m.checksIn(verify.Holdout)) > 0 {
-		s.Stage, s.Order = verify.Holdout, nil
-		m.verify(n, verify.Holdout)
-		return
+// stepSample is the handler of phaseSample: one alternative arrives; a
+// reply that does not submit exactly one candidate is dropped with a note.
+func (m *Machine) stepSample(ev *Event) {
+	m.st.Awaiting = slices.DeleteFunc(m.st.Awaiting, func(a string) bool { return a == ev.Call })
+	var problem string
+	if ev.Type == EventModelError {
+		problem = "the call failed: " + ev.Error.Message
+	} else {
+		m.st.charge(ev.Reply.Usage)
+		answer, conf, how, err := candidateOf(ev.Reply, m.spec.Mode)
+		if err != nil {
+			problem = err.Error()
+		} else {
+			n := m.st.addAttempt(answer, conf, true)
+			m.st.Search.Cands = append(m.st.Search.Cands, n)
+			m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d, an alternative (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
+		}
 	}
-	m.acceptWinner()
+	if problem != "" {
+		m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "sample_dropped", Text: "alternative " + ev.Call + " dropped: " + problem})
+	}
+	if len(m.st.Awaiting) == 0 {
+		m.follow(m.st.Search.start(m.st.Attempts, m.spec.Checks))
+	}
 }
 
-func (m *Machine) acceptWinner() {
+// stepChecks is the handler of phaseChecks: a verdict on a candidate, or a
+// check that could not run.
+func (m *Machine) stepChecks(ev *Event) {
 	s := m.st.Search
-	for _, c := range s.Cands {
-		a := &m.st.Attempts[c-1]
-		a.Summary = summarize(*a, c == s.Winner)
+	switch {
+	case ev.Type == EventVerdict:
+		m.st.Usage.Cost += ev.Verdict.Cost
+		m.follow(s.record(ev.Call, *ev.Verdict, m.st.Attempts, m.spec.Checks))
+	case s.holdoutFailed(ev.Call, *ev.Error, m.st.Attempts, m.spec.Checks):
+		m.follow(accepted)
+	case ev.Error.Kind == FailDeadline && s.Closing:
+		m.stop(Exhausted(budget.Time), "a check was cut off by the time budget: "+ev.Error.Message)
+	case ev.Error.Kind == FailDeadline:
+		// The candidates stay unjudged, the model is told, and the
+		// reserved closing turn begins, as after a model call cut off at
+		// the same deadline.
+		s.conclude(m.st.Attempts)
+		for _, j := range s.Running {
+			m.st.Abandoned = append(m.st.Abandoned, j.ID)
+		}
+		m.st.answerSearch("Not judged: the checks ran out of time (" + clip(ev.Error.Message, 200) + ").")
+		m.closeTurn(budget.Time)
+	default:
+		m.stop(Failed, "a check could not run: "+ev.Error.Message)
 	}
-	a := &m.st.Attempts[s.Winner-1]
-	a.Accepted = true
+}
+
+// follow carries out what the search decided: the Verify commands it
+// started, the accepted attempt, or the rejection.
+func (m *Machine) follow(v judgement) {
+	s := m.st.Search
+	switch v {
+	case searching:
+		m.st.Phase = phaseChecks
+		keep := m.spec.Policy.Reserve.Time
+		if s.Closing {
+			keep = 0
+		}
+		for _, j := range s.started {
+			m.emit(s.command(j, m.st.Attempts, m.spec.Checks, m.st.deadline(m.spec.Budget.Time, keep)))
+		}
+		s.started = nil
+	case accepted:
+		s.conclude(m.st.Attempts)
+		a := &m.st.Attempts[s.Winner-1]
+		a.Accepted = true
+		m.stop(Done, acceptance(*a))
+	case rejected:
+		s.conclude(m.st.Attempts)
+		a := m.st.Attempts[s.mostInformative(m.st.Attempts)-1]
+		fb := feedback(a, m.st.Attempts[:a.N-1], m.spec.Policy.MaxFeedbackBytes, m.spec.Mode)
+		m.note(Note{Type: NoteRejected, Step: m.st.Step, Attempt: a.N, Text: fb})
+		m.st.answerSearch(fb)
+		if s.Closing {
+			m.stop(exhausted(m.st.Closing, fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", "))))
+			return
+		}
+		if m.observe(progress.Observation{Kind: progress.Attempt, Failing: a.Failing(), Candidate: a.Answer}) {
+			m.nextTurn()
+		}
+	}
+}
+
+// acceptance is the reason a run ends done with attempt a.
+func acceptance(a Attempt) string {
 	reason := "attempt " + strconv.Itoa(a.N) + " passed every check"
 	if a.Sample {
 		reason = "attempt " + strconv.Itoa(a.N) + ", an alternative sampled because the model was unsure, passed every check"
@@ -416,51 +457,7 @@ func (m *Machine) acceptWinner() {
 		}
 		reason += fmt.Sprintf(" (holdout: %d of %d passed)", h-failed, h)
 	}
-	m.stop(Done, reason)
-}
-
-// reject feeds back the most informative failure of the search.
-func (m *Machine) reject() {
-	s := m.st.Search
-	for _, c := range s.Cands {
-		a := &m.st.Attempts[c-1]
-		a.Summary = summarize(*a, false)
-	}
-	best := s.Cands[0]
-	for _, c := range s.Cands[1:] {
-		if m.moreInformative(c, best) {
-			best = c
-		}
-	}
-	a := m.st.Attempts[best-1]
-	feedback := m.feedback(a)
-	m.note(Note{Type: NoteRejected, Step: m.st.Step, Attempt: a.N, Text: feedback})
-	if s.FinishID != "" {
-		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: s.FinishID, Text: feedback, IsError: true})
-	} else {
-		m.st.Outbox = append(m.st.Outbox, model.TextBlock(feedback))
-	}
-	m.st.Search = nil
-	if m.st.Closing {
-		m.stopExhausted(fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", ")))
-		return
-	}
-	if m.observe(progress.Observation{Kind: progress.Attempt, Failing: a.Failing(), Candidate: a.Answer}) {
-		m.nextTurn()
-	}
-}
-
-// moreInformative reports whether attempt x's failure says more than y's:
-// fewer failing checks, then more checks run, then higher confidence.
-func (m *Machine) moreInformative(x, y int) bool {
-	a, b := m.st.Attempts[x-1], m.st.Attempts[y-1]
-	if fa, fb := len(a.Failing()), len(b.Failing()); fa != fb {
-		return fa < fb
-	}
-	if len(a.Verdicts) != len(b.Verdicts) {
-		return len(a.Verdicts) > len(b.Verdicts)
-	}
-	return a.Confidence > b.Confidence
+	return reason
 }
 
 // confidenceLine finds a "CONFIDENCE: x" line; the last one wins.

@@ -155,8 +155,6 @@ func (s Spec) Validate() error {
 	if s.Goal == "" {
 		add("goal is empty")
 	}
-	// One part at a time, so that the goroutine starting a run never holds
-	// the locals of every part at once: its stack stays at 8 KB.
 	s.validateTools(add)
 	s.validateChecks(add)
 	s.validateSubagents(add)

@@ -185,6 +185,23 @@ type spawnRequest struct {
 	Budget budget.Limits
 }
 
+// spawnArgs are spawn_subagent's arguments as decoded, absent ones nil.
+type spawnArgs struct {
+	Goal   *string     `json:"goal"`
+	Tools  *[]string   `json:"tools"`
+	Checks *[]string   `json:"checks"`
+	Budget *spawnLimit `json:"budget"`
+}
+
+type spawnLimit struct {
+	Steps       *int64   `json:"steps"`
+	ModelCalls  *int64   `json:"model_calls"`
+	ToolCalls   *int64   `json:"tool_calls"`
+	TotalTokens *int64   `json:"total_tokens"`
+	CostUSD     *float64 `json:"cost_usd"`
+	TimeSeconds *float64 `json:"time_seconds"`
+}
+
 // parseSpawn validates spawn_subagent arguments against the tools and
 // checks a child may be given; the error is for the model.
 func parseSpawn(raw json.RawMessage, tools []string, checks []Check) (spawnRequest, error) {
@@ -192,19 +209,7 @@ func parseSpawn(raw json.RawMessage, tools []string, checks []Check) (spawnReque
 	if !isObject(raw) {
 		return spawnRequest{}, errors.New(form)
 	}
-	var f struct {
-		Goal   *string   `json:"goal"`
-		Tools  *[]string `json:"tools"`
-		Checks *[]string `json:"checks"`
-		Budget *struct {
-			Steps       *int64   `json:"steps"`
-			ModelCalls  *int64   `json:"model_calls"`
-			ToolCalls   *int64   `json:"tool_calls"`
-			TotalTokens *int64   `json:"total_tokens"`
-			CostUSD     *float64 `json:"cost_usd"`
-			TimeSeconds *float64 `json:"time_seconds"`
-		} `json:"budget"`
-	}
+	var f spawnArgs
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
@@ -218,82 +223,108 @@ func parseSpawn(raw json.RawMessage, tools []string, checks []Check) (spawnReque
 		return spawnRequest{}, errors.New(form)
 	}
 	var r spawnRequest
+	var err error
 	if f.Goal == nil || strings.TrimSpace(*f.Goal) == "" {
 		return r, errors.New(`"goal" is missing or empty: say what the sub-agent must achieve`)
 	}
 	if r.Goal = strings.TrimSpace(*f.Goal); len(r.Goal) > maxChildGoal {
 		return r, fmt.Errorf(`"goal" is %d bytes, over the limit of %d`, len(r.Goal), maxChildGoal)
 	}
-	r.Tools = slices.Clone(tools)
-	if f.Tools != nil {
-		r.Tools = []string{}
-		for i, name := range *f.Tools {
-			switch {
-			case !slices.Contains(tools, name):
-				return r, fmt.Errorf("tools[%d]: %q is not a tool a sub-agent may be given (%s)", i, clip(name, 60), orNone(tools))
-			case slices.Contains(r.Tools, name):
-				return r, fmt.Errorf("tools[%d]: %q is listed twice", i, name)
-			}
-			r.Tools = append(r.Tools, name)
+	if r.Tools, err = spawnTools(f.Tools, tools); err != nil {
+		return r, err
+	}
+	if r.Checks, err = spawnChecks(f.Checks, checks); err != nil {
+		return r, err
+	}
+	if f.Budget != nil {
+		r.Budget, err = f.Budget.limits()
+	}
+	return r, err
+}
+
+// spawnTools resolves the tools a spawn names among those allowed: all of
+// them when it names none.
+func spawnTools(named *[]string, allowed []string) ([]string, error) {
+	if named == nil {
+		return slices.Clone(allowed), nil
+	}
+	out := []string{}
+	for i, name := range *named {
+		switch {
+		case !slices.Contains(allowed, name):
+			return nil, fmt.Errorf("tools[%d]: %q is not a tool a sub-agent may be given (%s)", i, clip(name, 60), orNone(allowed))
+		case slices.Contains(out, name):
+			return nil, fmt.Errorf("tools[%d]: %q is listed twice", i, name)
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// spawnChecks resolves the checks a spawn names among those allowed: all
+// of them when it names none.
+func spawnChecks(named *[]string, allowed []Check) ([]Check, error) {
+	if named == nil {
+		return slices.Clone(allowed), nil
+	}
+	names := make([]string, len(allowed))
+	for i, c := range allowed {
+		names[i] = c.Name
+	}
+	out := []Check{}
+	for i, name := range *named {
+		j := slices.Index(names, name)
+		switch {
+		case j < 0:
+			return nil, fmt.Errorf("checks[%d]: %q is not a check a sub-agent may be given (%s)", i, clip(name, 60), orNone(names))
+		case slices.Contains(out, allowed[j]):
+			return nil, fmt.Errorf("checks[%d]: %q is listed twice", i, name)
+		}
+		out = append(out, allowed[j])
+	}
+	if !slices.ContainsFunc(out, func(c Check) bool { return c.Tier != verify.Holdout }) {
+		return nil, errors.New(`"checks" names no cheap or expensive check; a sub-agent's answer must be checked`)
+	}
+	return out, nil
+}
+
+// limits validates the limits a spawn asks for; zero fields were not.
+func (b *spawnLimit) limits() (budget.Limits, error) {
+	var l budget.Limits
+	for _, n := range []struct {
+		name string
+		v    *int64
+		min  int64
+		d    budget.Dimension
+	}{
+		{"steps", b.Steps, 2, budget.Steps},
+		{"model_calls", b.ModelCalls, 2, budget.ModelCalls},
+		{"tool_calls", b.ToolCalls, 1, budget.ToolCalls},
+		{"total_tokens", b.TotalTokens, minChildTokens, budget.TotalTokens},
+	} {
+		switch {
+		case n.v == nil:
+		case *n.v < n.min:
+			return l, fmt.Errorf(`"budget.%s" is %d; a sub-agent needs at least %d`, n.name, *n.v, n.min)
+		case *n.v > 1<<40:
+			return l, fmt.Errorf(`"budget.%s" is %d, more than any budget`, n.name, *n.v)
+		default:
+			l.Set(n.d, *n.v)
 		}
 	}
-	r.Checks = slices.Clone(checks)
-	if f.Checks != nil {
-		r.Checks = []Check{}
-		names := make([]string, len(checks))
-		for i, c := range checks {
-			names[i] = c.Name
+	if c := b.CostUSD; c != nil {
+		if !(*c > 0 && *c <= 1e6) || budget.USD(*c) < 1 {
+			return l, fmt.Errorf(`"budget.cost_usd" is %v; give an amount in US dollars from 0.000001 to 1000000`, *c)
 		}
-		for i, name := range *f.Checks {
-			j := slices.Index(names, name)
-			switch {
-			case j < 0:
-				return r, fmt.Errorf("checks[%d]: %q is not a check a sub-agent may be given (%s)", i, clip(name, 60), orNone(names))
-			case slices.Contains(r.Checks, checks[j]):
-				return r, fmt.Errorf("checks[%d]: %q is listed twice", i, name)
-			}
-			r.Checks = append(r.Checks, checks[j])
-		}
-		if !slices.ContainsFunc(r.Checks, func(c Check) bool { return c.Tier != verify.Holdout }) {
-			return r, errors.New(`"checks" names no cheap or expensive check; a sub-agent's answer must be checked`)
-		}
+		l.Cost = budget.USD(*c)
 	}
-	if b := f.Budget; b != nil {
-		for _, n := range []struct {
-			name string
-			v    *int64
-			min  int64
-			dst  func(int64)
-		}{
-			{"steps", b.Steps, 2, func(v int64) { r.Budget.Steps = int(v) }},
-			{"model_calls", b.ModelCalls, 2, func(v int64) { r.Budget.ModelCalls = int(v) }},
-			{"tool_calls", b.ToolCalls, 1, func(v int64) { r.Budget.ToolCalls = int(v) }},
-			{"total_tokens", b.TotalTokens, minChildTokens, func(v int64) { r.Budget.TotalTokens = v }},
-		} {
-			switch {
-			case n.v == nil:
-			case *n.v < n.min:
-				return r, fmt.Errorf(`"budget.%s" is %d; a sub-agent needs at least %d`, n.name, *n.v, n.min)
-			case *n.v > 1<<40:
-				return r, fmt.Errorf(`"budget.%s" is %d, more than any budget`, n.name, *n.v)
-			default:
-				n.dst(*n.v)
-			}
+	if s := b.TimeSeconds; s != nil {
+		if !(*s >= 1 && *s <= 1e6) {
+			return l, fmt.Errorf(`"budget.time_seconds" is %v; give from 1 to 1000000 seconds`, *s)
 		}
-		if c := b.CostUSD; c != nil {
-			if !(*c > 0 && *c <= 1e6) || budget.USD(*c) < 1 {
-				return r, fmt.Errorf(`"budget.cost_usd" is %v; give an amount in US dollars from 0.000001 to 1000000`, *c)
-			}
-			r.Budget.Cost = budget.USD(*c)
-		}
-		if s := b.TimeSeconds; s != nil {
-			if !(*s >= 1 && *s <= 1e6) {
-				return r, fmt.Errorf(`"budget.time_seconds" is %v; give from 1 to 1000000 seconds`, *s)
-			}
-			r.Budget.Time = time.Duration(*s * float64(time.Second))
-		}
+		l.Time = time.Duration(*s * float64(time.Second))
 	}
-	return r, nil
+	return l, nil
 }
 
 // wantType names the type a spawn argument must have.
@@ -321,39 +352,6 @@ func orNone(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// isSpawn reports whether name is the spawn tool of a run that offers it.
-func (m *Machine) isSpawn(name string) bool {
-	return name == SpawnTool && m.spec.Policy.Subagents != nil
-}
-
-// turnNeed is what the parent keeps for itself: the closing reserve and
-// one more ordinary turn, projected as nextTurn projects it.
-func (m *Machine) turnNeed() budget.Usage {
-	need := m.spec.Policy.Reserve
-	need.Steps++
-	need.ModelCalls++
-	need.InputTokens += 2 * m.estimateInput() // this turn and the closing turn
-	need.OutputTokens += int64(m.spec.Policy.MaxOutputTokens)
-	// Prices are unknown here, so project this turn and the closing one
-	// to cost as much as the costliest call so far.
-	need.Cost = m.st.MaxCallCost + max(need.Cost, m.st.MaxCallCost)
-	if len(m.spec.Tools) > 0 {
-		need.ToolCalls++
-	}
-	return need
-}
-
-// committed is how much of dimension d the children in flight were given.
-func (m *Machine) committed(d budget.Dimension) int64 {
-	var n int64
-	for _, c := range m.st.Calls {
-		if c.Spawn != nil && c.Result == nil {
-			n += max(c.Spawn.Child.Budget.Limit(d), 0)
-		}
-	}
-	return n
-}
-
 // minChild is the least a child may be given on a finite dimension d.
 func minChild(d budget.Dimension) int64 {
 	switch d {
@@ -373,160 +371,6 @@ func capAt(v, c int64) int64 {
 		return c
 	}
 	return min(v, c)
-}
-
-// carve gives a child that asked for r its limits, when n children of
-// this turn (this one included) are still to be given theirs; or says why
-// it cannot be started. On every dimension where the parent has a limit,
-// the child gets at most an equal share of what is left: the limit less
-// what the parent used, what the children in flight were given and what
-// the parent keeps for its next and closing turns (turnNeed). Time is not
-// shared (children run in parallel): a child gets at most the parent's
-// time left before its closing reserve.
-func (m *Machine) carve(r spawnRequest, n int) (budget.Limits, string) {
-	def := m.spec.Policy.Subagents.Budget.WithDefaults()
-	keep := m.turnNeed()
-	var out budget.Limits
-	for _, d := range budget.Dimensions {
-		v := def.Limit(d)
-		if asked := r.Budget.Limit(d); asked > 0 {
-			v = capAt(v, asked)
-		}
-		share, shared := int64(0), false
-		if lim := m.spec.Budget.Limit(d); lim >= 0 {
-			if d == budget.Time {
-				share = lim - int64(m.st.Usage.Time) - int64(m.spec.Policy.Reserve.Time)
-			} else {
-				share = (lim - m.st.Usage.Get(d) - m.committed(d) - keep.Get(d)) / int64(n)
-			}
-			share, shared = max(share, 0), true
-			v = capAt(v, share)
-		}
-		if d == budget.ToolCalls && len(r.Tools) == 0 {
-			v = budget.Unlimited // it has no tools to call: nothing to carve
-		}
-		if v != budget.Unlimited && v < minChild(d) {
-			if !shared {
-				return out, fmt.Sprintf("its %s limit would be %s, below the minimum of %s", d, budget.Format(d, v), budget.Format(d, minChild(d)))
-			}
-			return out, fmt.Sprintf("too little %s budget is left: its share would be %s (what this run has left beyond its own next and closing turns, shared among the %d sub-agents still to start this turn), below the minimum of %s",
-				d, budget.Format(d, share), n, budget.Format(d, minChild(d)))
-		}
-		out.Set(d, v)
-	}
-	return out, ""
-}
-
-// childPolicy is the policy a child with limits l runs under.
-func (m *Machine) childPolicy(l budget.Limits) Policy {
-	p := m.spec.Policy
-	p.Subagents, p.Plan, p.Escalate, p.Key = nil, false, false, nil
-	p.Reserve = budget.Usage{} // derived from the child's own limits
-	for _, t := range []int64{l.TotalTokens, l.OutputTokens} {
-		if t > 0 {
-			p.MaxOutputTokens = min(p.MaxOutputTokens, int(min(t/4, 1<<30)))
-			p.ClosingOutputTokens = min(p.ClosingOutputTokens, int(min(t/8, 1<<30)))
-		}
-	}
-	return p
-}
-
-// spawnChildren answers the turn's spawn_subagent calls (indices into
-// Calls, in call order): each is refused with an observation or given its
-// limits and a RunChild command, which it returns.
-func (m *Machine) spawnChildren(idx []int) []Command {
-	sub := m.spec.Policy.Subagents
-	maxChildren := sub.MaxChildren
-	if maxChildren == 0 {
-		maxChildren = defaultMaxChildren
-	}
-	refuse := func(c *pendingCall, problem, why string) {
-		text := "sub-agent not started: " + why
-		c.Result = &ToolOutcome{Output: text, IsError: true, Outcome: problem}
-		m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
-	}
-	type request struct {
-		call int
-		r    spawnRequest
-	}
-	var valid []request
-	for _, i := range idx {
-		c := &m.st.Calls[i]
-		r, err := parseSpawn(c.Args, sub.Tools, sub.Checks)
-		switch {
-		case err != nil:
-			refuse(c, "bad_spawn", err.Error())
-		case m.st.Children+len(valid) >= maxChildren:
-			refuse(c, "spawn_limit", fmt.Sprintf("this run may start at most %d sub-agents in all (max_children); do the rest yourself", maxChildren))
-		default:
-			valid = append(valid, request{i, r})
-		}
-	}
-	var cmds []Command
-	for k, v := range valid {
-		c := &m.st.Calls[v.call]
-		limits, why := m.carve(v.r, len(valid)-k)
-		if why != "" {
-			refuse(c, "spawn_budget", why)
-			continue
-		}
-		child := Child{Goal: v.r.Goal, Instructions: strings.TrimSpace(subagentPrompt), Tools: v.r.Tools, Checks: v.r.Checks,
-			Permissions: m.spec.Permissions, Budget: limits, Policy: m.childPolicy(limits)}
-		if err := child.Spec(m.spec.Tools).Validate(); err != nil {
-			refuse(c, "spawn_budget", strings.ReplaceAll(err.Error(), "\n", "; "))
-			continue
-		}
-		m.st.Children++
-		c.Spawn = &spawned{Cmd: "c" + strconv.Itoa(m.st.Children), Child: child}
-		m.note(Note{Type: NoteSubagent, Step: m.st.Step, Text: fmt.Sprintf("%s started for call %s: %q; carved %s", c.Spawn.Cmd, c.ID, clip(child.Goal, 80), limitsText(limits))})
-		cmds = append(cmds, m.childCommand(*c.Spawn))
-	}
-	return cmds
-}
-
-// childCommand is the RunChild command for s.
-func (m *Machine) childCommand(s spawned) Command {
-	child := s.Child
-	return Command{Type: RunChild, ID: s.Cmd, Deadline: m.deadline(m.spec.Policy.Reserve.Time), CommandDetail: &CommandDetail{Child: &child}}
-}
-
-// childIndex returns the index of the call whose child cmd is running, or -1.
-func (m *Machine) childIndex(cmd string) int {
-	for i, c := range m.st.Calls {
-		if c.Spawn != nil && c.Spawn.Cmd == cmd {
-			return i
-		}
-	}
-	return -1
-}
-
-// childUsage is what a child's usage charges to its parent: everything but
-// time, which the parent spends alongside.
-func childUsage(u budget.Usage) budget.Usage {
-	u.Time = 0
-	return u
-}
-
-// onChildResult charges the child's usage to the run, which releases the
-// rest of its carve, and answers the spawn call with the child's result.
-func (m *Machine) onChildResult(cmd string, res Result) {
-	i := m.childIndex(cmd)
-	s := m.st.Calls[i].Spawn
-	charged := childUsage(res.Usage)
-	m.st.Usage = m.st.Usage.Add(charged)
-	text := fmt.Sprintf("%s ended %s; charged %s", cmd, res.Status, usageText(charged))
-	if d, over := budget.Exceeds(s.Child.Budget, budget.Usage{}, charged); over {
-		// The loop keeps a run's counts within its limits, but tokens and
-		// cost are projected, so a reply can overshoot them; the parent pays
-		// what was spent.
-		text += fmt.Sprintf(" (over its %s limit of %s)", d, budget.Format(d, s.Child.Budget.Limit(d)))
-	}
-	m.note(Note{Type: NoteSubagent, Step: m.st.Step, Text: text})
-	out := &ToolOutcome{Output: renderChild(cmd, s.Child, res), Outcome: "ok"}
-	if res.Status != Done {
-		out.IsError, out.Outcome = true, "subagent_not_done"
-	}
-	m.onToolResult(m.st.Calls[i].ID, out)
 }
 
 // renderChild is what the parent model sees of a child's result.

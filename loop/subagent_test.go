@@ -100,27 +100,13 @@ func FuzzCarve(f *testing.F) {
 			t.Fatal(err)
 		}
 		m.Advance()
-		args := map[string]any{"goal": "sub"}
-		ask := map[string]any{}
-		if askSteps > 0 {
-			ask["steps"] = max(int(askSteps), 2)
-		}
-		if askCalls > 0 {
-			ask["model_calls"] = max(int(askCalls), 2)
-		}
-		if askTokens > 0 {
-			ask["total_tokens"] = max(int(askTokens), minChildTokens)
-		}
-		if len(ask) > 0 {
-			args["budget"] = ask
-		}
-		raw, _ := json.Marshal(args)
+		raw := spawnArgsFor(askSteps, askCalls, askTokens)
 		reply := model.Response{Usage: model.Usage{InputTokens: 100, OutputTokens: 10, Cost: 3, CostKnown: true}}
 		for i := range int(n%9) + 1 {
 			reply.Content = append(reply.Content, model.Block{Type: model.ToolUse, ID: fmt.Sprintf("s%d", i), Name: SpawnTool, Input: raw})
 		}
 		before := m.Usage()
-		keep := m.turnNeedAfter(reply)
+		keep := turnNeedAfter(m, reply)
 		if err := m.Step(Event{Type: EventModelReply, At: at, Call: "m1", Reply: &reply}); err != nil {
 			t.Fatal(err)
 		}
@@ -168,11 +154,11 @@ func FuzzCarve(f *testing.F) {
 }
 
 // turnNeedAfter is turnNeed as it will be once reply is in the history.
-func (m *Machine) turnNeedAfter(reply model.Response) budget.Usage {
-	c := *m
-	c.st.MaxCallCost = max(c.st.MaxCallCost, reply.Usage.Cost)
-	c.st.HistoryBytes += messageWeight(model.Message{Role: model.Assistant, Content: reply.Content})
-	return c.turnNeed()
+func turnNeedAfter(m *Machine, reply model.Response) budget.Usage {
+	st := m.st
+	st.MaxCallCost = max(st.MaxCallCost, reply.Usage.Cost)
+	st.History.Bytes += messageWeight(model.Message{Role: model.Assistant, Content: reply.Content})
+	return m.req.turnNeed(&st)
 }
 
 // FuzzSubagentTurns drives turns mixing spawn_subagent and ordinary calls,
@@ -238,7 +224,7 @@ func FuzzSubagentTurns(f *testing.F) {
 				case RunChild:
 					u := budget.Usage{Steps: int(childSteps%5) + 1, ModelCalls: int(childSteps%5) + 1, InputTokens: int64(childTokens), Time: time.Hour}
 					before := m.Usage()
-					rd = step(Event{Type: EventChildResult, Call: c.ID, EventDetail: &EventDetail{Child: &Result{Status: Done, Usage: u}}})
+					rd = step(Event{Type: EventChildResult, Call: c.ID, Child: &Result{Status: Done, Usage: u}})
 					after := m.Usage()
 					for _, c := range rd.Commands {
 						if c.Type == CallModel { // the next turn began: one step of the parent's own
@@ -257,4 +243,25 @@ func FuzzSubagentTurns(f *testing.F) {
 			}
 		}
 	})
+}
+
+// spawnArgsFor is a spawn_subagent call asking for the given limits (0:
+// none asked).
+func spawnArgsFor(askSteps, askCalls uint8, askTokens uint32) json.RawMessage {
+	args := map[string]any{"goal": "sub"}
+	ask := map[string]any{}
+	if askSteps > 0 {
+		ask["steps"] = max(int(askSteps), 2)
+	}
+	if askCalls > 0 {
+		ask["model_calls"] = max(int(askCalls), 2)
+	}
+	if askTokens > 0 {
+		ask["total_tokens"] = max(int(askTokens), minChildTokens)
+	}
+	if len(ask) > 0 {
+		args["budget"] = ask
+	}
+	raw, _ := json.Marshal(args)
+	return raw
 }

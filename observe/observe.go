@@ -8,7 +8,6 @@
 package observe
 
 import (
-	"github.com/ratchetloop/ratchet/internal/chunk"
 	"time"
 
 	"github.com/ratchetloop/ratchet/loop"
@@ -69,10 +68,8 @@ type Func func(Entry)
 
 func (f Func) Observe(e Entry) { f(e) }
 
-// Memory keeps every entry in memory, for tests and benchmarks. Entries are
-// stored compactly in chunks that start small and double (see
-// internal/chunk), so the log is never copied as it grows and wastes at
-// most one partly filled chunk. It is not safe for concurrent use.
+// Memory keeps every entry in memory, for tests and benchmarks, each in a
+// compact form. It is not safe for concurrent use.
 type Memory struct {
 	// run and loc are every entry's Run and At location: entries of
 	// another run (a child's, say) are kept whole.
@@ -81,9 +78,7 @@ type Memory struct {
 	// first is the Seq of the first entry, next one more than the Seq of
 	// the run's latest: a compact entry's Seq is the one it must have.
 	first, next int64
-	chunks      [][]memEntry
-	n           int
-	sizer       chunk.Sizer
+	entries     []memEntry
 }
 
 // memEntry is an Entry in 24 bytes instead of 104, with one pointer for
@@ -97,14 +92,9 @@ type memEntry struct {
 }
 
 func (m *Memory) Observe(e Entry) {
-	if m.n == 0 {
+	if len(m.entries) == 0 {
 		m.run, m.loc = e.Run, e.At.Location()
 		m.first, m.next = e.Seq, e.Seq
-	}
-	last := len(m.chunks) - 1
-	if last < 0 || len(m.chunks[last]) == cap(m.chunks[last]) {
-		m.chunks = append(m.chunks, make([]memEntry, 0, m.sizer.Next()))
-		last++
 	}
 	me := memEntry{at: e.At.UnixNano()}
 	if e.Run == m.run && e.Seq == m.next && m.time(me) == e.At {
@@ -116,8 +106,7 @@ func (m *Memory) Observe(e Entry) {
 	if e.Run == m.run {
 		m.next = e.Seq + 1
 	}
-	m.chunks[last] = append(m.chunks[last], me)
-	m.n++
+	m.entries = append(m.entries, me)
 }
 
 func (m *Memory) time(me memEntry) time.Time { return time.Unix(0, me.at).In(m.loc) }
@@ -184,24 +173,22 @@ func (m *Memory) entry(me memEntry, seq int64) Entry {
 }
 
 // Len returns how many entries have been observed.
-func (m *Memory) Len() int { return m.n }
+func (m *Memory) Len() int { return len(m.entries) }
 
 // Entries returns every entry in order, as a new slice.
 func (m *Memory) Entries() []Entry {
-	out := make([]Entry, 0, m.n)
+	out := make([]Entry, 0, len(m.entries))
 	seq := m.first // as Observe kept next
-	for _, c := range m.chunks {
-		for _, me := range c {
-			if whole, ok := me.ptr.(*Entry); ok {
-				out = append(out, *whole)
-				if whole.Run == m.run {
-					seq = whole.Seq + 1
-				}
-				continue
+	for _, me := range m.entries {
+		if whole, ok := me.ptr.(*Entry); ok {
+			out = append(out, *whole)
+			if whole.Run == m.run {
+				seq = whole.Seq + 1
 			}
-			out = append(out, m.entry(me, seq))
-			seq++
+			continue
 		}
+		out = append(out, m.entry(me, seq))
+		seq++
 	}
 	return out
 }

@@ -97,11 +97,11 @@ func run() []observe.Entry {
 			Model:      "test-model-1",
 		}}},
 		{At: t0.Add(2500 * time.Millisecond), Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteAttempt, Step: 2, Attempt: 1, Text: "TOTAL: 142.50"}},
-		{At: t0.Add(2500 * time.Millisecond), Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Verify, ID: "v1", Deadline: deadline, CommandDetail: &loop.CommandDetail{Candidate: &verify.Candidate{Answer: "TOTAL: 142.50", Confidence: 0.9, Attempt: 1}, Checks: []string{"regex", "equals"}}}},
-		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0.Add(2600 * time.Millisecond), Call: "v1", EventDetail: &loop.EventDetail{Verdict: &verdicts[0]}}},
-		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0.Add(2600 * time.Millisecond), Call: "v1", EventDetail: &loop.EventDetail{Verdict: &verdicts[1]}}},
+		{At: t0.Add(2500 * time.Millisecond), Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Verify, ID: "v1", Deadline: deadline, Candidate: &verify.Candidate{Answer: "TOTAL: 142.50", Confidence: 0.9, Attempt: 1}, Checks: []string{"regex", "equals"}}},
+		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0.Add(2600 * time.Millisecond), Call: "v1", Verdict: &verdicts[0]}},
+		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0.Add(2600 * time.Millisecond), Call: "v1", Verdict: &verdicts[1]}},
 		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteRejected, Step: 2, Attempt: 1, Text: "check equals failed at line 1"}},
-		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Finish, ID: "f1", CommandDetail: &loop.CommandDetail{Result: result}}},
+		{At: t0.Add(2600 * time.Millisecond), Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Finish, ID: "f1", Result: result}},
 	}
 	for i := range es {
 		es[i].Seq, es[i].Run = int64(i+1), "run-20261129-231109.000000"
@@ -391,8 +391,8 @@ func TestJSONLEncodeErrorIsKept(t *testing.T) {
 	j := observe.NewJSONL(&buf)
 	bad := verify.Verdict{Check: "grader", Confidence: math.NaN(), Provenance: verify.Grader}
 	j.Observe(observe.Entry{Seq: 1, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventStart, At: t0}})
-	j.Observe(observe.Entry{Seq: 2, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0, Call: "v1", EventDetail: &loop.EventDetail{Verdict: &bad}}})
-	j.Observe(observe.Entry{Seq: 3, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, At: t0, EventDetail: &loop.EventDetail{Text: "bye"}}})
+	j.Observe(observe.Entry{Seq: 2, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventVerdict, At: t0, Call: "v1", Verdict: &bad}})
+	j.Observe(observe.Entry{Seq: 3, Run: "r", At: t0, Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, At: t0, Text: "bye"}})
 	err := j.Flush()
 	var uv *json.UnsupportedValueError
 	if !errors.As(err, &uv) {
@@ -530,19 +530,19 @@ func TestPrinterEntries(t *testing.T) {
 		{
 			"errors, people, questions, closing, cancel",
 			[]observe.Entry{
-				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelError, Call: "m1", EventDetail: &loop.EventDetail{Error: &loop.Failure{Kind: "deadline", Message: "time budget spent"}}}},
-				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCheckError, Call: "v1", EventDetail: &loop.EventDetail{Error: &loop.Failure{Kind: "check", Message: "grader down"}}}},
-				{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.AskHuman, ID: "h1", CommandDetail: &loop.CommandDetail{Question: "Which invoice?"}}},
-				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanReply, EventDetail: &loop.EventDetail{Text: "the  March\none"}}},
-				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanUnavailable, EventDetail: &loop.EventDetail{Text: "nobody"}}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelError, Call: "m1", Error: &loop.Failure{Kind: "deadline", Message: "time budget spent"}}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCheckError, Call: "v1", Error: &loop.Failure{Kind: "check", Message: "grader down"}}},
+				{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.AskHuman, ID: "h1", Question: "Which invoice?"}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanReply, Text: "the  March\none"}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanUnavailable, Text: "nobody"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteClosing, Step: 3, Problem: "steps", Text: "finish now"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteAttempt, Step: 3, Attempt: 2, Text: "x"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteRejected, Step: 3, Attempt: 2, Text: "x"}},
-				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, EventDetail: &loop.EventDetail{Text: "interrupt"}}},
-				{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Finish, ID: "f1", CommandDetail: &loop.CommandDetail{Result: &loop.Result{
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, Text: "interrupt"}},
+				{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Finish, ID: "f1", Result: &loop.Result{
 					Status: loop.Escalated, Reason: "a person is needed", Question: "Which invoice?",
 					Limits: budget.Defaults, Usage: budget.Usage{Steps: 3, ModelCalls: 4, CostUnknown: true},
-				}}}},
+				}}},
 			},
 			[]string{
 				`        ! deadline: time budget spent`,
@@ -668,7 +668,7 @@ func TestPrinterLiveUnlimited(t *testing.T) {
 		t.Errorf("status line\n  %q\nwant\n  %q", buf.String(), want)
 	}
 	buf.Reset()
-	p.Observe(observe.Entry{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.AskHuman, ID: "h1", CommandDetail: &loop.CommandDetail{Question: "Which?"}}})
+	p.Observe(observe.Entry{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.AskHuman, ID: "h1", Question: "Which?"}})
 	want := clearLine + "        ? Which?\n[step 1/unlimited · tools 0/unlimited · tokens 0 · $0.000000 · 0s] waiting for a person"
 	if buf.String() != want {
 		t.Errorf("output\n  %q\nwant\n  %q", buf.String(), want)

@@ -191,9 +191,9 @@ func (p *Printer) event(ev *loop.Event) {
 	case loop.EventModelError, loop.EventCheckError:
 		p.printf("        ! %s: %s", ev.Error.Kind, ev.Error.Message)
 	case loop.EventHumanReply:
-		p.printf("        person: %s", oneLine(ev.Detail().Text, 160))
+		p.printf("        person: %s", oneLine(ev.Text, 160))
 	case loop.EventCancel:
-		p.printf("cancelled %s", ev.Detail().Text)
+		p.printf("cancelled %s", ev.Text)
 	}
 }
 

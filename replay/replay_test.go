@@ -16,6 +16,7 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 type addIn struct {
@@ -42,7 +43,7 @@ func recordWith(t *testing.T, policy loop.Policy, turns ...scripted.Turn) []byte
 	_, _ = runner.Run(context.Background(), runner.Task{
 		Goal:   "What is 2+3?",
 		Tools:  []tool.Tool{add},
-		Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}},
 		Budget: budget.Limits{Steps: 8, Time: time.Minute},
 		Policy: policy,
 	}, runner.Config{Model: m, Observers: []observe.Observer{jl}})

@@ -17,6 +17,7 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 // stepsScript is n add steps with distinct arguments (so that progress
@@ -41,7 +42,7 @@ func stepsTask(n int) runner.Task {
 	return runner.Task{
 		Goal:   "Add numbers, then answer 5.",
 		Tools:  []tool.Tool{add},
-		Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}},
 		Budget: budget.Limits{Steps: n + 2, ModelCalls: n + 2, ToolCalls: n + 1, Time: time.Hour},
 	}
 }

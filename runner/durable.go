@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
 )
@@ -190,10 +191,20 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 	default:
 		return loop.Result{}, fmt.Errorf("runner: run %s: %w (%s)", cfg.RunID, ErrFinished, row.Status)
 	}
+	// Only another process's lease stands in the way: in this one, the
+	// caller decides (a run that failed here is resumed here).
+	if live, holder := LeaseState(row, time.Now()); live && row.Holder != thisHolder {
+		return loop.Result{}, fmt.Errorf("runner: run %s: %w: %s is carrying it out", cfg.RunID, ErrHeld, holder)
+	}
 	r, err := newRun(&task, &cfg)
 	if err != nil {
 		return loop.Result{}, err
 	}
+	release, err := r.holdLease(ctx)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	defer release()
 	recs, err := load(ctx, cfg.Store, cfg.RunID)
 	if errors.Is(err, errNoLog) {
 		// The process died before it recorded anything: start afresh.
@@ -208,15 +219,43 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 	if err := sameSpec(recs[0].Spec, r.m.Spec()); err != nil {
 		return loop.Result{}, fmt.Errorf("runner: run %s: %w", cfg.RunID, err)
 	}
-	from := int64(0)
-	if snap, err := cfg.Store.LatestSnapshot(ctx, cfg.RunID); err == nil {
-		m, err := loop.Restore(snap.Data, task.Policy.Key)
-		if err != nil {
-			return loop.Result{}, fmt.Errorf("runner: run %s: %w", cfg.RunID, err)
+	if err := r.rebuild(ctx, recs, task.Policy.Key); err != nil {
+		return loop.Result{}, err
+	}
+	if res, ok := r.m.Result(); ok && res.Status != loop.Cancelled {
+		// The run finished, but its process died before the row said so.
+		return r.finish(ctx, &res)
+	}
+	at := r.now()
+	queue, err := r.resumeEvents(at, opts)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	if row.Status != store.StatusRunning {
+		status, empty := store.StatusRunning, ""
+		if err := cfg.Store.UpdateRun(ctx, cfg.RunID, store.Update{Status: &status, Question: &empty, Updated: at}); err != nil {
+			return loop.Result{}, fmt.Errorf("runner: %w", err)
 		}
-		r.m, from, r.snapSeq = m, snap.Seq, snap.Seq
+	}
+	return r.drive(ctx, queue)
+}
+
+// rebuild brings the machine to where the log recs ends: from the latest
+// snapshot, if any, then by stepping the events after it.
+func (r *run) rebuild(ctx context.Context, recs []observe.Record, key progress.KeyFunc) error {
+	id := r.cfg.RunID
+	from := int64(0)
+	if snap, err := r.cfg.Store.LatestSnapshot(ctx, id); err == nil {
+		// A snapshot of another build's format is only a cache: the
+		// machine is rebuilt from every entry instead.
+		switch m, err := loop.Restore(snap.Data, key); {
+		case err == nil:
+			r.m, from, r.snapSeq = m, snap.Seq, snap.Seq
+		case !errors.Is(err, loop.ErrSnapshotVersion):
+			return fmt.Errorf("runner: run %s: %w", id, err)
+		}
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return loop.Result{}, fmt.Errorf("runner: %w", err)
+		return fmt.Errorf("runner: %w", err)
 	}
 	answered := 0
 	for _, rec := range recs {
@@ -230,44 +269,39 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 			continue
 		}
 		if err := r.m.Step(*rec.Event); err != nil {
-			return loop.Result{}, fmt.Errorf("runner: run %s: entry %d does not replay: %w", cfg.RunID, rec.Seq, err)
+			return fmt.Errorf("runner: run %s: entry %d does not replay: %w", id, rec.Seq, err)
 		}
 		r.m.Advance()
 	}
-	if s, ok := cfg.Model.(Seeker); ok {
+	if s, ok := r.cfg.Model.(Seeker); ok {
 		s.Seek(answered)
 	}
 	r.seq = recs[len(recs)-1].Seq
-	if res, ok := r.m.Result(); ok && res.Status != loop.Cancelled {
-		// The run finished, but its process died before the row said so.
-		return r.finish(ctx, &res)
+	return nil
+}
+
+// resumeEvents are the events a resumed run begins with at time at: a
+// resume, or the person's answer that opts carry.
+func (r *run) resumeEvents(at time.Time, opts ResumeOptions) ([]loop.Event, error) {
+	if opts.Answer == nil && opts.Approved == nil {
+		return []loop.Event{{Type: loop.EventResume, At: at}}, nil
 	}
-	at := r.now()
-	queue := []loop.Event{{Type: loop.EventResume, At: at}}
-	if opts.Answer != nil || opts.Approved != nil {
-		if r.m.Phase() != loop.PhaseHuman {
-			return loop.Result{}, fmt.Errorf("runner: run %s is not awaiting input", cfg.RunID)
-		}
-		ask := r.m.Pending()[0]
-		if (opts.Approved != nil) != (ask.Approval != nil) {
-			if ask.Approval != nil {
-				return loop.Result{}, fmt.Errorf("runner: run %s asks for an approval (approve or deny), not an answer: %s", cfg.RunID, ask.Question)
-			}
-			return loop.Result{}, fmt.Errorf("runner: run %s asks a question (answer it), not for an approval: %s", cfg.RunID, ask.Question)
-		}
-		ev := loop.Event{Type: loop.EventHumanReply, At: at, Call: ask.ID, EventDetail: &loop.EventDetail{Approved: opts.Approved}}
-		if opts.Answer != nil {
-			ev.Text = *opts.Answer
-		}
-		queue = []loop.Event{ev}
+	id := r.cfg.RunID
+	if r.m.Phase() != loop.PhaseHuman {
+		return nil, fmt.Errorf("runner: run %s is not awaiting input", id)
 	}
-	if row.Status != store.StatusRunning {
-		status, empty := store.StatusRunning, ""
-		if err := cfg.Store.UpdateRun(ctx, cfg.RunID, store.Update{Status: &status, Question: &empty, Updated: at}); err != nil {
-			return loop.Result{}, fmt.Errorf("runner: %w", err)
+	ask := r.m.Pending()[0]
+	if (opts.Approved != nil) != (ask.Approval != nil) {
+		if ask.Approval != nil {
+			return nil, fmt.Errorf("runner: run %s asks for an approval (approve or deny), not an answer: %s", id, ask.Question)
 		}
+		return nil, fmt.Errorf("runner: run %s asks a question (answer it), not for an approval: %s", id, ask.Question)
 	}
-	return r.drive(ctx, queue)
+	ev := loop.Event{Type: loop.EventHumanReply, At: at, Call: ask.ID, Approved: opts.Approved}
+	if opts.Answer != nil {
+		ev.Text = *opts.Answer
+	}
+	return []loop.Event{ev}, nil
 }
 
 var errNoLog = errors.New("the run has no log")

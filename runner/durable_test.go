@@ -21,6 +21,7 @@ import (
 	"github.com/ratchetloop/ratchet/store/memory"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 // sideEffects is a non-idempotent tool's world: lines appended to a file.
@@ -54,7 +55,7 @@ func journalTask(fx *sideEffects) runner.Task {
 	return runner.Task{
 		Goal:   "Journal two lines, then answer 2+3.",
 		Tools:  []tool.Tool{fx.tool(), add},
-		Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}},
 		Budget: budget.Limits{Steps: 20, Time: time.Minute},
 	}
 }
@@ -228,6 +229,45 @@ func TestResumeAfterCrashAtEveryPoint(t *testing.T) {
 				t.Errorf("kill %d: %s answered %d times", n, k, c)
 			}
 		}
+	}
+}
+
+// TestResumeFromAnOldSnapshot: a snapshot written by a build of another
+// snapshot version is passed over, and the run is rebuilt from its log.
+func TestResumeFromAnOldSnapshot(t *testing.T) {
+	ctx := context.Background()
+	want, err := runner.Run(ctx, journalTask(&sideEffects{}), runner.Config{Model: newScripted(t, journalScript()), Store: memory.New(), RunID: "base"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &dying{Store: memory.New(), n: 5}
+	fx := &sideEffects{}
+	cfg := runner.Config{Model: newScripted(t, journalScript()), Store: st, RunID: "r", SnapshotEvery: 3}
+	if _, err := runner.Run(ctx, journalTask(fx), cfg); !errors.Is(err, errDied) {
+		t.Fatalf("run: %v, want it to die", err)
+	}
+	st.n = 0
+	snap, err := st.LatestSnapshot(ctx, "r")
+	if err != nil {
+		t.Fatalf("no snapshot to age: %v", err)
+	}
+	var old map[string]any
+	if err := json.Unmarshal(snap.Data, &old); err != nil {
+		t.Fatal(err)
+	}
+	old["version"] = loop.SnapshotVersion - 1
+	snap.Data, _ = json.Marshal(old)
+	if err := st.SaveSnapshot(ctx, "r", snap); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Model = newScripted(t, journalScript())
+	res, err := runner.Resume(ctx, journalTask(fx), cfg, runner.ResumeOptions{})
+	if err != nil {
+		t.Fatalf("resume: %v", err)
+	}
+	ignore := cmpopts.IgnoreFields(budget.Usage{}, "Time", "InputTokens")
+	if diff := cmp.Diff(want, res, ignore, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("result differs (-want +got):\n%s", diff)
 	}
 }
 

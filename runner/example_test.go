@@ -10,6 +10,7 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 // Example is the README's Go snippet, run against a scripted model that
@@ -32,7 +33,7 @@ func Example() {
 	res, err := runner.Run(ctx, runner.Task{
 		Goal:   "What is 2+3? Use the add tool, then finish.",
 		Tools:  []tool.Tool{add},
-		Checks: verify.Tiers{Expensive: []verify.Verifier{verify.Equals("5")}},
+		Checks: verify.Tiers{Expensive: []verify.Verifier{check.Equals("5")}},
 		Budget: budget.Limits{Steps: 10, Cost: budget.USD(0.25), Time: 2 * time.Minute},
 	}, runner.Config{Model: m})
 	if err != nil { // infrastructure only

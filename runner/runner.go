@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/ratchetloop/ratchet/internal/chunk"
 	"os"
 	"slices"
 	"strconv"
@@ -196,17 +195,12 @@ func nameChecks(checks []loop.Check, byName map[string]verify.Verifier, tiers ve
 }
 
 type run struct {
-	// deadlineCtx is bound to deadline; commands mostly share a deadline,
-	// so one context (and one timer) serves many of them.
-	deadlineCtx context.Context
-	deadline    time.Time
-	cancelCtx   context.CancelFunc
-	cfg         Config
-	m           *loop.Machine
-	reg         *tool.Registry
-	exec        *tool.Executor
-	checks      map[string]verify.Verifier
-	seq         int64
+	cfg    Config
+	m      *loop.Machine
+	reg    *tool.Registry
+	exec   *tool.Executor
+	checks map[string]verify.Verifier
+	seq    int64
 	// What the store has not yet been given, and the seq of the latest
 	// snapshot.
 	unsaved  []store.Entry
@@ -222,21 +216,13 @@ type run struct {
 	// parallel (sampled alternatives): retries. The driving goroutine waits
 	// for those calls, so it never records at the same time.
 	recordMu sync.Mutex
-	// single serves every model call made alone (not a sampled
-	// alternative); hookCtx is hookParent carrying its hooks.
-	single *callHooks
-	batch  bool // commands are being carried out in parallel
+	// text are the observers that show a model's text as it streams.
+	text []observe.TextObserver
 	// prerecorded is how many events at the queue's front are already
 	// recorded (tool results made durable as their calls ended).
 	prerecorded int
-	// events sizes the queue's arrays.
-	events     chunk.Sizer
-	hookParent context.Context
-	hookCtx    context.Context
 }
 
-// newRun takes pointers, as does compile: a run's goroutine stack stays
-// small (see TestRunStackStaysSmall) only if setup copies no big values.
 func newRun(task *Task, cfg *Config) (*run, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("runner: no model configured")
@@ -262,7 +248,13 @@ func newRun(task *Task, cfg *Config) (*run, error) {
 	if err := cfg.startTelemetry(); err != nil {
 		return nil, err
 	}
-	return &run{cfg: *cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks, childLog: childLog{obs: cfg.ChildObservers}}, nil
+	r := &run{cfg: *cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks, childLog: childLog{obs: cfg.ChildObservers}}
+	for _, o := range cfg.Observers {
+		if to, ok := o.(observe.TextObserver); ok {
+			r.text = append(r.text, to)
+		}
+	}
+	return r, nil
 }
 
 // startTelemetry adds the observer of TracerProvider and MeterProvider to
@@ -284,6 +276,14 @@ func (cfg *Config) startTelemetry() error {
 		cfg.Observers = append(slices.Clip(cfg.Observers), cfg.telemetry)
 	}
 	return nil
+}
+
+// telemetryStopped tells the telemetry observer that this process no
+// longer drives the run.
+func (r *run) telemetryStopped() {
+	if r.cfg.telemetry != nil {
+		r.cfg.telemetry.Stopped(r.cfg.RunID, r.now())
+	}
 }
 
 func (r *run) record(e observe.Entry) {
@@ -308,38 +308,28 @@ func (r *run) record(e observe.Entry) {
 // Carrying it out on this goroutine rather than handing it to another saves
 // a cross-thread wake-up per step, most of the cost of a fast step.
 func (r *run) run(ctx context.Context) (loop.Result, error) {
-	start, err := r.begin(ctx)
-	if err != nil {
-		return loop.Result{}, err
-	}
-	return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
-}
-
-// begin creates the run and records its spec. It is apart from run so
-// that the spec's copy is off the stack while the run is driven.
-func (r *run) begin(ctx context.Context) (time.Time, error) {
 	start := r.now()
 	if r.cfg.RunID == "" {
 		r.cfg.RunID = "run-" + strconv.FormatInt(start.UnixNano(), 10)
 	}
-	spec := r.m.Spec()
 	if err := r.create(ctx, start); err != nil {
-		return time.Time{}, err
+		return loop.Result{}, err
 	}
+	spec := r.m.Spec()
 	r.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
-	return start, nil
+	release, err := r.holdLease(ctx)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	defer release()
+	return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
 }
 
 // drive feeds queue to the machine and carries out its commands until the
 // run finishes or waits for a person.
 func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error) {
-	defer func() {
-		if r.cancelCtx != nil {
-			r.cancelCtx()
-		}
-		// A run left waiting for a person, or broken off, has spans open.
-		r.cfg.telemetry.Stopped(r.cfg.RunID, r.now())
-	}()
+	// A run left waiting for a person, or broken off, has spans open.
+	defer r.telemetryStopped()
 	for len(queue) > 0 {
 		// Appends only write past the queue's end, so the entry may point
 		// into it without a copy.
@@ -366,10 +356,9 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if err := r.save(ctx); err != nil {
 			return r.abort(err)
 		}
-		// Recorded events are pointed at by the log, so the queue's array
-		// is only ever filled, never reused.
-		queue = chunk.Reserve(queue, answers(rd.Commands), &r.events)
-		queue = r.carryOutAll(queue, ctx, rd.Commands)
+		// Recorded events are pointed at by the log: the queue is only
+		// appended to, which never writes over them.
+		queue = append(queue, r.carryOutAll(ctx, rd.Commands)...)
 		r.resumed = nil
 		if r.awaiting != "" {
 			return r.wait(ctx)
@@ -377,7 +366,7 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		// A cancelled run ends cancelled, whatever the interrupted work says;
 		// results already in the log stay, so that the run and its log agree.
 		if ctx.Err() != nil {
-			queue = append(queue[:r.prerecorded:r.prerecorded], loop.Event{Type: loop.EventCancel, EventDetail: &loop.EventDetail{Text: context.Cause(ctx).Error()}})
+			queue = append(queue[:r.prerecorded:r.prerecorded], loop.Event{Type: loop.EventCancel, Text: context.Cause(ctx).Error()})
 		}
 		at := r.now()
 		for i := r.prerecorded; i < len(queue); i++ {
@@ -385,22 +374,6 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		}
 	}
 	return loop.Result{}, errors.New("runner: the loop core stopped issuing commands before finishing")
-}
-
-// answers is how many events carrying out cmds gives, at most.
-func answers(cmds []loop.Command) int {
-	n := 0
-	for _, c := range cmds {
-		switch c.Type {
-		case loop.RunTools:
-			n += len(c.Calls)
-		case loop.Verify:
-			n += len(c.Checks)
-		default:
-			n++
-		}
-	}
-	return n
 }
 
 // stepFailed ends the run after the core refused an event: a shell bug,
@@ -437,97 +410,68 @@ func (r *run) recordReady(ev *loop.Event, rd loop.Ready) (final *loop.Result) {
 // keeps only wall-clock time) must compute exactly the same.
 func (r *run) now() time.Time { return r.cfg.Now().Round(0) }
 
-// within returns ctx bounded by the deadline d from the time budget.
-func (r *run) within(ctx context.Context, d time.Time) context.Context {
-	if d.IsZero() {
-		return ctx
-	}
-	if r.deadlineCtx == nil || !d.Equal(r.deadline) {
-		if r.cancelCtx != nil {
-			r.cancelCtx()
-		}
-		r.deadlineCtx, r.cancelCtx = context.WithDeadline(ctx, d)
-		r.deadline = d
-	}
-	return r.deadlineCtx
-}
-
 // carryOutAll does the work of a batch of commands (several model calls
 // when alternatives are sampled, several Verify commands when they are
-// checked), in parallel, and returns their events in command order.
-func (r *run) carryOutAll(queue []loop.Event, ctx context.Context, cmds []loop.Command) []loop.Event {
+// checked, a turn's tools beside its sub-agents), in parallel, and returns
+// their events in command order.
+func (r *run) carryOutAll(ctx context.Context, cmds []loop.Command) []loop.Event {
 	if len(cmds) == 1 {
-		return r.carryOut(queue, ctx, r.within(ctx, cmds[0].Deadline), &cmds[0])
+		return r.carryOut(ctx, &cmds[0], false)
 	}
-	// Batches are rare (samples, checks of several candidates): each
-	// command gets its own context rather than the shared one of within.
-	r.batch = true
-	defer func() { r.batch = false }()
 	out := make([][]loop.Event, len(cmds))
 	var wg sync.WaitGroup
 	for i := range cmds {
-		c := &cmds[i]
-		cctx, cancel := ctx, context.CancelFunc(func() {})
-		if !c.Deadline.IsZero() {
-			cctx, cancel = context.WithDeadline(ctx, c.Deadline)
-		}
-		wg.Go(func() {
-			defer cancel()
-			out[i] = r.carryOut(nil, ctx, cctx, c)
-		})
+		wg.Go(func() { out[i] = r.carryOut(ctx, &cmds[i], true) })
 	}
 	wg.Wait()
-	for _, evs := range out {
-		queue = append(queue, evs...)
-	}
-	return queue
+	return slices.Concat(out...)
 }
 
-// carryOut does c's work under cctx, ctx bounded by c's deadline, and
-// appends the events that answer it to queue.
-func (r *run) carryOut(queue []loop.Event, ctx, cctx context.Context, c *loop.Command) []loop.Event {
+// carryOut does c's work within its deadline and returns the events that
+// answer it; inBatch says other commands are carried out beside it.
+func (r *run) carryOut(ctx context.Context, c *loop.Command, inBatch bool) []loop.Event {
+	if !c.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, c.Deadline)
+		defer cancel()
+	}
 	switch c.Type {
 	case loop.CallModel:
-		return append(queue, r.callModel(cctx, c))
+		return []loop.Event{r.callModel(ctx, c)}
 	case loop.RunTools:
-		return r.runTools(queue, cctx, c)
+		return r.runTools(ctx, c, inBatch)
 	case loop.Verify:
-		if len(c.Checks) == 1 {
-			// Starting a goroutine for one check would cost a thread wake-up.
-			return append(queue, r.check(cctx, c, c.Checks[0]))
-		}
-		return r.checkAll(queue, cctx, c)
+		return r.checkAll(ctx, c)
 	case loop.RunChild:
-		return append(queue, r.runChild(cctx, c))
+		return []loop.Event{r.runChild(ctx, c)}
 	case loop.AskHuman:
 		if ev := r.ask(ctx, c); ev.Type != "" {
-			queue = append(queue, ev)
+			return []loop.Event{ev}
 		}
-		return queue
 	}
-	return queue
+	return nil
 }
 
 // checkAll runs c's checks in parallel.
-func (r *run) checkAll(queue []loop.Event, ctx context.Context, c *loop.Command) []loop.Event {
+func (r *run) checkAll(ctx context.Context, c *loop.Command) []loop.Event {
 	events := make([]loop.Event, len(c.Checks))
 	var wg sync.WaitGroup
 	for i, name := range c.Checks {
 		wg.Go(func() { events[i] = r.check(ctx, c, name) })
 	}
 	wg.Wait()
-	return append(queue, events...)
+	return events
 }
 
 func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 	defer func() {
 		if p := recover(); p != nil { // a bug in the model: infrastructure, not the run's end
-			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, EventDetail: &loop.EventDetail{Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}}
+			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
 		}
 	}()
 	resp, err := r.cfg.Model.Generate(r.withHooks(ctx, c), *c.Request)
 	if err != nil {
-		return loop.Event{Type: loop.EventModelError, Call: c.ID, EventDetail: &loop.EventDetail{Error: failure(ctx, err)}}
+		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
 	}
 	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
 }
@@ -560,28 +504,11 @@ func (h *callHooks) model(sample bool) model.Hooks {
 	return mh
 }
 
-// withHooks returns ctx carrying the hooks of call c. A run's calls are
-// mostly made one at a time under one deadline context, so those share
-// one hooks value and one context, saving three allocations a step;
-// sampled alternatives run in parallel and get their own.
+// withHooks returns ctx carrying the hooks of call c. Sampled
+// alternatives run in parallel: their text is not streamed.
 func (r *run) withHooks(ctx context.Context, c *loop.Command) context.Context {
-	if c.Request.Purpose == model.PurposeSample || r.batch {
-		h := &callHooks{r: r, id: c.ID}
-		return model.WithHooks(ctx, h.model(c.Request.Purpose == model.PurposeSample))
-	}
-	if r.single == nil {
-		r.single = &callHooks{r: r}
-		for _, o := range r.cfg.Observers {
-			if to, ok := o.(observe.TextObserver); ok {
-				r.single.text = append(r.single.text, to)
-			}
-		}
-	}
-	r.single.id = c.ID
-	if ctx != r.hookParent {
-		r.hookParent, r.hookCtx = ctx, model.WithHooks(ctx, r.single.model(false))
-	}
-	return r.hookCtx
+	h := &callHooks{r: r, id: c.ID, text: r.text}
+	return model.WithHooks(ctx, h.model(c.Request.Purpose == model.PurposeSample))
 }
 
 // failure classifies err, naming the time budget when the command's
@@ -593,26 +520,22 @@ func failure(ctx context.Context, err error) *loop.Failure {
 	return &loop.Failure{Kind: "error", Message: err.Error()}
 }
 
-func (r *run) runTools(queue []loop.Event, ctx context.Context, c *loop.Command) []loop.Event {
-	if len(c.Calls) == 1 && !r.resumed[c.ID] {
-		// The common case: one call, nothing to coordinate.
-		call := c.Calls[0]
-		return append(queue, toolEvent(r.exec.RunOne(ctx, r.reg, tool.Call{ID: call.ID, Name: call.Name, Args: call.Args})))
-	}
+func (r *run) runTools(ctx context.Context, c *loop.Command, inBatch bool) []loop.Event {
 	calls := make([]tool.Call, len(c.Calls))
 	for i, call := range c.Calls {
 		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}
 	}
+	var events []loop.Event
 	if r.resumed[c.ID] {
-		calls = r.settleUnknown(&queue, calls)
+		calls = r.settleUnknown(&events, calls)
 	}
-	if r.cfg.Store != nil && !r.batch && len(queue) == 0 && len(calls) > 1 {
+	if r.cfg.Store != nil && !inBatch && len(events) == 0 && len(calls) > 1 {
 		return r.runToolsDurably(ctx, calls)
 	}
 	for _, res := range r.exec.Run(ctx, r.reg, calls) {
-		queue = append(queue, toolEvent(res))
+		events = append(events, toolEvent(res))
 	}
-	return queue
+	return events
 }
 
 func toolEvent(res tool.Result) loop.Event {
@@ -650,14 +573,14 @@ func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Eve
 func (r *run) check(ctx context.Context, c *loop.Command, name string) (ev loop.Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			ev = loop.Event{Type: loop.EventCheckError, Call: c.ID, EventDetail: &loop.EventDetail{Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", name, p)}}}
+			ev = loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", name, p)}}
 		}
 	}()
 	v, err := r.checks[name].Check(ctx, *c.Candidate)
 	if err != nil {
 		f := failure(ctx, err)
 		f.Message = fmt.Sprintf("check %s: %s", name, f.Message)
-		return loop.Event{Type: loop.EventCheckError, Call: c.ID, EventDetail: &loop.EventDetail{Error: f}}
+		return loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: f}
 	}
 	v.Check = name
 	// A verifier's own confidence must be a number in [0, 1]: it is logged as
@@ -666,7 +589,7 @@ func (r *run) check(ctx context.Context, c *loop.Command, name string) (ev loop.
 		v.Confidence = 0
 	}
 	v.Confidence = min(v.Confidence, 1)
-	return loop.Event{Type: loop.EventVerdict, Call: c.ID, EventDetail: &loop.EventDetail{Verdict: &v}}
+	return loop.Event{Type: loop.EventVerdict, Call: c.ID, Verdict: &v}
 }
 
 func (r *run) ask(ctx context.Context, c *loop.Command) loop.Event {
@@ -679,7 +602,7 @@ func (r *run) ask(ctx context.Context, c *loop.Command) loop.Event {
 		return loop.Event{}
 	}
 	if err != nil {
-		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID, EventDetail: &loop.EventDetail{Text: err.Error()}}
+		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID, Text: err.Error()}
 	}
-	return loop.Event{Type: loop.EventHumanReply, Call: c.ID, EventDetail: &loop.EventDetail{Text: answer}}
+	return loop.Event{Type: loop.EventHumanReply, Call: c.ID, Text: answer}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 type addIn struct {
@@ -46,7 +47,7 @@ func addTask() runner.Task {
 	return runner.Task{
 		Goal:   "What is 2+3? Use the add tool, then finish.",
 		Tools:  []tool.Tool{add},
-		Checks: verify.Tiers{Expensive: []verify.Verifier{verify.Equals("5")}},
+		Checks: verify.Tiers{Expensive: []verify.Verifier{check.Equals("5")}},
 		Budget: budget.Limits{Steps: 10, Cost: budget.USD(0.25), Time: 10 * time.Second},
 	}
 }
@@ -313,7 +314,7 @@ func TestUnsureCandidateGetsAlternatives(t *testing.T) {
 		alt, alt, // the two samples, played in whichever order they arrive
 	)
 	task := addTask()
-	task.Checks = verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}}
+	task.Checks = verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}}
 	res, err := runner.Run(context.Background(), task, runner.Config{Model: m})
 	if err != nil || res.Status != loop.Done {
 		t.Fatalf("status %s err %v (%s)", res.Status, err, res.Reason)
@@ -330,7 +331,7 @@ func TestPanickingVerifierIsInfrastructure(t *testing.T) {
 		panic("verifier bug")
 	}}
 	task := addTask()
-	task.Checks = verify.Tiers{Cheap: []verify.Verifier{boom, verify.Equals("5")}}
+	task.Checks = verify.Tiers{Cheap: []verify.Verifier{boom, check.Equals("5")}}
 	m := newModel(t, scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(1)}})
 	res, err := runner.Run(context.Background(), task, runner.Config{Model: m})
 	if err == nil || res.Status != loop.Failed || !strings.Contains(res.Reason, "verifier bug") {
@@ -343,8 +344,8 @@ func TestPanickingVerifierIsInfrastructure(t *testing.T) {
 func TestCheckNames(t *testing.T) {
 	task := addTask()
 	task.Checks = verify.Tiers{
-		Cheap:     []verify.Verifier{verify.Equals("5"), verify.Equals("5")},
-		Expensive: []verify.Verifier{verify.Equals("5")},
+		Cheap:     []verify.Verifier{check.Equals("5"), check.Equals("5")},
+		Expensive: []verify.Verifier{check.Equals("5")},
 	}
 	spec, byName, err := task.Spec()
 	if err != nil {

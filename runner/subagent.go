@@ -88,7 +88,7 @@ func (r *run) runChild(ctx context.Context, c *loop.Command) loop.Event {
 	// The parent needs the outcome, not the history: the child's own log
 	// and row keep its attempts.
 	res.Attempts = nil
-	return loop.Event{Type: loop.EventChildResult, Call: c.ID, EventDetail: &loop.EventDetail{Child: &res}}
+	return loop.Event{Type: loop.EventChildResult, Call: c.ID, Child: &res}
 }
 
 func (r *run) child(ctx context.Context, id string, ch loop.Child) loop.Result {

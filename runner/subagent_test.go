@@ -22,6 +22,7 @@ import (
 	"github.com/ratchetloop/ratchet/store/memory"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 // priced charges a fixed cost per reply, so that cost accounting shows; it
@@ -97,14 +98,14 @@ func spawn(goal string, args map[string]any) scripted.ToolCall {
 }
 
 func partTask(tools ...tool.Tool) runner.Task {
-	part, err := verify.Regex(`^part-\d$`)
+	part, err := check.Regex(`^part-\d$`)
 	if err != nil {
 		panic(err)
 	}
 	return runner.Task{
 		Goal:   "Collect the parts from the sub-agents and finish with them in order.",
 		Tools:  tools,
-		Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Equals("part-1 part-2")}},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("part-1 part-2")}},
 		Budget: budget.Limits{Steps: 30, ModelCalls: 40, ToolCalls: 20, TotalTokens: 200_000, Cost: budget.USD(1), Time: time.Minute},
 		Subagents: &runner.Subagents{
 			Checks: verify.Tiers{Cheap: []verify.Verifier{part}},

@@ -64,7 +64,11 @@ func (b *bwrapBackend) args(j *job) []string {
 		"--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.FormatInt(j.limits.Memory, 10), "--tmpfs", "/tmp",
 		"--bind", j.ws.dir, j.ws.dir,
+		"--bind", j.ws.home, j.ws.home,
 	)
+	if j.ws.reportDir != "" {
+		a = append(a, "--bind", j.ws.reportDir, j.ws.reportDir)
+	}
 	for _, c := range j.caches {
 		a = append(a, "--bind", c.Host, j.ws.abs(c.Target))
 	}
@@ -166,7 +170,7 @@ func (b *bwrapBackend) run(ctx context.Context, j *job) (exit, error) {
 		return exit{}, fmt.Errorf("sandbox: waiting for bwrap: %w", err)
 	}
 	ex := decode(cmd.ProcessState, true)
-	ex.killed = killed
+	ex.killed, ex.noCPU = killed, true
 	if !killed && ex.code == 1 {
 		// bwrap reports its own setup failures as "bwrap: ..." and exit
 		// status 1, before the command ever ran.

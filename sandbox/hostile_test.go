@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -26,6 +28,10 @@ type hostileCase struct {
 	// files replace or add candidate files.
 	files  map[string][]byte
 	limits Limits
+	// report asks for Spec.Report, its path in $REPORT.
+	report bool
+	// cache mounts a fresh host directory as a cache, its path in $CACHE.
+	cache bool
 	// env is called before the run, for its environment and set-up.
 	env func(t *testing.T, c *caseState) map[string]string
 	// check asserts that the attack was contained and reported and says
@@ -113,10 +119,21 @@ var hostileCases = []hostileCase{
 		script: "cpuloop.py",
 		limits: Limits{CPU: time.Second, Wall: 20 * time.Second},
 		check: func(t *testing.T, c *caseState, res Result) string {
-			if res.TimedOut || (res.Signal != "SIGXCPU" && res.Signal != "SIGKILL") {
-				t.Errorf("busy loop not stopped by RLIMIT_CPU: %+v", res)
+			if res.TimedOut || !res.CPUExceeded || (res.Signal != "SIGXCPU" && res.Signal != "SIGKILL") {
+				t.Errorf("busy loop not stopped by RLIMIT_CPU and reported: %+v", res)
 			}
-			return "killed by " + res.Signal + " at RLIMIT_CPU"
+			return "killed by " + res.Signal + " at RLIMIT_CPU; CPUExceeded"
+		},
+	},
+	{
+		name:   "busy loop that ignores SIGXCPU (1 s CPU limit)",
+		script: "cpuloop_ignore.py",
+		limits: Limits{CPU: time.Second, Wall: 20 * time.Second},
+		check: func(t *testing.T, c *caseState, res Result) string {
+			if res.TimedOut || !res.CPUExceeded || res.Signal != "SIGKILL" {
+				t.Errorf("busy loop not stopped by the hard RLIMIT_CPU and reported: %+v", res)
+			}
+			return "killed by " + res.Signal + " at the hard RLIMIT_CPU; CPUExceeded"
 		},
 	},
 	{
@@ -342,6 +359,99 @@ var hostileCases = []hostileCase{
 		},
 	},
 	{
+		name:    "report is a link to /dev/zero (the host would read forever)",
+		command: []string{"sh", "hostile.sh", "zero"},
+		script:  "report_links.sh",
+		report:  true,
+		check:   reportRefused("symbolic link"),
+	},
+	{
+		name:    "report is a link to /proc/self/fd/0 (the host's stdin would hang it)",
+		command: []string{"sh", "hostile.sh", "stdin"},
+		script:  "report_links.sh",
+		report:  true,
+		check:   reportRefused("symbolic link"),
+	},
+	{
+		name:    "report is a link to a host file (/etc/shadow)",
+		command: []string{"sh", "hostile.sh", "host"},
+		script:  "report_links.sh",
+		report:  true,
+		check:   reportRefused("symbolic link"),
+	},
+	{
+		name:    "report is a FIFO (opening it would block)",
+		command: []string{"sh", "hostile.sh", "fifo"},
+		script:  "report_links.sh",
+		report:  true,
+		check:   reportRefused("not a regular file"),
+	},
+	{
+		name:    "report is a hard link to another file",
+		command: []string{"sh", "hostile.sh", "hardlink"},
+		script:  "report_links.sh",
+		report:  true,
+		check:   reportRefused("hard link"),
+	},
+	{
+		name:    "report of 40 MB",
+		command: []string{"sh", "hostile.sh", "huge"},
+		script:  "report_links.sh",
+		report:  true,
+		limits:  Limits{FileSize: 64 << 20, Disk: 128 << 20},
+		check:   reportRefused("larger than"),
+	},
+	{
+		name:   "fills the disk: workspace and HOME (64 MiB limit)",
+		script: "diskfill.sh",
+		limits: Limits{Disk: 64 << 20, Wall: 20 * time.Second},
+		check: func(t *testing.T, c *caseState, res Result) string {
+			if os.Geteuid() != 0 {
+				return "not enforced without root"
+			}
+			var st syscall.Statfs_t
+			syscall.Statfs(filepath.Dir(res.Workspace), &st)
+			used := (st.Blocks - st.Bfree) * uint64(st.Bsize)
+			if !res.DiskFull || res.TimedOut || used > 64<<20 {
+				t.Errorf("disk filler not stopped at the limit: DiskFull %v, %d bytes used: %+v", res.DiskFull, used, res)
+			}
+			return fmt.Sprintf("%s; writes failed at the limit (%d MiB used); DiskFull", firstLine(res.Stdout, "files"), used>>20)
+		},
+	},
+	{
+		name:   "fills a cache, a host directory outside the tmpfs (32 MiB limit)",
+		script: "cachefill.sh",
+		cache:  true,
+		limits: Limits{Disk: 32 << 20, Wall: 20 * time.Second},
+		check: func(t *testing.T, c *caseState, res Result) string {
+			var grown int64
+			filepath.WalkDir(c.paths[0], func(p string, d fs.DirEntry, err error) error {
+				if fi, err := os.Lstat(p); err == nil && !fi.IsDir() {
+					grown += fi.Size()
+				}
+				return nil
+			})
+			if !res.DiskFull || res.TimedOut || grown > 64<<20 {
+				t.Errorf("cache filler not stopped near the limit: DiskFull %v, cache grew %d bytes: %+v", res.DiskFull, grown, res)
+			}
+			return fmt.Sprintf("killed (%s) with the cache %d MiB larger; DiskFull", res.Signal, grown>>20)
+		},
+	},
+	{
+		name:   "a .pth in the workspace's user site-packages and root",
+		script: "pth.sh",
+		files: map[string][]byte{
+			".local/lib/python3.11/site-packages/ratchet-pwn.pth": []byte("import os; open('pth-ran', 'w').write('user site')\n"),
+			"ratchet-pwn.pth": []byte("import os; open('pth-ran', 'w').write('workspace root')\n"),
+		},
+		check: func(t *testing.T, c *caseState, res Result) string {
+			if !contains(res.Stdout, "no .pth ran") || contains(res.Stdout, res.Workspace) {
+				t.Errorf("a .pth from the workspace ran, or the user site is in it: %s", res.Stdout)
+			}
+			return "no .pth ran; " + firstLine(res.Stdout, "user site")
+		},
+	},
+	{
 		name:   "writes 2 GB to stdout",
 		script: "bigoutput.sh",
 		env: func(t *testing.T, c *caseState) map[string]string {
@@ -361,6 +471,16 @@ var hostileCases = []hostileCase{
 			return fmt.Sprintf("%d bytes read, %d kept, %d MiB allocated meanwhile", res.StdoutBytes, len(res.Stdout), alloc>>20)
 		},
 	},
+}
+
+// reportRefused checks that the report was not read, for the reason why.
+func reportRefused(why string) func(t *testing.T, c *caseState, res Result) string {
+	return func(t *testing.T, c *caseState, res Result) string {
+		if len(res.Report) != 0 || !strings.Contains(res.ReportProblem, why) || res.TimedOut {
+			t.Errorf("report read or refused for the wrong reason: %d bytes, problem %q, %+v", len(res.Report), res.ReportProblem, res)
+		}
+		return strings.TrimSpace(string(res.Stdout)) + " → not read: " + res.ReportProblem
+	}
 }
 
 // readTestdataInit reads a testdata file while the case table is built.
@@ -416,6 +536,18 @@ func TestHostile(t *testing.T) {
 					if hc.env != nil {
 						env = hc.env(t, c)
 					}
+					if hc.report {
+						env = map[string]string{"REPORT": "${REPORT}"}
+					}
+					var caches []Cache
+					if hc.cache {
+						// Not in t.TempDir(), whose 0700 parent keeps the sandbox uid out.
+						host := filepath.Join(os.TempDir(), randomName(t))
+						t.Cleanup(func() { os.RemoveAll(host) })
+						c.paths = []string{host}
+						caches = []Cache{{Host: host, Target: ".cache"}}
+						env = map[string]string{"CACHE": "${WORKSPACE}/.cache"}
+					}
 					res := run(t, r, Spec{
 						Files:   files,
 						Mounts:  []Mount{{Source: filepath.Join("testdata", "tests", "test_sample.py"), Target: "tests/test_sample.py"}},
@@ -423,8 +555,10 @@ func TestHostile(t *testing.T) {
 						Env:     env,
 						Limits:  hc.limits,
 						Keep:    true,
+						Report:  hc.report,
+						Caches:  caches,
 					})
-					defer os.RemoveAll(filepath.Dir(res.Workspace))
+					defer Remove(res.Workspace)
 					noSandboxProcs(t)
 					if res.Isolation != backend {
 						t.Errorf("Isolation = %q", res.Isolation)

@@ -162,6 +162,20 @@ func buildRoot(newRoot string, j *job) error {
 	if err := syscall.Mount("", ws, "", syscall.MS_BIND|syscall.MS_REMOUNT|nosuid, ""); err != nil {
 		return fmt.Errorf("remounting the workspace: %w", err)
 	}
+	for _, d := range []string{j.ws.home, j.ws.reportDir} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(in(d), 0o755); err != nil {
+			return err
+		}
+		if err := syscall.Mount(d, in(d), "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding %s: %w", d, err)
+		}
+		if err := syscall.Mount("", in(d), "", syscall.MS_BIND|syscall.MS_REMOUNT|nosuid, ""); err != nil {
+			return fmt.Errorf("remounting %s: %w", d, err)
+		}
+	}
 	for _, c := range j.caches {
 		dst := in(j.ws.abs(c.Target))
 		if err := os.MkdirAll(dst, 0o755); err != nil {

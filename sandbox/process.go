@@ -69,14 +69,33 @@ func decode(ps *os.ProcessState, inferSignal bool) exit {
 	if !ok {
 		return exit{code: ps.ExitCode()}
 	}
+	cpu := ps.UserTime() + ps.SystemTime()
 	if ws.Signaled() {
-		return exit{code: 128 + int(ws.Signal()), signal: signalName(ws.Signal())}
+		return exit{code: 128 + int(ws.Signal()), signal: signalName(ws.Signal()), cpu: cpu}
 	}
-	e := exit{code: ws.ExitStatus()}
+	e := exit{code: ws.ExitStatus(), cpu: cpu}
 	if inferSignal && e.code > 128 && e.code < 128+65 {
 		e.signal = signalName(syscall.Signal(e.code - 128))
 	}
 	return e
+}
+
+// cpuKilled reports whether ex, after took of wall time, is a death by
+// RLIMIT_CPU: SIGXCPU at the soft limit, or SIGKILL at the hard one (what
+// the kernel sends to a process that ignores SIGXCPU, or that is pid 1 of
+// its namespace). A SIGKILL counts when the command used at least the soft
+// limit of CPU time; under bwrap, whose exit carries no CPU time of the
+// command, when at least that much wall time passed, as a single-threaded
+// command needs.
+func cpuKilled(ex exit, limit, took time.Duration) bool {
+	soft := limit.Truncate(time.Second)
+	switch ex.signal {
+	case "SIGXCPU":
+		return true
+	case "SIGKILL":
+		return ex.cpu >= soft || (ex.noCPU && took >= soft)
+	}
+	return false
 }
 
 var signalNames = map[syscall.Signal]string{

@@ -39,9 +39,16 @@
 // import in-process from subverting them from inside (monkeypatching the
 // test framework, os._exit(0) before the tests run, ...). It reports what
 // happened (exit status, the full-size counts and the head and tail of the
-// output); deciding whether the expected tests actually ran is the job of the
-// test-report parser. It bounds the size of each file but not the number of
-// files the candidate writes into its workspace on the host's disk.
+// output, a report file read safely); deciding whether the expected tests
+// actually ran is the job of its caller (verify/execcheck).
+//
+// The host never follows a link or opens a non-regular file that the
+// candidate could have placed: the report is opened with openat and
+// O_NOFOLLOW below a directory opened with O_NOFOLLOW, checked with fstat
+// and read up to a size limit; the workspace is inspected with lstat,
+// O_NOFOLLOW|O_NONBLOCK and capped reads. Everything the run writes
+// (workspace, HOME, report) is capped in total by Limits.Disk and removed
+// with the run.
 package sandbox
 
 import (
@@ -64,6 +71,7 @@ const (
 	DefaultFileSize = 16 << 20
 	DefaultWall     = 30 * time.Second
 	DefaultOutput   = 64 << 10
+	DefaultDisk     = 1 << 30
 )
 
 // Limits bounds the resources of one Run. A zero field means its default.
@@ -95,6 +103,16 @@ type Limits struct {
 	// kept. Output beyond that is read and discarded, never buffered; the
 	// kept bytes are the first and the last Output/2 bytes. Default 64 KiB.
 	Output int
+	// Disk caps, in bytes, everything the run keeps outside memory limits:
+	// the workspace, HOME, the report directory and the staged copies of
+	// the mounts. As root they all live on a tmpfs of this size (writes
+	// beyond it fail with ENOSPC and Result.DiskFull is set) and the host's
+	// disk is never written. Without root, and for what Spec.Caches grow
+	// by, the usage is polled every 100ms and the tree killed past the
+	// limit (Result.DiskFull), which a fast writer can overshoot by what it
+	// writes in that time. The private /tmp is capped at Memory. Default
+	// 1 GiB.
+	Disk int64
 }
 
 // withDefaults returns l with every zero field set to its default.
@@ -116,6 +134,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Output <= 0 {
 		l.Output = DefaultOutput
+	}
+	if l.Disk <= 0 {
+		l.Disk = DefaultDisk
 	}
 	return l
 }
@@ -144,14 +165,27 @@ type Spec struct {
 	// Command[0] is looked up in PATH inside the sandbox.
 	Command []string
 	// Env is the only environment the command gets besides PATH
-	// (/usr/local/bin:/usr/bin:/bin), HOME (the workspace), LANG (C.UTF-8),
-	// which it may override, and PWD (the workspace; bwrap always sets
-	// it). The host environment is never inherited.
+	// (/usr/local/bin:/usr/bin:/bin), HOME, LANG (C.UTF-8), which it may
+	// override, and PWD (the workspace; bwrap always sets it). HOME is an
+	// empty directory outside the workspace, fresh for every run, so that
+	// nothing a candidate left in its workspace is read as a user's
+	// configuration (Python's user site-packages and its .pth files, Go's
+	// env file, npm's rc). The host environment is never inherited.
 	Env map[string]string
+	// Report asks for a report file written by the command, such as
+	// pytest's --junitxml. "${REPORT}" in Command and in Env values is
+	// replaced by its path: a file that does not exist when the command
+	// starts, in a fresh directory outside the workspace with a random
+	// name. After the run the host reads it into Result.Report, never
+	// through a link and only from a regular file of at most MaxReport
+	// bytes; Result.ReportProblem says why nothing was read.
+	Report bool
 	// Limits bounds the run; zero fields mean the defaults.
 	Limits Limits
-	// Keep leaves the workspace on disk after Run (Result.Workspace);
-	// otherwise it is removed before Run returns.
+	// Keep leaves the workspace after Run (Result.Workspace), for the
+	// caller to inspect and then delete with Remove (as root it is a tmpfs
+	// mount, which os.RemoveAll cannot take away); otherwise it is removed
+	// before Run returns.
 	Keep bool
 	// Caches are host directories mounted read-write into the workspace and
 	// kept across runs, such as a Go build cache. Unlike the tests they are
@@ -237,6 +271,21 @@ type Result struct {
 	// Isolation is the backend that ran the command: IsolationBwrap,
 	// IsolationNamespaces or IsolationUnsafe.
 	Isolation string
+	// CPUExceeded is set when the command was killed for using up
+	// Limits.CPU: by SIGXCPU at the soft limit, or by SIGKILL at the hard
+	// limit one second later (a command that ignores SIGXCPU, or one that
+	// is pid 1 of its namespace, as under the namespaces backend). A
+	// SIGKILL counts when the command's CPU time reached the limit; under
+	// bwrap, which passes no CPU time on, when as much wall time passed.
+	CPUExceeded bool
+	// DiskFull is set when the run used up Limits.Disk (and, when that
+	// was found by polling, was killed for it).
+	DiskFull bool
+	// Report is the report file's content (Spec.Report), and
+	// ReportProblem why there is none: "not written", a link, not a
+	// regular file, too large.
+	Report        []byte
+	ReportProblem string
 }
 
 // Runner runs specs. Implementations are safe for concurrent use.
@@ -359,7 +408,7 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, errors.New("sandbox: empty command")
 	}
 	lim := s.Limits.withDefaults()
-	ws, err := prepare(s, r.ids, r.b.name() == IsolationUnsafe)
+	ws, err := prepare(s, r.ids, r.b.name() == IsolationUnsafe, lim.Disk)
 	if err != nil {
 		return Result{}, err
 	}
@@ -371,9 +420,15 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 			ws.removeStaging()
 		}
 	}()
-	env, err := buildEnv(s.Env, ws.dir)
+	env, err := buildEnv(s.Env, ws)
 	if err != nil {
 		return res, err
+	}
+	argv := slices.Clone(s.Command)
+	if s.Report {
+		for i := range argv {
+			argv[i] = strings.ReplaceAll(argv[i], "${REPORT}", ws.reportPath)
+		}
 	}
 	if err := prepareCaches(s.Caches, r.ids); err != nil {
 		return res, err
@@ -381,7 +436,7 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	stdout, stderr := newCapture(lim.Output), newCapture(lim.Output)
 	j := &job{
 		ws:     ws,
-		argv:   append(prlimitArgs(r.prlimit, lim), s.Command...),
+		argv:   append(prlimitArgs(r.prlimit, lim), argv...),
 		env:    env,
 		limits: lim,
 		ids:    r.ids,
@@ -397,9 +452,19 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	wctx, cancel := context.WithTimeout(ctx, lim.Wall)
 	defer cancel()
 	j.wallCtx = wctx
+	var unbounded []string // what no tmpfs bounds
+	for _, c := range s.Caches {
+		unbounded = append(unbounded, c.Host)
+	}
+	if !ws.tmpfs {
+		unbounded = append(unbounded, ws.run)
+	}
+	disk := watchDisk(wctx, cancel, unbounded, lim.Disk)
 	start := time.Now()
 	ex, err := r.b.run(wctx, j)
 	res.Duration = time.Since(start)
+	cancel()
+	diskKilled := disk.stop()
 	created, lost := ws.stopWatch(watch)
 	if err != nil {
 		return res, err
@@ -407,8 +472,13 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	res.Stdout, res.TruncatedStdout, res.StdoutBytes = stdout.result()
 	res.Stderr, res.TruncatedStderr, res.StderrBytes = stderr.result()
 	res.ExitCode, res.Signal = ex.code, ex.signal
-	if ex.killed && ctx.Err() == nil {
+	if ex.killed && ctx.Err() == nil && !diskKilled {
 		res.TimedOut = true
+	}
+	res.CPUExceeded = !ex.killed && cpuKilled(ex, lim.CPU, res.Duration)
+	res.DiskFull = diskKilled || ws.full()
+	if s.Report {
+		res.Report, res.ReportProblem = ws.readReport()
 	}
 	res.Tampered = ws.check(rules, created)
 	if lost {
@@ -445,13 +515,18 @@ type exit struct {
 	// killed is set when the backend killed the tree because wallCtx was
 	// done.
 	killed bool
+	// cpu is the CPU time of the process waited for and of the
+	// descendants it waited for; noCPU says that this does not include
+	// the command (bwrap exits without waiting for its init).
+	cpu   time.Duration
+	noCPU bool
 }
 
 // buildEnv returns the command's whole environment.
-func buildEnv(extra map[string]string, home string) ([]string, error) {
+func buildEnv(extra map[string]string, ws *workspace) ([]string, error) {
 	env := map[string]string{
 		"PATH": "/usr/local/bin:/usr/bin:/bin",
-		"HOME": home,
+		"HOME": ws.home,
 		"LANG": "C.UTF-8",
 	}
 	for k, v := range extra {
@@ -460,9 +535,13 @@ func buildEnv(extra map[string]string, home string) ([]string, error) {
 		}
 		// ${WORKSPACE} lets a variable name a path inside the workspace,
 		// whose location is only known now (e.g. GOCACHE on a Cache).
-		env[k] = strings.ReplaceAll(v, "${WORKSPACE}", home)
+		v = strings.ReplaceAll(v, "${WORKSPACE}", ws.dir)
+		if ws.reportPath != "" {
+			v = strings.ReplaceAll(v, "${REPORT}", ws.reportPath)
+		}
+		env[k] = v
 	}
-	env["PWD"] = home
+	env["PWD"] = ws.dir
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)

@@ -174,7 +174,7 @@ func TestUnsafe(t *testing.T) {
 		Limits:  Limits{Wall: time.Second},
 		Keep:    true,
 	})
-	defer os.RemoveAll(filepath.Dir(res.Workspace))
+	defer Remove(res.Workspace)
 	if !res.TimedOut {
 		t.Fatalf("not timed out: %+v", res)
 	}

@@ -173,7 +173,7 @@ func moduleName(p, name string, isDir bool) string {
 			return ""
 		}
 		for _, init := range []string{"__init__.py", "__init__.pyc"} {
-			if digest(filepath.Join(p, init)) != "" {
+			if _, err := os.Lstat(filepath.Join(p, init)); err == nil {
 				return name
 			}
 		}

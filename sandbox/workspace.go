@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,16 +19,26 @@ import (
 
 // workspace is the host side of one run:
 //
-//	run/           0711, owned by the caller
+//	run/           0711, owned by the caller; as root, a tmpfs of
+//	               Limits.Disk bytes, so that nothing the sandbox writes
+//	               reaches the host's disk or outgrows the limit
 //	run/ws/        the workspace, owned by the sandbox uid
+//	run/home/      HOME: empty, owned by the sandbox uid
+//	run/report-R/  the report directory (Spec.Report), R random
 //	run/ro/N       staged, root-owned read-only copy of Mounts[N]
 //	run/ro/empty   an empty directory mounted over __pycache__ guards
 //	run/root/      mount point of the new root (namespaces backend)
 type workspace struct {
 	run, dir, staging string
-	ids               ids
-	unsafe            bool // mounts are copied into dir, not bind-mounted
-	mounts            []*staged
+	home              string
+	// reportDir is the report directory, or "" without Spec.Report;
+	// reportPath is the file in it that the command is told to write.
+	reportDir, reportPath string
+	// tmpfs is set when run is a mount point of its own.
+	tmpfs  bool
+	ids    ids
+	unsafe bool // mounts are copied into dir, not bind-mounted
+	mounts []*staged
 	// guards are paths the candidate must leave alone: the mount points
 	// of the staged copies, and an empty, read-only __pycache__ next to
 	// every mounted Python file (so no bytecode can be planted for it).
@@ -56,7 +67,7 @@ type guard struct {
 }
 
 // prepare builds the workspace for s.
-func prepare(s Spec, id ids, unsafe bool) (_ *workspace, err error) {
+func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) {
 	files, mounts, err := validate(s)
 	if err != nil {
 		return nil, err
@@ -65,17 +76,37 @@ func prepare(s Spec, id ids, unsafe bool) (_ *workspace, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: workspace: %w", err)
 	}
-	w := &workspace{run: run, dir: filepath.Join(run, "ws"), staging: filepath.Join(run, "ro"), ids: id, unsafe: unsafe}
+	w := &workspace{run: run, dir: filepath.Join(run, "ws"), staging: filepath.Join(run, "ro"), home: filepath.Join(run, "home"), ids: id, unsafe: unsafe}
 	defer func() {
 		if err != nil {
 			w.remove()
 		}
 	}()
+	if id.root {
+		// Everything of the run lives on this tmpfs: a candidate that
+		// fills its workspace gets ENOSPC at the limit, and the host's
+		// disk is never touched.
+		opts := fmt.Sprintf("mode=0711,size=%d", disk)
+		if err := syscall.Mount("tmpfs", run, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+			return nil, fmt.Errorf("sandbox: workspace tmpfs: %w", err)
+		}
+		w.tmpfs = true
+	}
 	if err := os.Chmod(run, 0o711); err != nil {
 		return nil, err
 	}
 	if err := w.mkdir(w.dir, 0o700); err != nil {
 		return nil, err
+	}
+	if err := w.mkdir(w.home, 0o700); err != nil {
+		return nil, err
+	}
+	if s.Report {
+		w.reportDir = filepath.Join(run, "report-"+rand.Text())
+		w.reportPath = filepath.Join(w.reportDir, "report")
+		if err := w.mkdir(w.reportDir, 0o700); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.Mkdir(w.staging, 0o755); err != nil {
 		return nil, err
@@ -266,24 +297,43 @@ func inode(fi fs.FileInfo) uint64 {
 // candidate left.
 func (w *workspace) remove() {
 	if w.run != "" {
-		w.writable(w.run)
-		os.RemoveAll(w.run)
+		removeRun(w.run, w.ids.root)
 	}
+}
+
+// removeRun deletes the run directory run: its tmpfs, when it is one, is
+// detached, which frees it at once.
+func removeRun(run string, root bool) error {
+	if root {
+		syscall.Unmount(run, syscall.MNT_DETACH) // EINVAL when it is no mount point
+	} else {
+		writable(run)
+	}
+	return os.RemoveAll(run)
+}
+
+// Remove deletes a workspace that Spec.Keep left behind, with everything
+// else of its run.
+func Remove(workspace string) error {
+	run := filepath.Dir(workspace)
+	if !strings.HasPrefix(filepath.Base(run), "ratchet-sandbox-") || filepath.Base(workspace) != "ws" {
+		return fmt.Errorf("sandbox: %s is not a sandbox workspace", workspace)
+	}
+	return removeRun(run, os.Geteuid() == 0)
 }
 
 // removeStaging deletes all but the workspace (Spec.Keep).
 func (w *workspace) removeStaging() {
-	w.writable(w.staging)
+	if !w.ids.root {
+		writable(w.staging)
+	}
 	os.RemoveAll(w.staging)
 	os.RemoveAll(filepath.Join(w.run, "root"))
 }
 
 // writable makes the read-only directories of the staged copies removable
 // for a caller that is not root.
-func (w *workspace) writable(root string) {
-	if w.ids.root {
-		return
-	}
+func writable(root string) {
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			os.Chmod(p, 0o755)
@@ -408,10 +458,74 @@ func digest(p string) string {
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	n, err := io.Copy(h, io.LimitReader(f, maxDigest+1))
+	switch {
+	case err != nil:
 		return "error: " + err.Error()
+	case n > maxDigest:
+		return "error: larger than " + strconv.Itoa(maxDigest>>20) + " MiB"
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// full reports whether the run's tmpfs has (next to) no room left.
+func (w *workspace) full() bool {
+	var st syscall.Statfs_t
+	if !w.tmpfs || syscall.Statfs(w.run, &st) != nil {
+		return false
+	}
+	return st.Bavail*uint64(st.Bsize) < 64<<10
+}
+
+// maxDigest bounds how much of one file is hashed.
+const maxDigest = 256 << 20
+
+// MaxReport is the largest report file (Spec.Report) that is read.
+const MaxReport = 32 << 20
+
+// readReport reads the report the command wrote. The directory is opened
+// without following a link, the file in it with openat and O_NOFOLLOW, and
+// only a regular file with one link, of at most MaxReport bytes, is read:
+// never a device, a FIFO, a link to a host file or an endless stream.
+// problem says why nothing was read.
+func (w *workspace) readReport() (data []byte, problem string) {
+	dir, err := syscall.Open(w.reportDir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, "the report directory was replaced (" + err.Error() + ")"
+	}
+	defer syscall.Close(dir)
+	name := filepath.Base(w.reportPath)
+	fd, err := syscall.Openat(dir, name, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC|syscall.O_NOCTTY, 0)
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return nil, "not written"
+	case errors.Is(err, syscall.ELOOP):
+		return nil, "a symbolic link, not a file the test runner wrote (not followed)"
+	case err != nil:
+		return nil, "unreadable: " + err.Error()
+	}
+	f := os.NewFile(uintptr(fd), w.reportPath)
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, "unreadable: " + err.Error()
+	}
+	switch {
+	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
+		return nil, "not a regular file (not read)"
+	case st.Nlink != 1:
+		return nil, "a hard link to another file (not read)"
+	case st.Size > MaxReport:
+		return nil, fmt.Sprintf("%d bytes, larger than the %d MiB limit (not read)", st.Size, MaxReport>>20)
+	}
+	data, err = io.ReadAll(io.LimitReader(f, MaxReport+1))
+	switch {
+	case err != nil:
+		return nil, "unreadable: " + err.Error()
+	case len(data) > MaxReport:
+		return nil, fmt.Sprintf("larger than the %d MiB limit (not read)", MaxReport>>20)
+	}
+	return data, ""
 }
 
 // openRegular opens p for reading only if it is a regular file, without

@@ -57,6 +57,11 @@ type Run struct {
 	CostMicros int64
 	Created    time.Time
 	Updated    time.Time
+	// Holder names the process carrying the run out ("PID@HOST"), "" when
+	// none does; Heartbeat is when the holder last said it was alive. A
+	// running run whose holder is gone was interrupted (runner.Lease).
+	Holder    string
+	Heartbeat time.Time
 }
 
 // Update changes the mutable fields of a run; nil fields (and a zero
@@ -68,6 +73,8 @@ type Update struct {
 	Steps      *int64
 	CostMicros *int64
 	Updated    time.Time
+	Holder     *string
+	Heartbeat  time.Time // zero leaves it alone
 }
 
 // Columns calls set with the name of each column u changes and its new
@@ -91,6 +98,12 @@ func (u Update) Columns(set func(column string, value any)) {
 	if !u.Updated.IsZero() {
 		set("updated", u.Updated)
 	}
+	if u.Holder != nil {
+		set("holder", *u.Holder)
+	}
+	if !u.Heartbeat.IsZero() {
+		set("heartbeat", u.Heartbeat)
+	}
 }
 
 // Filter selects runs for List. Zero fields match everything.
@@ -101,8 +114,54 @@ type Filter struct {
 	// Label matches runs carrying this label.
 	Label  string
 	Parent string
+	// Text matches runs whose ID or goal contains it, ASCII letters
+	// compared without case (other characters exactly); "" matches all.
+	Text string
+	// Order is the order runs come back in; the zero value is newest first.
+	Order Order
+	// Offset skips this many matching runs, in Order: with Limit, a page.
+	Offset int
 	// Limit caps the number of runs returned; 0 means no cap.
 	Limit int
+}
+
+// Order says how ListRuns sorts. Ties are broken newest first (by Created,
+// then by insertion order), so every order is total and pages are stable.
+type Order string
+
+const (
+	OrderNewest Order = ""       // Created, newest first
+	OrderOldest Order = "oldest" // Created, oldest first
+	OrderCost   Order = "cost"   // CostMicros, highest first
+	OrderSteps  Order = "steps"  // Steps, most first
+)
+
+// OrderBy returns the ORDER BY clause of o that the SQL backends share
+// (n is a run's insertion order), or false for an unknown order.
+func (o Order) OrderBy() (string, bool) {
+	switch o {
+	case OrderNewest:
+		return "created DESC, n DESC", true
+	case OrderOldest:
+		return "created, n", true
+	case OrderCost:
+		return "cost_micros DESC, created DESC, n DESC", true
+	case OrderSteps:
+		return "steps DESC, created DESC, n DESC", true
+	}
+	return "", false
+}
+
+// LowerASCII returns s with ASCII letters lowered and every other byte
+// kept: the case folding of Filter.Text, the same in every backend.
+func LowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // Entry is one line of a run's log.
@@ -156,6 +215,12 @@ type Store interface {
 	// LatestSnapshot returns the newest snapshot; it wraps ErrNotFound if
 	// the run has none.
 	LatestSnapshot(ctx context.Context, run string) (Snapshot, error)
+
+	// DeleteRun removes a run with its entries and snapshots, in one
+	// transaction; it wraps ErrNotFound if there is none. It does not look
+	// at the run's status or its sub-agents' runs: callers decide what may
+	// go (ratchet rm and gc never delete a running run).
+	DeleteRun(ctx context.Context, id string) error
 
 	Close() error
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/ratchetloop/ratchet/model/provider"
 	"math"
 	"os"
 	"path/filepath"
@@ -38,8 +39,9 @@ type File struct {
 	Goal         string
 	Instructions string
 	// Model is the model string as written (e.g. "scripted:turns.yaml"),
-	// empty when the file names none.
-	Model string
+	// empty when the file names none; ModelLine is its line.
+	Model     string
+	ModelLine int
 	// Workspace is the directory the file tools work in, absolute; default
 	// Dir.
 	Workspace string
@@ -73,6 +75,12 @@ type File struct {
 	ToolOutput map[string]tool.OutputCaps
 	// Subagents is the subagents: section; nil when absent.
 	Subagents *Subagents
+	// Reference is a known-good solution (absolute path), whose mutants
+	// measure the strength of the checks; empty when absent.
+	Reference string
+	// MinStrength is the mutation score the checks must reach for a run to
+	// start (0: no demand). It needs Reference.
+	MinStrength float64
 }
 
 // Context is the task file's context: section; zero fields take the
@@ -141,11 +149,13 @@ type ExecSpec struct {
 	Copy []string
 }
 
-// Problem is one error in a file.
+// Problem is one error in a file. Its JSON form is what 'ratchet run
+// --json' prints for a task file it refuses.
 type Problem struct {
-	File string
-	Line int
-	Msg  string
+	File   string `json:"file"`
+	Line   int    `json:"line"`             // 1-based; 0 when the problem has no place
+	Column int    `json:"column,omitempty"` // 1-based; 0 when unknown
+	Msg    string `json:"message"`
 }
 
 func (p Problem) Error() string {
@@ -215,14 +225,17 @@ type parser struct {
 	file     string
 	f        *File
 	problems Problems
+	// referenceNode and minStrengthNode locate the fields for problems
+	// found once the whole file is read.
+	referenceNode, minStrengthNode *yaml.Node
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
-	line := 0
+	prob := Problem{File: p.file, Msg: fmt.Sprintf(format, args...)}
 	if n != nil {
-		line = n.Line
+		prob.Line, prob.Column = n.Line, n.Column
 	}
-	p.problems = append(p.problems, Problem{File: p.file, Line: line, Msg: fmt.Sprintf(format, args...)})
+	p.problems = append(p.problems, prob)
 }
 
 // fields walks a mapping node, calling set for each known key and reporting
@@ -237,7 +250,7 @@ func (p *parser) fields(n *yaml.Node, where string, known []string, set func(key
 		k, v := n.Content[i], n.Content[i+1]
 		switch {
 		case !slices.Contains(known, k.Value):
-			p.errorf(k, "unknown field %q in %s (known: %s)", k.Value, where, strings.Join(known, ", "))
+			p.errorf(k, "unknown field %q in %s%s (known: %s)", k.Value, where, DidYouMean(k.Value, known), strings.Join(known, ", "))
 			unknown++
 		case seen[k.Value]:
 			p.errorf(k, "%s.%s is given twice", where, k.Value)
@@ -256,8 +269,10 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength"}, func(key string, v *yaml.Node) {
 		switch key {
+		case "reference", "min_strength":
+			p.strengthField(key, v)
 		case "subagents":
 			p.subagents(v)
 		case "context":
@@ -286,7 +301,10 @@ func (p *parser) top(n *yaml.Node) {
 		case "instructions":
 			p.f.Instructions = strings.TrimSpace(p.str(v, key))
 		case "model":
-			p.f.Model = p.str(v, key)
+			p.f.Model, p.f.ModelLine = p.str(v, key), v.Line
+			if _, err := provider.Parse(p.f.Model); err != nil && p.f.Model != "" {
+				p.errorf(v, "model: %v", err)
+			}
 		case "workspace":
 			ws := p.str(v, key)
 			if !filepath.IsAbs(ws) {
@@ -337,6 +355,7 @@ func (p *parser) top(n *yaml.Node) {
 	if p.f.Subagents != nil {
 		p.checkSubagents()
 	}
+	p.checkStrengthFields()
 }
 
 func (p *parser) permissions(n *yaml.Node) {
@@ -627,7 +646,7 @@ func (p *parser) checkList(n *yaml.Node, where string) []Check {
 				check.Args = []string{p.str(v, key)}
 			}
 			if key == "regex" {
-				if _, err := verify.Regex(check.Args[0]); err != nil {
+				if err := validRegex(check.Args[0]); err != nil {
 					p.errorf(v, "%v", err)
 				}
 			}
@@ -639,6 +658,12 @@ func (p *parser) checkList(n *yaml.Node, where string) []Check {
 		out = append(out, check)
 	}
 	return out
+}
+
+// validRegex says why pattern cannot be a regex check, if it cannot.
+func validRegex(pattern string) error {
+	_, err := check.Regex(pattern)
+	return err
 }
 
 // structured parses the check kinds that take more than a string, reporting
@@ -830,11 +855,11 @@ func (f *File) verifiers(checks []Check, env Env) (verify.Tiers, error) {
 func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 	switch c.Kind {
 	case "equals":
-		return verify.Equals(c.Args[0]), nil
+		return check.Equals(c.Args[0]), nil
 	case "regex":
-		return verify.Regex(c.Args[0])
+		return check.Regex(c.Args[0])
 	case "contains":
-		return verify.Contains(c.Args...), nil
+		return check.Contains(c.Args...), nil
 	case "syntax":
 		return check.Syntax(c.Lang)
 	case "json_schema":

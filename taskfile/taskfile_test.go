@@ -89,6 +89,7 @@ escalate: true
 		Goal:         "invoice.txt lists line items.\nReport the total.",
 		Instructions: "Be brief.",
 		Model:        "scripted:turns.yaml",
+		ModelLine:    7,
 		Workspace:    filepath.Join(dir, "ws"),
 		Tools:        []string{"list_files", "read_file", "write_file", "edit_file"},
 		Checks: []taskfile.Check{
@@ -337,7 +338,8 @@ func TestParseProblems(t *testing.T) {
 		{"no kind and a bad tier", "goal: g\nchecks:\n  - tier: medium\n", []want{{3, `tier must be cheap, expensive or holdout, got "medium"`}, {3, "check has no kind"}}},
 		{"empty check", "goal: g\nchecks: [{}]\n", []want{{2, "check has no kind"}}},
 		{"check not a mapping", "goal: g\nchecks: [equals]\n", []want{{2, "check must be a mapping"}}},
-		{"unknown check field", "goal: g\nchecks: [{equal: a}]\n", []want{{2, `unknown field "equal" in check (known: equals, regex, contains, syntax, json_schema, length, grounding, grader, vote, exec, tier)`}}},
+		{"unknown model", "goal: g\nmodel: bogus:x\nchecks: [{equals: a}]\nbudget: {stpes: 2}\n", []want{{2, `model: unknown model "bogus:x"`}, {4, `unknown field "stpes" in budget; did you mean "steps"?`}}},
+		{"unknown check field", "goal: g\nchecks: [{equal: a}]\n", []want{{2, `unknown field "equal" in check; did you mean "equals"? (known: equals, regex, contains, syntax, json_schema, length, grounding, grader, vote, exec, tier)`}}},
 		{"tier not cheap or expensive", "goal: g\nchecks:\n  - equals: a\n    tier: medium\n", []want{{4, `tier must be cheap, expensive or holdout, got "medium"`}}},
 		{"tier not a string", "goal: g\nchecks: [{equals: a, tier: [cheap]}]\n", []want{{2, "tier must be a string"}}},
 		{"empty contains list", "goal: g\nchecks: [{contains: []}]\n", []want{{2, "contains needs at least one string"}}},
@@ -424,7 +426,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)

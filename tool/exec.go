@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/ratchetloop/ratchet/internal/jsonvalid"
 )
 
 // Call is one tool call requested by the model.
@@ -205,15 +203,12 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 // nothing is.
 func checkArgs(ent *entry, args json.RawMessage) string {
 	name := ent.info.Name
-	if ent.flat != nil && jsonvalid.Valid(args) {
-		if msg := ent.flat.validate(args); msg != "" {
-			return fmt.Sprintf("tool %q: arguments do not match the schema: %s", name, msg)
-		}
-		return ""
-	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return fmt.Sprintf("tool %q: arguments are not valid JSON: %v", name, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return fmt.Sprintf("tool %q: arguments must be a JSON object, not %s", name, jsonKind(v))
 	}
 	if err := ent.schema.Validate(v); err != nil {
 		return fmt.Sprintf("tool %q: arguments do not match the schema: %v", name, err)
@@ -225,11 +220,6 @@ func checkArgs(ent *entry, args json.RawMessage) string {
 // timeout.
 func (e *Executor) runApart(ctx context.Context, ent *entry, args json.RawMessage) (Outcome, string) {
 	name := ent.info.Name
-	run, r := prepare(ent.tool, args)
-	if run == nil {
-		return describe(name, r)
-	}
-
 	timeout := ent.info.Timeout
 	if timeout <= 0 {
 		timeout = e.cfg.Timeout
@@ -246,11 +236,12 @@ func (e *Executor) runApart(ctx context.Context, ent *entry, args json.RawMessag
 				done <- reply{panicked: true, value: recover()}
 			}
 		}()
-		out, err := run(tctx)
+		out, err := ent.tool.Run(tctx, args)
 		returned = true
 		done <- reply{out: out, err: err}
 	}()
 
+	var r reply
 	select {
 	case r = <-done:
 	case <-tctx.Done():
@@ -279,32 +270,6 @@ func runInline(ctx context.Context, t Tool, args json.RawMessage) (r reply) {
 	out, err := t.Run(ctx, args)
 	returned = true
 	return reply{out: out, err: err}
-}
-
-// preparer is implemented by tools built by Func. Decoding arguments on the
-// executor's goroutine, whose stack has already grown, is cheaper than
-// growing a fresh goroutine's stack for encoding/json, which would cost as
-// much as the rest of a trivial call.
-type preparer interface {
-	// prepare decodes args and returns a function that runs the tool.
-	prepare(args json.RawMessage) (func(context.Context) (string, error), error)
-}
-
-// prepare returns the function that runs t with args, or nil and a reply
-// saying why it cannot run.
-func prepare(t Tool, args json.RawMessage) (run func(context.Context) (string, error), r reply) {
-	p, ok := t.(preparer)
-	if !ok {
-		return func(ctx context.Context) (string, error) { return t.Run(ctx, args) }, reply{}
-	}
-	// A custom UnmarshalJSON may panic; that is the tool's panic.
-	defer func() {
-		if v := recover(); v != nil {
-			run, r = nil, reply{panicked: true, value: v}
-		}
-	}()
-	run, err := p.prepare(args)
-	return run, reply{err: err}
 }
 
 // describe turns a tool's reply into what the model sees.
@@ -339,4 +304,19 @@ func stopped(ctx context.Context, name string, timeout time.Duration) (Outcome, 
 		return OutcomeCancelled, fmt.Sprintf("tool %q was cancelled: %v", name, context.Cause(ctx))
 	}
 	return OutcomeTimeout, fmt.Sprintf("tool %q timed out after %v", name, timeout)
+}
+
+// jsonKind names the JSON type of a decoded value.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	}
+	return "an array"
 }

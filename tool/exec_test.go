@@ -119,7 +119,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "missing property",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: missing required property "b"`,
+				Output:  `tool "add": arguments do not match the schema: validating root: required: missing properties: ["b"]`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},
@@ -127,7 +127,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "wrong type",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1,"b":"2"}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: property "b": want integer, got string`,
+				Output:  `tool "add": arguments do not match the schema: validating root: validating /properties/b: type: 2 has type "string", want "integer"`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},
@@ -135,7 +135,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "unknown property",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1,"b":2,"c":3}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: unexpected property "c"`,
+				Output:  `tool "add": arguments do not match the schema: validating root: unexpected additional properties ["c"]`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},
@@ -143,7 +143,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "null args",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`null`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: arguments must be a JSON object`,
+				Output:  `tool "add": arguments must be a JSON object, not null`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -38,11 +37,8 @@ func MaxOutput(bytes, lines int) Option {
 	return func(i *Info) { i.MaxOutputBytes, i.MaxOutputLines = bytes, lines }
 }
 
-// Func returns a Tool that decodes its arguments into In as encoding/json
-// does and calls fn. When In is a struct of string, bool, integer and float
-// fields, a direct scan decodes the usual arguments, with json.Unmarshal's
-// result but without its allocations and deep stack; json.Unmarshal decodes
-// anything else. Its schema is derived from In by [jsonschema.For]: a struct's
+// Func returns a Tool that decodes its arguments into In with encoding/json
+// and calls fn. Its schema is derived from In by [jsonschema.For]: a struct's
 // exported fields become properties named by their json tags, fields tagged
 // omitempty or omitzero are optional and all others required, pointer and
 // slice fields also accept null, unknown properties are rejected, and a
@@ -71,7 +67,6 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 	t := &funcTool[In, Out]{
 		info: Info{Name: name, Description: description, Schema: raw},
 		fn:   fn,
-		flat: newFlatDecoder(reflect.TypeFor[In]()),
 	}
 	for _, o := range opts {
 		o(&t.info)
@@ -82,7 +77,6 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 type funcTool[In, Out any] struct {
 	info Info
 	fn   func(context.Context, In) (Out, error)
-	flat *flatDecoder // nil if In is not flat
 }
 
 func (t *funcTool[In, Out]) Info() Info { return t.info }
@@ -98,29 +92,12 @@ func (t *funcTool[In, Out]) Run(ctx context.Context, args json.RawMessage) (stri
 	return t.call(ctx, in)
 }
 
-// prepare implements preparer.
-func (t *funcTool[In, Out]) prepare(args json.RawMessage) (func(context.Context) (string, error), error) {
-	in, err := t.decode(args)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context) (string, error) { return t.call(ctx, in) }, nil
-}
-
-// decode decodes args into an In, by the flat decoder if it is sure of the
-// result, else by json.Unmarshal.
 func (t *funcTool[In, Out]) decode(args json.RawMessage) (In, error) {
 	var in In
-	if t.flat != nil && t.flat.decode(args, unsafe.Pointer(&in)) {
-		return in, nil
+	if err := json.Unmarshal(args, &in); err != nil {
+		return in, fmt.Errorf("%w: %v", ErrInvalidArgs, err)
 	}
-	// A fresh value, as the flat decoder may have written part of in; and
-	// a separate one, so that in stays on the stack, as only this escapes.
-	var slow In
-	if err := json.Unmarshal(args, &slow); err != nil {
-		return slow, fmt.Errorf("%w: %v", ErrInvalidArgs, err)
-	}
-	return slow, nil
+	return in, nil
 }
 
 // call calls fn and renders its result.

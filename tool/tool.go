@@ -91,7 +91,6 @@ type entry struct {
 	tool   Tool
 	info   Info
 	schema *jsonschema.Resolved
-	flat   *flatSchema // a faster validator with the same verdicts, when the schema's shape allows
 }
 
 // NewRegistry validates tools and returns a registry holding them in the
@@ -108,8 +107,6 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 			continue
 		}
 		info := t.Info()
-		// Formatting only on a problem: fmt here, run for every tool of
-		// every run, would grow each run's goroutine stack.
 		problem := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("tool[%d] %q: %s", i, info.Name, fmt.Sprintf(format, args...)))
 		}
@@ -130,11 +127,11 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 		if info.Inline && info.Timeout > 0 {
 			problem("an Inline tool runs under its caller's deadline and cannot have its own Timeout")
 		}
-		cs, err := resolveSchema(info.Schema)
+		rs, err := resolveSchema(info.Schema)
 		if err != nil {
 			problem("%v", err)
 		}
-		entries[i] = entry{tool: t, info: info, schema: cs.resolved, flat: cs.flat}
+		entries[i] = entry{tool: t, info: info, schema: rs}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -161,26 +158,20 @@ func validName(name string) bool {
 // registry afresh, and thousands of concurrent runs of the same tools should
 // share one resolved schema each rather than resolve and hold their own. A
 // *jsonschema.Resolved is read-only once built, so sharing it is safe.
-var resolved sync.Map // string → compiledSchema
-
-type compiledSchema struct {
-	resolved *jsonschema.Resolved
-	flat     *flatSchema
-}
+var resolved sync.Map // string → *jsonschema.Resolved
 
 // resolveSchema parses and resolves an argument schema. Providers require
 // the top-level type to be "object".
-func resolveSchema(raw json.RawMessage) (compiledSchema, error) {
-	if cs, ok := resolved.Load(string(raw)); ok {
-		return cs.(compiledSchema), nil
+func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	if rs, ok := resolved.Load(string(raw)); ok {
+		return rs.(*jsonschema.Resolved), nil
 	}
 	rs, err := resolveSchemaUncached(raw)
 	if err != nil {
-		return compiledSchema{}, err
+		return nil, err
 	}
-	cs := compiledSchema{resolved: rs, flat: newFlatSchema(raw)}
-	resolved.Store(string(raw), cs)
-	return cs, nil
+	resolved.Store(string(raw), rs)
+	return rs, nil
 }
 
 func resolveSchemaUncached(raw json.RawMessage) (*jsonschema.Resolved, error) {

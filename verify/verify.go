@@ -1,16 +1,17 @@
-// Package verify judges candidates. A Verifier returns a Verdict; the loop
-// core only accepts a candidate as done once every gate check has passed.
+// Package verify holds the neutral vocabulary of judging candidates: the
+// Verifier interface, the Candidate it judges, the Verdict it returns, the
+// Tiers checks are grouped in, and Func to adapt a function. The loop core
+// only accepts a candidate as done once every gate check has passed.
 //
 // Checks are grouped in tiers: cheap checks run on every candidate and fail
 // fast; expensive checks run only on candidates that passed every cheap one.
+//
+// The built-in checks live in verify/check (and verify/execcheck for
+// commands in a sandbox); verify/verifytest checks any implementation.
 package verify
 
 import (
 	"context"
-	"fmt"
-	"regexp"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/ratchetloop/ratchet/budget"
 )
@@ -99,64 +100,4 @@ func (f Func) Check(ctx context.Context, c Candidate) (Verdict, error) {
 	v, err := f.Fn(ctx, c)
 	v.Check, v.Provenance = f.CheckName, f.Prov
 	return v, err
-}
-
-func validation(name string, fn func(answer string) (ok bool, detail string)) Verifier {
-	return Func{CheckName: name, Prov: Validation, Fn: func(_ context.Context, c Candidate) (Verdict, error) {
-		ok, detail := fn(c.Answer)
-		return Verdict{OK: ok, Confidence: 1, Detail: detail}, nil
-	}}
-}
-
-// Equals passes when the answer, trimmed of surrounding space, equals want.
-func Equals(want string) Verifier {
-	return validation("equals", func(answer string) (bool, string) {
-		got := strings.TrimSpace(answer)
-		if got == strings.TrimSpace(want) {
-			return true, "answer matches the expected value"
-		}
-		return false, fmt.Sprintf("expected %q, got %q", strings.TrimSpace(want), clip(got, 200))
-	})
-}
-
-// Regex passes when the answer matches the RE2 pattern.
-func Regex(pattern string) (Verifier, error) {
-	re, err := regexp.Compile(pattern)
-	if err != nil {
-		return nil, fmt.Errorf("regex check: %w", err)
-	}
-	return validation("regex", func(answer string) (bool, string) {
-		if re.MatchString(answer) {
-			return true, fmt.Sprintf("answer matches /%s/", pattern)
-		}
-		return false, fmt.Sprintf("answer does not match /%s/", pattern)
-	}), nil
-}
-
-// Contains passes when the answer contains every one of the substrings.
-func Contains(subs ...string) Verifier {
-	return validation("contains", func(answer string) (bool, string) {
-		var missing []string
-		for _, s := range subs {
-			if !strings.Contains(answer, s) {
-				missing = append(missing, fmt.Sprintf("%q", s))
-			}
-		}
-		if len(missing) > 0 {
-			return false, "answer is missing " + strings.Join(missing, ", ")
-		}
-		return true, "answer contains every required string"
-	})
-}
-
-// clip shortens s to at most n bytes plus an ellipsis, never splitting a
-// UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

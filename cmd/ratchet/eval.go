@@ -13,11 +13,9 @@ import (
 	"sync"
 
 	"github.com/ratchetloop/ratchet/eval"
-	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
-	"github.com/ratchetloop/ratchet/runner"
-	"github.com/ratchetloop/ratchet/tool/workspace"
+	"github.com/ratchetloop/ratchet/taskfile"
 )
 
 const evalUsage = `Usage:
@@ -180,70 +178,38 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 	return f.Close()
 }
 
-// evalLoader builds a fresh job for each run of a task case: its own model
-// (a scripted model plays its turns from the start), its own tools and, for
-// copy_workspace tasks, its own copy of the workspace.
+// evalLoader builds a fresh job for each run of a task case, with the one
+// builder that ratchet run uses: its own model (a scripted model plays its
+// turns from the start), its own tools and MCP servers and, for
+// copy_workspace tasks, its own copy of the workspace, removed afterwards.
 func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) func(context.Context, eval.Case, int) (eval.Job, error) {
 	notice := &onceWriter{w: m.Stderr}
+	strengths := &strengthMemo{m: m, byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
-		tf := *c.Task
-		spec, base := modelFlag, ""
+		cfg := taskfile.Config{
+			FallbackModel: m.Getenv("RATCHET_MODEL"),
+			OpenModel:     func(spec, base string) (model.Model, error) { return m.openEvalModel(spec, base, notice) },
+			Sandbox:       m.sandbox(unsafeSandbox),
+			Getenv:        m.Getenv,
+		}
 		switch {
-		case spec != "":
+		case modelFlag != "":
+			cfg.Model = modelFlag
 		case c.Model != "":
-			spec, base = c.Model, s.Dir
+			cfg.Model, cfg.ModelDir = c.Model, s.Dir
 		case s.Model != "":
-			spec, base = s.Model, s.Dir
-		case tf.Model != "":
-			spec, base = tf.Model, tf.Dir
-		default:
-			spec = m.Getenv("RATCHET_MODEL")
+			cfg.Model, cfg.ModelDir = s.Model, s.Dir
 		}
-		var cleanups []func()
-		closeAll := func() {
-			for _, f := range cleanups {
-				f()
-			}
-		}
-		// The copy first: exec checks read the workspace the tools edit.
-		if tf.CopyWorkspace {
-			dir, err := copyWorkspace(tf.Workspace)
-			if err != nil {
-				return eval.Job{}, fmt.Errorf("copy_workspace: %w", err)
-			}
-			tf.Workspace = dir
-			cleanups = append(cleanups, func() { os.RemoveAll(dir) })
-		}
-		checks, err := tf.Verifiers(m.checkEnv(spec, unsafeSandbox))
+		run, err := taskfile.Build(ctx, c.Task, cfg)
 		if err != nil {
-			closeAll()
 			return eval.Job{}, err
 		}
-		task := runner.Task{
-			Goal: tf.Goal, Instructions: tf.Instructions, Checks: checks, Budget: tf.Budget, Mode: loop.Mode(tf.Mode),
-			Policy: loop.Policy{
-				Progress: tf.Progress, Escalate: tf.Escalate,
-				ConfidenceThreshold: tf.Effort.ConfidenceThreshold, Samples: tf.Effort.Samples, HighStakes: tf.Effort.HighStakes,
-			},
-		}
-		if len(tf.Tools) > 0 {
-			ws, err := workspace.New(tf.Workspace)
-			if err != nil {
-				closeAll()
-				return eval.Job{}, fmt.Errorf("workspace: %w", err)
-			}
-			cleanups = append(cleanups, func() { ws.Close() })
-			if task.Tools, err = workspace.Lookup(ws, tf.Tools); err != nil {
-				closeAll()
-				return eval.Job{}, fmt.Errorf("tools: %w", err)
-			}
-		}
-		mdl, err := m.openEvalModel(spec, base, notice)
+		checkStrength, err := strengths.get(ctx, c.Name, run.File, run.Task.Checks)
 		if err != nil {
-			closeAll()
+			run.Close()
 			return eval.Job{}, err
 		}
-		return eval.Job{Task: task, Model: mdl, ModelName: modelName(spec, mdl), Close: closeAll}, nil
+		return eval.Job{Task: run.Task, Exec: run.Exec, Model: run.Model, ModelName: modelName(run.ModelName, run.Model), Close: run.Close, CheckStrength: checkStrength}, nil
 	}
 }
 

@@ -2,18 +2,17 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -22,13 +21,13 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/provider"
+	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
-	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/tool/mcp"
-	"github.com/ratchetloop/ratchet/tool/workspace"
 )
 
 type runFlags struct {
@@ -36,6 +35,7 @@ type runFlags struct {
 	json          bool
 	quiet         bool
 	log           string
+	record        string
 	db            string
 	noWait        bool
 	labels        []string
@@ -77,11 +77,8 @@ OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (docs/observability.md).
 	}
 }
 
-// parseCommand parses a subcommand's flags. When parsing ends the command
-// (-h, or a bad flag the flag package has already reported), done is true
-// and code is the exit code.
-// setUsage makes fs's usage text, shown by -h and on a bad flag, text and
-// then its flags' defaults.
+// setUsage makes fs's usage text, shown by -h, text and then its flags'
+// defaults.
 func setUsage(fs *flag.FlagSet, text string) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), text)
@@ -89,12 +86,23 @@ func setUsage(fs *flag.FlagSet, text string) {
 	}
 }
 
+// parseCommand parses a subcommand's flags. When parsing ends the command
+// (-h, or a bad flag), done is true and code is the exit code. -h prints
+// the whole usage; a bad flag gets one line that names it, not the usage
+// it would be lost in.
 func parseCommand(fs *flag.FlagSet, args []string) (pos []string, code int, done bool) {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	pos, err := parseInterleaved(fs, args)
+	fs.SetOutput(out)
+	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
 		return nil, exitDone, true
 	case err != nil:
+		fmt.Fprintf(out, "%s: %v ('%s -h' lists the flags)\n", fs.Name(), err, fs.Name())
 		return nil, exitUsage, true
 	}
 	return pos, 0, false
@@ -136,6 +144,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&f.model, "model", "", "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
 	f.addOutput(fs)
 	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
+	fs.StringVar(&f.record, "record", "", "write the model's replies to this file as a scripted turns file, so the run can be played offline (--model scripted:FILE)")
 	fs.Func("label", "tag the run (repeatable), for 'ratchet ls --label'", func(s string) error {
 		f.labels = append(f.labels, s)
 		return nil
@@ -165,12 +174,12 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	if abs, err := filepath.Abs(pos[0]); err == nil {
 		f.taskFile = abs
 	}
-	task, exec, mdl, cleanup, err := m.load(ctx, pos[0], &f)
+	built, err := m.build(ctx, pos[0], &f)
 	if err != nil {
-		printProblems(m.Stderr, "ratchet run", err)
+		m.reportProblems("ratchet run", err, f.json)
 		return exitUsage
 	}
-	defer cleanup()
+	defer built.Close()
 	db, err := m.openStore(ctx, f.db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
@@ -183,10 +192,24 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	cfg := runner.Config{Model: mdl, RunID: runID, Store: db, Labels: f.labels, TaskInfo: info, Exec: exec}
-	return m.carryOn("ratchet run", task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
-		return runner.Run(ctx, task, cfg)
+	cfg := built.Runner()
+	cfg.RunID, cfg.Store, cfg.Labels, cfg.TaskInfo = runID, db, f.labels, info
+	var rec *scripted.Recorder
+	if f.record != "" {
+		rec = scripted.Record(cfg.Model)
+		cfg.Model = rec
+	}
+	code = m.carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
+		return runner.Run(ctx, built.Task, cfg)
 	})
+	if rec != nil {
+		if err := m.writeRecording(f.record, rec, runID); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet run: --record: %v\n", err)
+			return max(code, exitInfra)
+		}
+		fmt.Fprintf(m.Stderr, "recorded the model's replies to %s (play them with --model scripted:%s)\n", f.record, f.record)
+	}
+	return code
 }
 
 // carryOn runs (or resumes) a stored run with the terminal's observers and
@@ -245,7 +268,13 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	case f.json:
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		// The Result's fields, and beside them where to find the run again.
+		out := struct {
+			Run string `json:"run"`
+			DB  string `json:"db"`
+			loop.Result
+		}{cfg.RunID, m.shownDB(f.db), res}
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}
@@ -258,9 +287,8 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		fmt.Fprintf(m.Stderr, "%s: event log %s is incomplete: %v\n", name, f.log, logErr)
 		return exitInfra
 	}
-	if !f.quiet {
-		fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
-	}
+	// Even --quiet names the run: without its ID nothing else can find it.
+	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
 	switch {
 	case runErr != nil:
 		// Infrastructure failed: the run ended failed, or its record could
@@ -300,204 +328,64 @@ func (m *Main) human(f runFlags) runner.Asker {
 	return runner.Later
 }
 
-// load reads the task file and builds the task and its model. cleanup
-// releases what the task holds (the workspace, MCP servers) once the run
-// is over.
-func (m *Main) load(ctx context.Context, path string, f *runFlags) (runner.Task, tool.ExecConfig, model.Model, func(), error) {
-	task, mdl, cleanup, tf, err := m.loadTask(ctx, path, f)
-	var exec tool.ExecConfig
-	if tf != nil {
-		// The task file's tool_output: caps; "default" bounds the rest.
-		d := tf.ToolOutput["default"]
-		exec = tool.ExecConfig{MaxOutputBytes: d.MaxBytes, MaxOutputLines: d.MaxLines, Output: maps.Clone(tf.ToolOutput)}
-		delete(exec.Output, "default")
-	}
-	return task, exec, mdl, cleanup, err
-}
-
-func (m *Main) loadTask(ctx context.Context, path string, f *runFlags) (runner.Task, model.Model, func(), *taskfile.File, error) {
-	nop := func() {}
+// build reads the task file and builds its run with the flags' overrides.
+// A resumed run (f.workspace set) goes on in the workspace it worked in; a
+// new copy_workspace copy is kept after the run, and f records it.
+func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.Run, error) {
 	tf, err := taskfile.Load(path)
-	if err != nil {
-		return runner.Task{}, nil, nop, nil, err
-	}
-	switch {
-	case f.workspace != "":
-		tf.Workspace = f.workspace
-	case tf.CopyWorkspace:
-		dir, err := copyWorkspace(tf.Workspace)
-		if err != nil {
-			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: copy_workspace: %w", tf.Path, err)
-		}
-		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", dir)
-		tf.Workspace, f.workspace = dir, dir
-	}
-	spec, base := f.model, ""
-	switch {
-	case spec != "":
-	case tf.Model != "":
-		spec, base = tf.Model, tf.Dir
-	default:
-		spec = m.Getenv("RATCHET_MODEL")
-	}
-	checks, err := tf.Verifiers(m.checkEnv(spec, f.unsafeSandbox))
-	if err != nil {
-		return runner.Task{}, nil, nop, nil, err
-	}
-	task := runner.Task{
-		Goal:         tf.Goal,
-		Instructions: tf.Instructions,
-		Checks:       checks,
-		Permissions:  tf.Permissions,
-		Budget:       tf.Budget,
-		Mode:         loop.Mode(tf.Mode),
-		Policy: loop.Policy{
-			Progress:            tf.Progress,
-			Escalate:            tf.Escalate,
-			ConfidenceThreshold: tf.Effort.ConfidenceThreshold,
-			Samples:             tf.Effort.Samples,
-			HighStakes:          tf.Effort.HighStakes,
-			CompactAt:           tf.Context.CompactAt,
-			KeepTurns:           tf.Context.KeepTurns,
-			SummaryTokens:       tf.Context.SummaryTokens,
-			Scratchpad:          tf.Context.Scratchpad,
-			Plan:                tf.Plan,
-		},
-	}
-	overrideBudget(&task.Budget, *f)
-	if sub := tf.Subagents; sub != nil {
-		childChecks, err := tf.SubagentVerifiers(m.checkEnv(spec, f.unsafeSandbox))
-		if err != nil {
-			return runner.Task{}, nil, nop, nil, err
-		}
-		task.Subagents = &runner.Subagents{Tools: sub.Tools, TaskChecks: sub.TaskChecks, Checks: childChecks, Budget: sub.Budget, MaxChildren: sub.MaxChildren}
-	}
-	cleanup := nop
-	if len(tf.Tools) > 0 {
-		ws, err := workspace.New(tf.Workspace)
-		if err != nil {
-			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: workspace: %w", tf.Path, err)
-		}
-		cleanup = func() { ws.Close() }
-		if task.Tools, err = workspace.Lookup(ws, tf.Tools); err != nil {
-			cleanup()
-			return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: tools: %w", tf.Path, err)
-		}
-	}
-	mdl, err := m.openModel(spec, base)
-	if err != nil {
-		cleanup()
-		return runner.Task{}, nil, nop, nil, err
-	}
-	// MCP servers start last, once everything cheaper to check is right.
-	if len(tf.MCP) > 0 {
-		servers, err := m.startMCP(ctx, tf, task.Tools, f.quiet)
-		if err != nil {
-			cleanup()
-			return runner.Task{}, nil, nop, nil, err
-		}
-		closeWorkspace := cleanup
-		cleanup = func() {
-			closeMCP(servers)
-			closeWorkspace()
-		}
-		for _, s := range servers {
-			task.Tools = append(task.Tools, s.Tools()...)
-		}
-	}
-	if _, _, err := task.Spec(); err != nil {
-		cleanup()
-		return runner.Task{}, nil, nop, nil, fmt.Errorf("%s: %w", tf.Path, err)
-	}
-	return task, mdl, cleanup, tf, nil
-}
-
-// startMCP connects to the task file's MCP servers, all at once, and checks
-// that their tools' names clash neither with builtin's nor with each
-// other's. Problems name the server's line in the file.
-func (m *Main) startMCP(ctx context.Context, tf *taskfile.File, builtin []tool.Tool, quiet bool) ([]*mcp.Server, error) {
-	cfgs, err := tf.MCPConfigs(taskfile.Env{Getenv: m.Getenv})
 	if err != nil {
 		return nil, err
 	}
-	servers := make([]*mcp.Server, len(cfgs))
-	errs := make([]error, len(cfgs))
-	var wg sync.WaitGroup
-	for i, cfg := range cfgs {
-		wg.Go(func() { servers[i], errs[i] = mcp.Connect(ctx, cfg) })
+	run, err := taskfile.Build(ctx, tf, taskfile.Config{
+		Model:         f.model,
+		FallbackModel: m.Getenv("RATCHET_MODEL"),
+		Budget:        f.budget(),
+		Workspace:     f.workspace,
+		KeepCopy:      true,
+		OpenModel:     m.openModel,
+		Sandbox:       m.sandbox(f.unsafeSandbox),
+		Getenv:        m.Getenv,
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	var problems taskfile.Problems
-	problem := func(i int, msg string) {
-		problems = append(problems, taskfile.Problem{File: tf.Path, Line: tf.MCP[i].Line, Msg: msg})
-	}
-	owner := map[string]string{"finish": "the loop's own finish tool"} // tool name → who offers it
-	for _, t := range builtin {
-		owner[t.Info().Name] = "the workspace tool " + t.Info().Name
-	}
-	for i, s := range servers {
-		if errs[i] != nil {
-			problem(i, errs[i].Error())
-			continue
-		}
-		for _, t := range s.Tools() {
-			name := t.Info().Name
-			if other, clash := owner[name]; clash {
-				problem(i, fmt.Sprintf("MCP server %q: its tool %s clashes with %s; give the server a prefix: such as %s_", s.Name(), name, other, s.Name()))
-				continue
-			}
-			owner[name] = fmt.Sprintf("a tool of MCP server %q", s.Name())
+	if tf.MinStrength > 0 {
+		if err := m.requireStrength(ctx, tf, run.Task.Checks); err != nil {
+			run.Close()
+			return nil, err
 		}
 	}
-	if len(problems) > 0 {
-		closeMCP(servers)
-		return nil, problems
+	if run.Copied {
+		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", run.File.Workspace)
+		f.workspace = run.File.Workspace
 	}
-	if !quiet {
-		for _, s := range servers {
-			names := make([]string, 0, len(s.Tools()))
-			for _, t := range s.Tools() {
-				names = append(names, t.Info().Name)
-			}
-			fmt.Fprintf(m.Stderr, "ratchet: MCP server %s offers %s\n", s.Name(), strings.Join(names, ", "))
-		}
+	if !f.quiet {
+		printMCP(m.Stderr, run.MCP)
 	}
-	return servers, nil
+	return run, nil
 }
 
-// closeMCP closes the servers that started, all at once.
-func closeMCP(servers []*mcp.Server) {
-	var wg sync.WaitGroup
+// printMCP names the tools each MCP server offers.
+func printMCP(w io.Writer, servers []*mcp.Server) {
 	for _, s := range servers {
-		if s != nil {
-			wg.Go(func() { s.Close() })
+		names := make([]string, 0, len(s.Tools()))
+		for _, t := range s.Tools() {
+			names = append(names, t.Info().Name)
 		}
+		fmt.Fprintf(w, "ratchet: MCP server %s offers %s\n", s.Name(), strings.Join(names, ", "))
 	}
-	wg.Wait()
 }
 
-func overrideBudget(b *budget.Limits, f runFlags) {
-	if f.steps != 0 {
-		b.Steps = f.steps
-	}
-	if f.modelCalls != 0 {
-		b.ModelCalls = f.modelCalls
-	}
-	if f.toolCalls != 0 {
-		b.ToolCalls = f.toolCalls
-	}
-	if f.tokens != 0 {
-		b.TotalTokens = f.tokens
-	}
+// budget is the budget flags as limits: zero where a flag is unset.
+func (f runFlags) budget() budget.Limits {
+	b := budget.Limits{Steps: f.steps, ModelCalls: f.modelCalls, ToolCalls: f.toolCalls, TotalTokens: f.tokens, Time: f.time}
 	switch {
 	case f.cost == budget.Unlimited:
 		b.Cost = budget.Unlimited
 	case f.cost != 0:
 		b.Cost = budget.USD(f.cost)
 	}
-	if f.time != 0 {
-		b.Time = f.time
-	}
+	return b
 }
 
 // checkBudgetFlags refuses budget flags that were given values the task
@@ -534,17 +422,25 @@ func (m *Main) openModel(spec, base string) (model.Model, error) {
 	return provider.Open(spec, provider.Config{Dir: base, Stream: m.Getenv("RATCHET_NO_STREAM") == "", Notice: m.Stderr, Getenv: m.Getenv})
 }
 
-// copyWorkspace copies dir into a new temporary directory, which is kept
-// after the run so that its result can be inspected.
-func copyWorkspace(dir string) (string, error) {
-	tmp, err := os.MkdirTemp("", "ratchet-workspace-")
-	if err != nil {
-		return "", err
+// writeRecording writes a recorded run's turns, secrets redacted, to path
+// (replacing it only once the whole file is written).
+func (m *Main) writeRecording(path string, rec *scripted.Recorder, runID string) error {
+	name := "recorded"
+	if n := rec.Name(); n != "" {
+		name += "-" + n
 	}
-	if err := os.CopyFS(tmp, os.DirFS(dir)); err != nil {
-		return "", err
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# From run %s.\n", runID)
+	if err := scripted.WriteScript(&buf, rec.Script(name)); err != nil {
+		return err
 	}
-	return tmp, nil
+	r := redact.New(redact.FromEnviron(os.Environ())...)
+	r.Add(m.Getenv("ANTHROPIC_API_KEY"), m.Getenv("OPENAI_API_KEY"))
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, r.Bytes(buf.Bytes()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // printProblems prints a task file's problems one "file:line: problem" per
@@ -559,20 +455,33 @@ func printProblems(w io.Writer, cmd string, err error) {
 	fmt.Fprintf(w, "%s: %v\n", cmd, err)
 }
 
-// checkEnv is what building a task file's checks needs: a way to open a
-// grader's model, the generator's name for the independence rule, and the
-// sandbox for exec checks, created only when one is needed.
-func (m *Main) checkEnv(generator string, allowUnsafe bool) taskfile.Env {
-	return taskfile.Env{
-		OpenModel: func(spec, base string) (model.Model, error) { return m.openModel(spec, base) },
-		Generator: generator,
-		Sandbox: func() (sandbox.Runner, error) {
-			r, err := sandbox.New(sandbox.Config{AllowUnsafe: allowUnsafe})
-			if err != nil {
-				return nil, fmt.Errorf("exec checks need a sandbox: %w (or pass --unsafe-sandbox to run candidates without isolation)", err)
-			}
-			return r, nil
-		},
+// reportProblems is printProblems for a command that may have been asked
+// for --json: then stdout gets every problem as a JSON array of {file,
+// line, column, message} (an error with no file has file ""), for editors
+// and scripts, and stderr the usual lines.
+func (m *Main) reportProblems(cmd string, err error, asJSON bool) {
+	printProblems(m.Stderr, cmd, err)
+	if !asJSON {
+		return
+	}
+	var problems taskfile.Problems
+	if !errors.As(err, &problems) {
+		problems = taskfile.Problems{{Msg: err.Error()}}
+	}
+	enc := json.NewEncoder(m.Stdout)
+	enc.SetIndent("", "  ")
+	enc.Encode(problems)
+}
+
+// sandbox returns the runner of exec checks, created only when one is
+// needed.
+func (m *Main) sandbox(allowUnsafe bool) func() (sandbox.Runner, error) {
+	return func() (sandbox.Runner, error) {
+		r, err := sandbox.New(sandbox.Config{AllowUnsafe: allowUnsafe})
+		if err != nil {
+			return nil, fmt.Errorf("exec checks need a sandbox: %w (or pass --unsafe-sandbox to run candidates without isolation)", err)
+		}
+		return r, nil
 	}
 }
 

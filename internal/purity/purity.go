@@ -1,7 +1,10 @@
 // Package purity checks that a package is deterministic by construction: it
 // imports nothing that does I/O or draws randomness, never reads the clock,
 // starts no goroutines, uses no channels and never ranges over a map (whose
-// order Go randomises). The loop core, budget and progress must pass.
+// order Go randomises). It also holds the package to an allow-list of the
+// module's packages it may import, so that the core cannot come to depend
+// on the shell (runner, store, tool, …) by an innocent-looking import. The
+// loop core, budget and progress must pass, with the allow-lists of Core.
 package purity
 
 import (
@@ -26,9 +29,23 @@ var forbiddenImports = []string{
 // are fine.
 var forbiddenTime = []string{"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"}
 
+// Module is the module whose packages an allow-list names.
+const Module = "github.com/ratchetloop/ratchet"
+
+// Core maps each core package (its path in Module) to the packages of Module
+// it may import. Everything else of the module is the shell, or reaches it.
+var Core = map[string][]string{
+	"loop": {"budget", "progress", "verify", "model", "internal/jsonvalid", "internal/chunk"},
+	// budget and progress are plain values and functions of them.
+	"budget":   {},
+	"progress": {"internal/jsonvalid"},
+}
+
 // Check type-checks the non-test Go files in dir and returns every violation
-// as "file:line: problem".
-func Check(dir string) ([]string, error) {
+// as "file:line: problem". allowed lists the packages of Module (by their
+// path in it, such as "budget") that dir may import; any other is a
+// violation.
+func Check(dir string, allowed []string) ([]string, error) {
 	fset := token.NewFileSet()
 	matches, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -63,6 +80,9 @@ func Check(dir string) ([]string, error) {
 			path := strings.Trim(imp.Path.Value, `"`)
 			if slices.Contains(forbiddenImports, path) || strings.HasPrefix(path, "net/") {
 				report(imp, "imports %s", path)
+			}
+			if rel, ok := strings.CutPrefix(path, Module+"/"); ok && !slices.Contains(allowed, rel) {
+				report(imp, "imports %s, which is not on its allow-list (%s)", rel, strings.Join(allowed, ", "))
 			}
 		}
 		ast.Inspect(f, func(n ast.Node) bool {

@@ -61,7 +61,6 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
-	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -76,6 +75,20 @@ type Driver struct {
 	modelCall   string // the latest CallModel command's ID
 	pending     string // the latest Verify command's ID
 	showTokens  bool
+	// Recorder, when set, is given each machine's spec (defaults applied)
+	// as it is made, then every event it accepts with the Ready it led to:
+	// what a run's log holds, for recording golden logs (package replay).
+	Recorder func(spec *loop.Spec, ev *loop.Event, rd loop.Ready)
+}
+
+// Record runs the script at path without checking expected output, giving
+// rec every spec, accepted event and Ready as Driver.Recorder describes.
+func Record(t testing.TB, path string, rec func(spec *loop.Spec, ev *loop.Event, rd loop.Ready)) {
+	d := &Driver{Recorder: rec}
+	datadriven.RunTestAny(t, path, func(t testing.TB, td *datadriven.TestData) string {
+		d.Do(t, td)
+		return td.Expected
+	})
 }
 
 // RunFile runs the script at path.
@@ -128,40 +141,15 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		}
 		ev.Reply = &r
 	case "model-error":
-		kind := "error"
-		if td.HasArg("kind") {
-			td.ScanArgs(t, "kind", &kind)
-		}
-		ev.Type, ev.Call = loop.EventModelError, d.target(t, td, "call", d.modelCall)
-		ev.EventDetail = &loop.EventDetail{Error: &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}}
+		ev.Type, ev.Call, ev.Error = loop.EventModelError, d.target(t, td, "call", d.modelCall), parseFailure(t, td)
 	case "result":
 		var id string
 		td.ScanArgs(t, "id", &id)
-		ev.Type, ev.Call = loop.EventToolResult, id
-		ev.Tool = &loop.ToolOutcome{Output: td.Input, IsError: td.HasArg("error"), Outcome: "ok"}
-		if td.HasArg("lines") {
-			var n int
-			td.ScanArgs(t, "lines", &n)
-			ev.Tool.Output = Lines(n)
-		}
-		if ev.Tool.IsError {
-			ev.Tool.Outcome = "tool_error"
-		}
+		ev.Type, ev.Call, ev.Tool = loop.EventToolResult, id, parseOutcome(t, td)
 	case "verdict":
-		var check string
-		td.ScanArgs(t, "check", &check)
-		v := verify.Verdict{Check: check, OK: td.HasArg("ok"), Confidence: 1, Detail: strings.TrimSpace(td.Input), Provenance: verify.Validation}
-		if td.HasArg("where") {
-			td.ScanArgs(t, "where", &v.Where)
-		}
-		ev.Type, ev.Call, ev.EventDetail = loop.EventVerdict, d.target(t, td, "cmd", d.pending), &loop.EventDetail{Verdict: &v}
+		ev.Type, ev.Call, ev.Verdict = loop.EventVerdict, d.target(t, td, "cmd", d.pending), parseVerdict(t, td)
 	case "check-error":
-		kind := "error"
-		if td.HasArg("kind") {
-			td.ScanArgs(t, "kind", &kind)
-		}
-		ev.Type, ev.Call = loop.EventCheckError, d.target(t, td, "cmd", d.pending)
-		ev.EventDetail = &loop.EventDetail{Error: &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}}
+		ev.Type, ev.Call, ev.Error = loop.EventCheckError, d.target(t, td, "cmd", d.pending), parseFailure(t, td)
 	case "child":
 		res, err := parseChild(t, td)
 		if err != nil {
@@ -169,15 +157,80 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		}
 		var cmd string
 		td.ScanArgs(t, "cmd", &cmd)
-		ev.Type, ev.Call, ev.EventDetail = loop.EventChildResult, cmd, &loop.EventDetail{Child: &res}
+		ev.Type, ev.Call, ev.Child = loop.EventChildResult, cmd, &res
 	case "human":
-		ev.Type, ev.EventDetail = loop.EventHumanReply, &loop.EventDetail{Text: strings.TrimSpace(td.Input)}
+		ev.Type, ev.Text = loop.EventHumanReply, strings.TrimSpace(td.Input)
 	case "no-human":
 		ev.Type = loop.EventHumanUnavailable
 	case "cancel":
-		ev.Type, ev.EventDetail = loop.EventCancel, &loop.EventDetail{Text: strings.TrimSpace(td.Input)}
+		ev.Type, ev.Text = loop.EventCancel, strings.TrimSpace(td.Input)
 	case "resume":
 		ev.Type = loop.EventResume
+	case "request", "usage", "snapshot":
+		return d.inspect(td.Cmd)
+	default:
+		return "error: unknown directive " + td.Cmd + "\n"
+	}
+	if err := d.m.Step(ev); err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	rd := d.m.Ready()
+	if d.Recorder != nil {
+		d.Recorder(nil, &ev, rd)
+	}
+	out := d.render(rd)
+	d.m.Advance()
+	return out
+}
+
+// parseFailure reads a model-error or check-error directive's failure.
+func parseFailure(t testing.TB, td *datadriven.TestData) *loop.Failure {
+	kind := "error"
+	if td.HasArg("kind") {
+		td.ScanArgs(t, "kind", &kind)
+	}
+	return &loop.Failure{Kind: kind, Message: strings.TrimSpace(td.Input)}
+}
+
+// parseOutcome reads a result directive's tool outcome.
+func parseOutcome(t testing.TB, td *datadriven.TestData) *loop.ToolOutcome {
+	out := &loop.ToolOutcome{Output: td.Input, IsError: td.HasArg("error"), Outcome: "ok"}
+	if td.HasArg("lines") {
+		var n int
+		td.ScanArgs(t, "lines", &n)
+		out.Output = Lines(n)
+	}
+	if out.IsError {
+		out.Outcome = "tool_error"
+	}
+	return out
+}
+
+// parseVerdict reads a verdict directive's verdict.
+func parseVerdict(t testing.TB, td *datadriven.TestData) *verify.Verdict {
+	var check string
+	td.ScanArgs(t, "check", &check)
+	v := verify.Verdict{Check: check, OK: td.HasArg("ok"), Confidence: 1, Detail: strings.TrimSpace(td.Input), Provenance: verify.Validation}
+	if td.HasArg("where") {
+		td.ScanArgs(t, "where", &v.Where)
+	}
+	return &v
+}
+
+// target is the command an event answers: the key argument if given, else
+// the latest command of its kind.
+func (d *Driver) target(t testing.TB, td *datadriven.TestData, key, latest string) string {
+	if td.HasArg(key) {
+		var id string
+		td.ScanArgs(t, key, &id)
+		return id
+	}
+	return latest
+}
+
+// inspect runs a directive that feeds no event: request, usage, snapshot.
+func (d *Driver) inspect(cmd string) string {
+	switch cmd {
 	case "request":
 		return renderMessages(d.lastRequest)
 	case "usage":
@@ -198,136 +251,8 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		d.m = m
 		out := fmt.Sprintf("restored at phase %s; pending:\n", m.Phase())
 		return out + d.render(loop.Ready{Commands: m.Pending()})
-	default:
-		return "error: unknown directive " + td.Cmd + "\n"
 	}
-	if err := d.m.Step(ev); err != nil {
-		return "error: " + err.Error() + "\n"
-	}
-	out := d.render(d.m.Ready())
-	d.m.Advance()
-	return out
-}
-
-// target is the command an event answers: the key argument if given, else
-// the latest command of its kind.
-func (d *Driver) target(t testing.TB, td *datadriven.TestData, key, latest string) string {
-	if td.HasArg(key) {
-		var id string
-		td.ScanArgs(t, key, &id)
-		return id
-	}
-	return latest
-}
-
-func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
-	s := loop.Spec{Goal: strings.TrimSpace(td.Input)}
-	d.showTokens = false
-	for _, arg := range td.CmdArgs {
-		val := ""
-		if len(arg.Vals) > 0 {
-			val = arg.Vals[0]
-		}
-		num := func() int64 { n, _ := strconv.ParseInt(val, 10, 64); return n }
-		switch arg.Key {
-		case "tools":
-			for _, name := range arg.Vals {
-				s.Tools = append(s.Tools, model.ToolSpec{Name: name, Description: "test tool " + name, InputSchema: json.RawMessage(`{"type":"object"}`)})
-			}
-		case "allow", "ask", "deny":
-			// tool or tool:arg=glob
-			for _, v := range arg.Vals {
-				p := loop.Permission{Action: loop.Action(arg.Key), Tool: v}
-				if name, pat, ok := strings.Cut(v, ":"); ok {
-					argName, glob, _ := strings.Cut(pat, "=")
-					p.Tool, p.Args = name, []loop.ArgPattern{{Name: argName, Pattern: glob}}
-				}
-				s.Permissions = append(s.Permissions, p)
-			}
-		case "cheap", "expensive", "holdout":
-			for _, name := range arg.Vals {
-				s.Checks = append(s.Checks, loop.Check{Name: name, Tier: verify.Tier(arg.Key)})
-			}
-		case "steps":
-			s.Budget.Steps = int(num())
-		case "model_calls":
-			s.Budget.ModelCalls = int(num())
-		case "tool_calls":
-			s.Budget.ToolCalls = int(num())
-		case "total_tokens":
-			s.Budget.TotalTokens = num()
-		case "cost":
-			f, _ := strconv.ParseFloat(val, 64)
-			s.Budget.Cost = budget.USD(f)
-		case "time":
-			s.Budget.Time, _ = time.ParseDuration(val)
-		case "escalate":
-			s.Policy.Escalate = true
-		case "mode":
-			s.Mode = loop.Mode(val)
-		case "samples":
-			s.Policy.Samples = int(num())
-		case "threshold":
-			s.Policy.ConfidenceThreshold, _ = strconv.ParseFloat(val, 64)
-		case "high_stakes":
-			s.Policy.HighStakes = true
-		case "window":
-			s.Policy.Progress.Window = int(num())
-		case "patience":
-			s.Policy.Progress.Patience = int(num())
-		case "max_reply_bytes":
-			s.Policy.MaxReplyBytes = int(num())
-		case "compact_at":
-			s.Policy.CompactAt = num()
-		case "keep_turns":
-			s.Policy.KeepTurns = int(num())
-		case "summary_tokens":
-			s.Policy.SummaryTokens = int(num())
-		case "scratchpad":
-			s.Policy.Scratchpad = true
-		case "plan":
-			s.Policy.Plan = true
-		case "show_tokens":
-			d.showTokens = true
-		case "sub_tools", "sub_cheap", "sub_expensive", "sub_steps", "sub_tokens", "sub_cost", "sub_max":
-			if s.Policy.Subagents == nil {
-				s.Policy.Subagents = &loop.Subagents{}
-			}
-			sub := s.Policy.Subagents
-			switch arg.Key {
-			case "sub_tools":
-				sub.Tools = arg.Vals
-			case "sub_cheap", "sub_expensive":
-				for _, name := range arg.Vals {
-					sub.Checks = append(sub.Checks, loop.Check{Name: name, Tier: verify.Tier(strings.TrimPrefix(arg.Key, "sub_"))})
-				}
-			case "sub_steps":
-				sub.Budget.Steps = int(num())
-			case "sub_tokens":
-				sub.Budget.TotalTokens = num()
-			case "sub_cost":
-				f, _ := strconv.ParseFloat(val, 64)
-				sub.Budget.Cost = budget.USD(f)
-			case "sub_max":
-				sub.MaxChildren = int(num())
-			}
-		case "key":
-			if val == "failing" {
-				// A caller-supplied key: only the failing checks count as progress.
-				s.Policy.Key = func(o progress.Observation) progress.Key {
-					return progress.Key(string(o.Kind) + ":" + strings.Join(o.Failing, ","))
-				}
-			}
-		default:
-			return "error: unknown spec argument " + arg.Key + "\n"
-		}
-	}
-	m, err := loop.New(s)
-	if err != nil {
-		return "error: " + err.Error() + "\n"
-	}
-	d.m, d.now, d.lastRequest = m, 0, nil
-	return "ok\n"
+	return ""
 }
 
 func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {

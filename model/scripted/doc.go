@@ -28,7 +28,8 @@
 // 1-based, where index counts the turn's tool calls and then its finish, so a
 // turn with two tools and a finish produces call_3_1, call_3_2 and call_3_3.
 // StopReason is "tool_use" when the reply has a tool_use block, otherwise
-// "end_turn"; Response.Model is the script's name. An empty reply has an
+// "end_turn", and "max_tokens" when its usage was capped (below);
+// Response.Model is the script's name. An empty reply has an
 // empty, non-nil Content. Replies are computed once per Script and shared by
 // every Model playing it: treat Response.Content as read-only (appending to
 // it, or to a block's Input, is safe).
@@ -37,7 +38,10 @@
 // where n is the byte length of the request's system prompt plus the Text and
 // Input of every block of every message; output tokens are ceil(n/4) of the
 // Text and Input of the reply's blocks. Cost is 0 and CostKnown is true: a
-// scripted model is genuinely free.
+// scripted model is genuinely free. Output tokens, estimated or given, are
+// capped at the request's MaxOutputTokens, as a real provider reports them:
+// the reply itself is played whole (so that a test can send an oversized
+// one), but it is charged no more than the cap.
 //
 // # Script format
 //

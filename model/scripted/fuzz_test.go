@@ -65,7 +65,7 @@ func FuzzParse(f *testing.F) {
 			var te *scripted.TurnError
 			switch {
 			case err == nil:
-				if resp.StopReason != "tool_use" && resp.StopReason != "end_turn" {
+				if resp.StopReason != "tool_use" && resp.StopReason != "end_turn" && resp.StopReason != "max_tokens" {
 					t.Fatalf("turn %d: StopReason %q", i+1, resp.StopReason)
 				}
 			case errors.Is(err, scripted.ErrExpect), errors.As(err, &te):

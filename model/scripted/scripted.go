@@ -249,6 +249,12 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	if !st.fixedUsage {
 		resp.Usage.InputTokens = estimateInput(&req)
 	}
+	if limit := int64(req.MaxOutputTokens); limit > 0 && resp.Usage.OutputTokens > limit {
+		// A provider stops at the request's cap and never reports more
+		// output than it: a longer reply is charged the cap.
+		resp.Usage.OutputTokens = limit
+		resp.StopReason = "max_tokens"
+	}
 	return resp, nil
 }
 

@@ -340,7 +340,7 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 		}
 		delete(r.chats, ev.Call)
 		kind, msg := "_OTHER", ""
-		if f := ev.Detail().Error; f != nil {
+		if f := ev.Error; f != nil {
 			kind, msg = f.Kind, o.redact(f.Message)
 		}
 		span := o.chatSpan(r, c, attrErrorType.String(kind))
@@ -359,7 +359,7 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 	case loop.EventCheckError:
 		// A check_error answers its whole verify command.
 		msg := ""
-		if f := ev.Detail().Error; f != nil {
+		if f := ev.Error; f != nil {
 			msg = o.redact(f.Message)
 		}
 		for k, pc := range r.checks {
@@ -377,7 +377,7 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 		name := "ratchet.human.reply"
 		// An approval given to a resumed run was asked for by another
 		// process: Approved says what it answers, without the tool.
-		if d := ev.Detail(); r.approval != nil || d.Approved != nil {
+		if d := ev; r.approval != nil || d.Approved != nil {
 			name = "ratchet.approval.decided"
 			if r.approval != nil {
 				attrs = append(attrs, attribute.String("ratchet.tool.name", r.approval.Name), attribute.String("ratchet.tool.call.id", r.approval.ID))
@@ -385,17 +385,17 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 			attrs = append(attrs, attribute.Bool("ratchet.approval.approved", approved(d)))
 			r.approval = nil
 		} else if o.cfg.CaptureContent {
-			attrs = append(attrs, attribute.String("ratchet.human.answer", o.redact(ev.Detail().Text)))
+			attrs = append(attrs, attribute.String("ratchet.human.answer", o.redact(ev.Text)))
 		}
 		r.span.AddEvent(name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
 	case loop.EventHumanUnavailable:
 		r.span.AddEvent("ratchet.human.unavailable", trace.WithTimestamp(at))
 	case loop.EventCancel:
-		r.span.AddEvent("ratchet.cancelled", trace.WithTimestamp(at), trace.WithAttributes(attribute.String("ratchet.reason", o.redact(ev.Detail().Text))))
+		r.span.AddEvent("ratchet.cancelled", trace.WithTimestamp(at), trace.WithAttributes(attribute.String("ratchet.reason", o.redact(ev.Text))))
 	case loop.EventResume:
 		r.span.AddEvent("ratchet.resumed", trace.WithTimestamp(at))
 	case loop.EventChildResult:
-		if res := ev.Detail().Child; res != nil {
+		if res := ev.Child; res != nil {
 			r.span.AddEvent("ratchet.subagent.ended", trace.WithTimestamp(at), trace.WithAttributes(
 				attribute.String("ratchet.run.id", r.id+"/"+ev.Call), attribute.String("ratchet.run.status", string(res.Status))))
 		}
@@ -403,7 +403,7 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 }
 
 // approved reads an approval's answer as the loop core does.
-func approved(d loop.EventDetail) bool {
+func approved(d *loop.Event) bool {
 	if d.Approved != nil {
 		return *d.Approved
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/ratchetloop/ratchet/store/memory"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 // telemetry is an SDK pipeline that keeps everything in memory.
@@ -148,7 +149,7 @@ func script(t *testing.T, turns ...scripted.Turn) *scripted.Model {
 }
 
 func shape(t *testing.T) verify.Verifier {
-	v, err := verify.Regex(`^\d+$`)
+	v, err := check.Regex(`^\d+$`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestRunSpans(t *testing.T) {
 	task := runner.Task{
 		Goal:   "What is 2+3? Use the add tool, then finish.",
 		Tools:  []tool.Tool{add},
-		Checks: verify.Tiers{Cheap: []verify.Verifier{shape(t)}, Expensive: []verify.Verifier{verify.Equals("5")}},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{shape(t)}, Expensive: []verify.Verifier{check.Equals("5")}},
 		Budget: budget.Limits{Steps: 10, Time: time.Minute},
 	}
 	res, err := runner.Run(context.Background(), task, runner.Config{Model: m, RunID: "r1", Now: clock(), TracerProvider: tel.tp, MeterProvider: tel.mp})
@@ -352,7 +353,7 @@ func TestSubagentSpans(t *testing.T) {
 	task := runner.Task{
 		Goal:      "What is 2+3? Ask a sub-agent.",
 		Tools:     []tool.Tool{add},
-		Checks:    verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Checks:    verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}},
 		Budget:    budget.Limits{Steps: 10, Time: time.Minute},
 		Subagents: &runner.Subagents{Checks: verify.Tiers{Cheap: []verify.Verifier{shape(t)}}, Budget: budget.Limits{Steps: 4}},
 	}
@@ -415,13 +416,12 @@ func (f *feed) add(entries ...observe.Entry) {
 	}
 }
 
-func ev(e loop.Event) observe.Entry               { return observe.Entry{Event: &e} }
-func cmd(c loop.Command) observe.Entry            { return observe.Entry{Command: &c} }
-func note(n loop.Note) observe.Entry              { return observe.Entry{Note: &n} }
-func detail(d loop.EventDetail) *loop.EventDetail { return &d }
+func ev(e loop.Event) observe.Entry    { return observe.Entry{Event: &e} }
+func cmd(c loop.Command) observe.Entry { return observe.Entry{Command: &c} }
+func note(n loop.Note) observe.Entry   { return observe.Entry{Note: &n} }
 
 func finish(status loop.Status, question string) observe.Entry {
-	return cmd(loop.Command{Type: loop.Finish, ID: "f", CommandDetail: &loop.CommandDetail{Result: &loop.Result{Status: status, Reason: "why", Question: question}}})
+	return cmd(loop.Command{Type: loop.Finish, ID: "f", Result: &loop.Result{Status: status, Reason: "why", Question: question}})
 }
 
 var spec = loop.Spec{Goal: "the goal", Checks: []loop.Check{{Name: "exec", Tier: verify.Expensive}}, Budget: budget.Limits{Steps: 5}}
@@ -433,7 +433,7 @@ func TestResumeContinuesTheTrace(t *testing.T) {
 	first, second := newTelemetry(t), newTelemetry(t)
 	f := &feed{o: first.observer(t, otelobs.Config{}), run: "r9"}
 	f.add(observe.Entry{Spec: &spec}, ev(loop.Event{Type: loop.EventStart}), cmd(loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{}}),
-		ev(loop.Event{Type: loop.EventCancel, EventDetail: detail(loop.EventDetail{Text: "interrupt"})}), finish(loop.Cancelled, ""))
+		ev(loop.Event{Type: loop.EventCancel, Text: "interrupt"}), finish(loop.Cancelled, ""))
 	f.o = second.observer(t, otelobs.Config{})
 	f.add(ev(loop.Event{Type: loop.EventResume}), cmd(loop.Command{Type: loop.CallModel, ID: "m2", Request: &model.Request{}}),
 		ev(loop.Event{Type: loop.EventModelReply, Call: "m2", Reply: &model.Response{}}), finish(loop.Done, ""))
@@ -499,8 +499,8 @@ func TestSpanEvents(t *testing.T) {
 	}, {
 		name: "approval",
 		entries: []observe.Entry{
-			cmd(loop.Command{Type: loop.AskHuman, ID: "h1", CommandDetail: &loop.CommandDetail{Question: "May I deploy?", Approval: approval}}),
-			ev(loop.Event{Type: loop.EventHumanReply, Call: "h1", EventDetail: detail(loop.EventDetail{Approved: &yes})}),
+			cmd(loop.Command{Type: loop.AskHuman, ID: "h1", Question: "May I deploy?", Approval: approval}),
+			ev(loop.Event{Type: loop.EventHumanReply, Call: "h1", Approved: &yes}),
 			finish(loop.Done, ""),
 		},
 		events: map[string]map[string]string{
@@ -510,7 +510,7 @@ func TestSpanEvents(t *testing.T) {
 	}, {
 		name: "escalation",
 		entries: []observe.Entry{
-			cmd(loop.Command{Type: loop.AskHuman, ID: "h1", CommandDetail: &loop.CommandDetail{Question: "Which file?"}}),
+			cmd(loop.Command{Type: loop.AskHuman, ID: "h1", Question: "Which file?"}),
 			ev(loop.Event{Type: loop.EventHumanUnavailable, Call: "h1"}),
 			finish(loop.Escalated, "Which file?"),
 		},
@@ -523,8 +523,8 @@ func TestSpanEvents(t *testing.T) {
 	}, {
 		name: "a check that could not run",
 		entries: []observe.Entry{
-			cmd(loop.Command{Type: loop.Verify, ID: "v1.expensive", CommandDetail: &loop.CommandDetail{Candidate: &verify.Candidate{Answer: "x", Attempt: 1}, Checks: []string{"exec"}}}),
-			ev(loop.Event{Type: loop.EventCheckError, Call: "v1.expensive", EventDetail: detail(loop.EventDetail{Error: &loop.Failure{Kind: "error", Message: "check exec: no sandbox"}})}),
+			cmd(loop.Command{Type: loop.Verify, ID: "v1.expensive", Candidate: &verify.Candidate{Answer: "x", Attempt: 1}, Checks: []string{"exec"}}),
+			ev(loop.Event{Type: loop.EventCheckError, Call: "v1.expensive", Error: &loop.Failure{Kind: "error", Message: "check exec: no sandbox"}}),
 			finish(loop.Failed, ""),
 		},
 		root:  map[string]string{"ratchet.run.status": "failed", "error.type": "failed"},
@@ -590,7 +590,7 @@ func TestModelError(t *testing.T) {
 	f := &feed{o: tel.observer(t, otelobs.Config{Model: "openai-compatible:http://localhost:11434/v1#llama3"}), run: "r"}
 	f.add(observe.Entry{Spec: &spec}, ev(loop.Event{Type: loop.EventStart}),
 		cmd(loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{MaxOutputTokens: 512}}),
-		ev(loop.Event{Type: loop.EventModelError, Call: "m1", EventDetail: detail(loop.EventDetail{Error: &loop.Failure{Kind: "deadline", Message: "time budget"}})}),
+		ev(loop.Event{Type: loop.EventModelError, Call: "m1", Error: &loop.Failure{Kind: "deadline", Message: "time budget"}}),
 		finish(loop.Exhausted(budget.Time), ""))
 	chats := tel.ended()["chat llama3"]
 	if len(chats) != 1 {
@@ -660,7 +660,7 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 	task := runner.Task{
 		Goal:        "What is 2+3?",
 		Tools:       []tool.Tool{add},
-		Checks:      verify.Tiers{Cheap: []verify.Verifier{verify.Equals("5")}},
+		Checks:      verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}},
 		Permissions: []loop.Permission{{Tool: "add", Action: loop.Ask}},
 		Budget:      budget.Limits{Steps: 10, Time: time.Minute},
 	}

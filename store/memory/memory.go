@@ -3,6 +3,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -46,6 +47,9 @@ func copyRun(r store.Run) store.Run {
 	r.Labels = slices.Clone(r.Labels)
 	r.Task, r.Result = clone(r.Task), clone(r.Result)
 	r.Created, r.Updated = at(r.Created), at(r.Updated)
+	if !r.Heartbeat.IsZero() {
+		r.Heartbeat = at(r.Heartbeat)
+	}
 	return r
 }
 
@@ -118,6 +122,12 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error 
 	if !u.Updated.IsZero() {
 		r.info.Updated = at(u.Updated)
 	}
+	if u.Holder != nil {
+		r.info.Holder = *u.Holder
+	}
+	if !u.Heartbeat.IsZero() {
+		r.info.Heartbeat = at(u.Heartbeat)
+	}
 	return nil
 }
 
@@ -135,6 +145,12 @@ func Matches(f store.Filter, r store.Run) bool {
 	if f.Label != "" && !slices.Contains(r.Labels, f.Label) {
 		return false
 	}
+	if f.Text != "" {
+		text := store.LowerASCII(f.Text)
+		if !strings.Contains(store.LowerASCII(r.ID), text) && !strings.Contains(store.LowerASCII(r.Goal), text) {
+			return false
+		}
+	}
 	return f.Parent == "" || r.Parent == f.Parent
 }
 
@@ -150,12 +166,31 @@ func (s *Store) ListRuns(ctx context.Context, f store.Filter) ([]store.Run, erro
 			rs = append(rs, r)
 		}
 	}
-	slices.SortFunc(rs, func(a, b *run) int {
+	if _, ok := f.Order.OrderBy(); !ok {
+		return nil, fmt.Errorf("memory: list runs: unknown order %q", f.Order)
+	}
+	newest := func(a, b *run) int {
 		if c := b.info.Created.Compare(a.info.Created); c != 0 {
 			return c
 		}
 		return int(b.created - a.created)
+	}
+	slices.SortFunc(rs, func(a, b *run) int {
+		switch f.Order {
+		case store.OrderOldest:
+			return -newest(a, b)
+		case store.OrderCost:
+			if c := cmp.Compare(b.info.CostMicros, a.info.CostMicros); c != 0 {
+				return c
+			}
+		case store.OrderSteps:
+			if c := cmp.Compare(b.info.Steps, a.info.Steps); c != 0 {
+				return c
+			}
+		}
+		return newest(a, b)
 	})
+	rs = rs[min(max(f.Offset, 0), len(rs)):]
 	if f.Limit > 0 && len(rs) > f.Limit {
 		rs = rs[:f.Limit]
 	}
@@ -254,6 +289,20 @@ func (s *Store) LatestSnapshot(ctx context.Context, id string) (store.Snapshot, 
 		return store.Snapshot{}, fmt.Errorf("run %q snapshot: %w", id, store.ErrNotFound)
 	}
 	return store.Snapshot{Seq: r.snap.Seq, Data: clone(r.snap.Data)}, nil
+}
+
+// DeleteRun implements store.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(id); err != nil {
+		return err
+	}
+	delete(s.runs, id)
+	return nil
 }
 
 func (s *Store) Close() error { return nil }

@@ -52,6 +52,13 @@ var migrations = []string{
 		seq  INTEGER NOT NULL,
 		data BLOB    NOT NULL
 	) WITHOUT ROWID;`,
+	// 2: the lease of the process carrying a run out.
+	`ALTER TABLE runs ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN heartbeat INTEGER NOT NULL DEFAULT 0;`,
+	// 3: ListRuns' cost and steps orders: without them a page of 10,000 runs
+	// reads every row past its result to the column it sorts by.
+	`CREATE INDEX runs_cost ON runs (cost_micros DESC, created DESC, n DESC);
+	CREATE INDEX runs_steps ON runs (steps DESC, created DESC, n DESC);`,
 }
 
 // migrate brings the database on c to the newest schema in one immediate

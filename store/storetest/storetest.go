@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Times", testTimes},
 		{"CancelledAppend", testCancelledAppend},
 		{"ConcurrentRuns", testConcurrentRuns},
+		{"Delete", testDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,6 +206,11 @@ func testUpdate(t *testing.T, s store.Store) {
 		r.Question = "q0"
 	})
 	mustCreate(t, s, orig)
+	held := run("run-held", base, func(r *store.Run) { r.Holder, r.Heartbeat = "7@host-b", base.Add(time.Second) })
+	mustCreate(t, s, held)
+	if got, err := s.Run(ctx, held.ID); err != nil || got.Holder != held.Holder || !got.Heartbeat.Equal(held.Heartbeat) {
+		t.Errorf("a run created with a lease comes back with holder %q heartbeat %v (%v); want %q %v", got.Holder, got.Heartbeat, err, held.Holder, held.Heartbeat)
+	}
 
 	ptr := func(s string) *string { return &s }
 	i64 := func(n int64) *int64 { return &n }
@@ -226,6 +232,12 @@ func testUpdate(t *testing.T, s store.Store) {
 			}},
 		{"result left alone by nil", store.Update{Status: ptr("failed")},
 			func(r *store.Run) { r.Status = "failed" }},
+		{"lease taken", store.Update{Holder: ptr("4242@host-a"), Heartbeat: base.Add(2 * time.Hour)},
+			func(r *store.Run) { r.Holder, r.Heartbeat = "4242@host-a", base.Add(2*time.Hour) }},
+		{"heartbeat alone", store.Update{Heartbeat: base.Add(3 * time.Hour)},
+			func(r *store.Run) { r.Heartbeat = base.Add(3 * time.Hour) }},
+		{"lease released", store.Update{Holder: ptr("")},
+			func(r *store.Run) { r.Holder = "" }},
 	}
 	want := orig
 	for _, st := range steps {
@@ -259,20 +271,25 @@ func testList(t *testing.T, s store.Store) {
 	at := func(i int) time.Time { return base.Add(time.Duration(i) * time.Minute) }
 	runs := []store.Run{
 		run("a", at(0), func(r *store.Run) { r.Status = "done"; r.Labels = []string{"suite:x", "nightly"} }),
-		run("b", at(1), func(r *store.Run) { r.Status = "exhausted:steps"; r.Labels = []string{"suite:x"} }),
-		run("c", at(2), func(r *store.Run) { r.Status = "exhausted:cost"; r.Parent = "a" }),
+		run("b", at(1), func(r *store.Run) {
+			r.Status = "exhausted:steps"
+			r.Labels = []string{"suite:x"}
+			r.CostMicros = 300
+		}),
+		run("c", at(2), func(r *store.Run) { r.Status = "exhausted:cost"; r.Parent = "a"; r.CostMicros = 100 }),
 		run("d", at(3), func(r *store.Run) {
 			r.Status = store.StatusAwaitingInput
 			r.Parent = "a"
 			r.Labels = []string{"nightly"}
+			r.Steps = 5
 		}),
-		run("e", at(4)),
+		run("e", at(4), func(r *store.Run) { r.CostMicros = 300; r.Steps = 2 }),
 		// f and g share a Created instant: insertion order breaks the tie.
 		run("f", at(5), func(r *store.Run) { r.Status = "exhausted"; r.Labels = []string{"suite:xy"} }),
 		run("g", at(5), func(r *store.Run) { r.Status = "stalled:repeating"; r.Parent = "b" }),
 		// Created out of insertion order: order is by Created.
 		run("h", at(-1), func(r *store.Run) { r.Status = "done"; r.Labels = []string{"suite:x"} }),
-		run("i", at(6), func(r *store.Run) { r.Status = "ünï:côdé" }),
+		run("i", at(6), func(r *store.Run) { r.Status = "ünï:côdé"; r.Goal = "Ünï côdé 100% A_b" }),
 	}
 	mustCreate(t, s, runs...)
 
@@ -298,6 +315,25 @@ func testList(t *testing.T, s store.Store) {
 		{"status and label", store.Filter{Status: []string{"done"}, Label: "nightly"}, []string{"a"}},
 		{"label and parent", store.Filter{Label: "nightly", Parent: "a"}, []string{"d"}},
 		{"all filters and limit", store.Filter{Status: []string{"exhausted:", "done"}, Label: "suite:x", Limit: 2}, []string{"b", "a"}},
+		{"text in goal, ASCII case folded", store.Filter{Text: "GOAL OF C"}, []string{"c"}},
+		{"text in ID", store.Filter{Text: "H"}, []string{"h"}},
+		{"text non-ASCII exact", store.Filter{Text: "Ünï"}, []string{"i"}},
+		{"text non-ASCII not folded", store.Filter{Text: "ünï"}, nil},
+		{"text non-ASCII not folded, ASCII folded", store.Filter{Text: "CÔDÉ"}, nil},
+		{"text percent is literal, column folded", store.Filter{Text: "0% a_B"}, []string{"i"}},
+		{"text wildcard is literal", store.Filter{Text: "goal_of"}, nil},
+		{"text and status", store.Filter{Text: "goal of", Status: []string{"done"}}, []string{"a", "h"}},
+		{"oldest first", store.Filter{Order: store.OrderOldest}, []string{"h", "a", "b", "c", "d", "e", "f", "g", "i"}},
+		{"cost, ties newest first", store.Filter{Order: store.OrderCost}, []string{"e", "b", "c", "i", "g", "f", "d", "a", "h"}},
+		{"steps, ties newest first", store.Filter{Order: store.OrderSteps}, []string{"d", "e", "i", "g", "f", "c", "b", "a", "h"}},
+		{"page", store.Filter{Offset: 3, Limit: 2}, []string{"e", "d"}},
+		{"offset without limit", store.Filter{Offset: 7}, []string{"a", "h"}},
+		{"offset past the end", store.Filter{Offset: 20, Limit: 5}, nil},
+		{"page of a filtered order", store.Filter{Status: []string{"exhausted:"}, Order: store.OrderOldest, Offset: 1, Limit: 1}, []string{"c"}},
+		{"page of cost order", store.Filter{Order: store.OrderCost, Offset: 1, Limit: 2}, []string{"b", "c"}},
+	}
+	if _, err := s.ListRuns(ctx, store.Filter{Order: "sideways"}); err == nil {
+		t.Errorf("ListRuns with an unknown order: no error")
 	}
 	byID := map[string]store.Run{}
 	for _, r := range runs {
@@ -515,6 +551,7 @@ func testNotFound(t *testing.T, s store.Store) {
 		{"SaveSnapshot", s.SaveSnapshot(ctx, id, store.Snapshot{Seq: 1, Data: []byte("x")})},
 		{"LatestSnapshot", func() error { _, err := s.LatestSnapshot(ctx, id); return err }()},
 		{"LatestSnapshot of a run without one", func() error { _, err := s.LatestSnapshot(ctx, "exists"); return err }()},
+		{"DeleteRun", s.DeleteRun(ctx, id)},
 	}
 	for _, c := range checks {
 		if !errors.Is(c.err, store.ErrNotFound) {
@@ -523,6 +560,42 @@ func testNotFound(t *testing.T, s store.Store) {
 	}
 	if runs, err := s.ListRuns(ctx, store.Filter{}); err != nil || len(runs) != 1 {
 		t.Errorf("after writes to a missing run, ListRuns = %d runs, %v; want only the existing one", len(runs), err)
+	}
+}
+
+// testDelete: a deleted run leaves nothing behind (row, label, entries,
+// snapshot), its ID can be used again, and other runs are untouched.
+func testDelete(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	doomed := run("doomed", base)
+	doomed.Labels = []string{"gone"}
+	mustCreate(t, s, doomed, run("kept", base))
+	mustAppend(t, s, "doomed", entries(1, 3, "d"))
+	mustAppend(t, s, "kept", entries(1, 2, "k"))
+	if err := s.SaveSnapshot(ctx, "doomed", store.Snapshot{Seq: 2, Data: []byte("snap")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRun(ctx, "doomed"); err != nil {
+		t.Fatalf("DeleteRun: %v", err)
+	}
+	if _, err := s.Run(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Run after DeleteRun = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteRun(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("second DeleteRun = %v, want ErrNotFound", err)
+	}
+	mustCreate(t, s, run("doomed", base))
+	if seq, err := s.LastSeq(ctx, "doomed"); err != nil || seq != 0 {
+		t.Errorf("a new run with a deleted run's ID has LastSeq %d, %v; want 0 (no entries left behind)", seq, err)
+	}
+	if _, err := s.LatestSnapshot(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a new run with a deleted run's ID has a snapshot (%v); want ErrNotFound", err)
+	}
+	if runs, err := s.ListRuns(ctx, store.Filter{Label: "gone"}); err != nil || len(runs) != 0 {
+		t.Errorf("ListRuns by the deleted run's label = %d runs, %v; want none (the new run has no labels)", len(runs), err)
+	}
+	if got, err := s.Entries(ctx, "kept", 0); err != nil || len(got) != 2 {
+		t.Errorf("the other run's entries after DeleteRun = %d, %v; want 2", len(got), err)
 	}
 }
 

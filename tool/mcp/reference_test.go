@@ -28,6 +28,7 @@ import (
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/tool/mcp"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 func mustConnect(t *testing.T, cfg mcp.Config) *mcp.Server {
@@ -230,7 +231,7 @@ func TestRunWithMCPTool(t *testing.T) {
 	res, err := runner.Run(context.Background(), runner.Task{
 		Goal:   "What is 20+22? Use the get-sum tool, then finish.",
 		Tools:  s.Tools(),
-		Checks: verify.Tiers{Expensive: []verify.Verifier{verify.Equals("42")}},
+		Checks: verify.Tiers{Expensive: []verify.Verifier{check.Equals("42")}},
 		Budget: budget.Limits{Steps: 5, Time: time.Minute},
 	}, runner.Config{Model: m})
 	if err != nil {

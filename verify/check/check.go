@@ -1,7 +1,8 @@
-// Package check holds ratchet's built-in verifiers beyond the simple string
-// checks of package verify: syntax of a language, JSON Schema, length,
-// grounding of quotes in sources, a rubric grader (a separate model) and a
-// self-consistency vote.
+// Package check holds ratchet's built-in verifiers: string checks (equals,
+// regex, contains), syntax of a language, JSON Schema, length, grounding of
+// quotes in sources, a rubric grader (a separate model) and a
+// self-consistency vote. Package verify holds only the neutral types they
+// implement.
 //
 // Every constructor validates its configuration and returns an error naming
 // the problem; the verifiers it returns are safe for concurrent use. As

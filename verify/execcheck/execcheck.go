@@ -7,29 +7,37 @@
 // are mounted read-only from outside it and hashed before and after, and
 // the command's outcome is read according to Format:
 //
-//   - "pytest": pytest writes JUnit XML (--junitxml is added); every test
-//     must pass and at least one must have run;
-//   - "go": the command must be `go test -json ...`; same rule;
-//   - "node": `node --test` TAP output; same rule;
+//   - "pytest": pytest writes JUnit XML (--junitxml is added, naming a file
+//     outside the workspace that only this run knows);
+//   - "go": the command must be `go test -json ...`, read from stdout;
+//   - "node": `node --test` TAP output, read from stdout;
 //   - "exit": exit status 0 passes.
 //
-// A candidate that changed, removed or shadowed a test fails whatever the
-// tests said. Test runners run the candidate in their own process, so a
-// determined candidate can still forge results from inside it (for example
-// by patching pytest at import time); the tamper checks close the common
-// ways, holdout checks measure the rest.
+// For the three test formats a verdict passes only when every test passed,
+// every test defined in the read-only test files appears in the report, the
+// run ended cleanly and a sentinel agrees. The sentinel is a test that must
+// fail, named with a fresh nonce and mounted beside the tests (for Go, in
+// each package holding a mounted test file): a report in which it passed,
+// or which lacks it, or an exit status 0 beside its failure, is the verdict
+// Tampered, as is a changed, removed or shadowed test file, and a report
+// that is a link or not a regular file. Python starts with -E -s, without
+// PYTHON* variables and without plugin autoloading; HOME is an empty
+// directory outside the workspace.
+//
+// Test runners run the candidate in their own process, so a candidate that
+// reads the sentinel there and forges a report with it failing still wins;
+// holdout checks measure that (docs/verification.md).
 package execcheck
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -72,11 +80,6 @@ type Config struct {
 
 const goCacheTarget = ".gocache"
 
-// maxWorkspace bounds what is copied from an agent's workspace.
-const maxWorkspace = 32 << 20
-
-const junitPath = ".ratchet-junit.xml"
-
 type checker struct{ cfg Config }
 
 // New validates cfg and returns the check.
@@ -112,13 +115,30 @@ func New(cfg Config) (verify.Verifier, error) {
 	if len(cfg.Command) > 0 {
 		cfg.Env = withCommandPath(cfg.Env, cfg.Command[0])
 	}
+	if cfg.Format == "pytest" {
+		// No PYTHON* variable reaches a Python the tests start either,
+		// and no plugin is loaded from an installed distribution's entry
+		// points (a *.dist-info in the workspace is on sys.path).
+		cfg.Env = maps.Clone(cfg.Env)
+		maps.DeleteFunc(cfg.Env, func(k, _ string) bool {
+			return strings.HasPrefix(k, "PYTHON") || strings.HasPrefix(k, "PYTEST_")
+		})
+		cfg.Env = withDefaults(cfg.Env, map[string]string{
+			"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1",
+		})
+	}
 	if cfg.Format == "go" {
 		// No network in the sandbox: modules must be vendored or standard,
 		// and the toolchain is the host's.
 		cfg.Env = withDefaults(cfg.Env, map[string]string{
 			"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false",
-			"GOCACHE": "${WORKSPACE}/" + goCacheTarget, "GOTELEMETRY": "off",
+			"GOCACHE": "${WORKSPACE}/" + goCacheTarget, "GOTELEMETRY": "off", "GOENV": "off",
 		})
+		if root := goroot(cfg.Command[0], cfg.Env["PATH"]); root != "" {
+			// The go command finds its GOROOT through /proc/self/exe,
+			// which the namespaces backend does not have.
+			cfg.Env = withDefaults(cfg.Env, map[string]string{"GOROOT": root})
+		}
 		if cfg.GoCache == "" {
 			// Not under the home directory, which the sandbox uid usually
 			// cannot enter.
@@ -133,6 +153,11 @@ func New(cfg Config) (verify.Verifier, error) {
 		if cfg.Limits.Procs == 0 {
 			cfg.Limits.Procs = 256 // go test runs the compiler, linker and test binary, each with threads
 		}
+	}
+	if cfg.Format == "node" && cfg.Limits.Memory == 0 {
+		// V8 reserves gigabytes of address space at start (its code
+		// range and heap cage), far more than it uses.
+		cfg.Limits.Memory = 8 << 30
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("exec check %s: %s", cfg.Name, strings.Join(problems, "; "))
@@ -154,10 +179,21 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if c.cfg.Artifact != "" {
 		files[c.cfg.Artifact] = []byte(cand.Answer)
 	}
-	cmd := slices.Clone(c.cfg.Command)
-	if c.cfg.Format == "pytest" {
-		cmd = append(cmd, "--junitxml="+junitPath)
+	p, err := c.newPlan()
+	if err != nil {
+		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 	}
+	if p.dir != "" {
+		defer os.RemoveAll(p.dir)
+	}
+	cmd := isolate(c.cfg.Command)
+	if c.cfg.Format == "pytest" {
+		// The report goes where only the sandbox knows, outside the
+		// workspace; a collection error must not keep the sentinel from
+		// running.
+		cmd = append(cmd, "--junitxml=${REPORT}", "--continue-on-collection-errors")
+	}
+	cmd = append(cmd, p.args...)
 	limits := c.cfg.Limits
 	if d, ok := ctx.Deadline(); ok {
 		if left := time.Until(d); limits.Wall == 0 || left < limits.Wall {
@@ -165,21 +201,29 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		}
 	}
 	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
-		Files: files, Mounts: c.cfg.Tests, Command: cmd, Env: c.cfg.Env, Limits: limits,
-		Keep: c.cfg.Format == "pytest", Caches: c.caches(),
+		Files: files, Mounts: append(slices.Clone(c.cfg.Tests), p.mounts...), Command: cmd, Env: c.cfg.Env, Limits: limits,
+		Report: c.cfg.Format == "pytest", Caches: c.caches(),
 	})
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 	}
-	var junit []byte
-	if res.Workspace != "" && c.cfg.Format == "pytest" {
-		junit, _ = os.ReadFile(filepath.Join(res.Workspace, junitPath))
-		if err := os.RemoveAll(res.Workspace); err != nil {
-			return verify.Verdict{}, fmt.Errorf("exec check %s: removing the workspace: %w", c.cfg.Name, err)
-		}
-	}
-	return c.judge(res, junit), nil
+	return c.judge(res, p), nil
 }
+
+// isolate starts a Python interpreter isolated from its environment and
+// from the user's site-packages (-E -s): PYTHON* variables, a user site and
+// its .pth files cannot run code before the tests. (-I would also drop the
+// working directory from sys.path, which the tests need to import the
+// candidate.)
+func isolate(cmd []string) []string {
+	cmd = slices.Clone(cmd)
+	if pythonName.MatchString(filepath.Base(cmd[0])) {
+		cmd = slices.Insert(cmd, 1, "-E", "-s")
+	}
+	return cmd
+}
+
+var pythonName = regexp.MustCompile(`^python[0-9.]*$`)
 
 func (c *checker) caches() []sandbox.Cache {
 	if c.cfg.Format != "go" || c.cfg.GoCache == "" {
@@ -188,24 +232,36 @@ func (c *checker) caches() []sandbox.Cache {
 	return []sandbox.Cache{{Host: c.cfg.GoCache, Target: goCacheTarget}}
 }
 
+// Tampered is the Where of a verdict whose evidence was tampered with: the
+// tests were changed or shadowed, the report was not the runner's, the
+// sentinel passed or is missing, or the exit status contradicts the report.
+const Tampered = "tampered"
+
 // judge turns a sandbox result into a verdict.
-func (c *checker) judge(res sandbox.Result, junit []byte) verify.Verdict {
+func (c *checker) judge(res sandbox.Result, p *plan) verify.Verdict {
 	v := verify.Verdict{Check: c.cfg.Name, Provenance: verify.Execution, Confidence: 1}
 	if res.Isolation == sandbox.IsolationUnsafe {
 		v.Confidence = 0.9 // the candidate could have reached outside the sandbox
 	}
+	tampered := func(why string) verify.Verdict {
+		v.Detail = "tampered: " + why + "; the tests prove nothing"
+		v.Where = Tampered
+		return v
+	}
 	switch {
 	case len(res.Tampered) > 0:
-		v.Detail = "the candidate changed, removed or shadowed the tests, so they prove nothing: " + strings.Join(res.Tampered, "; ")
-		v.Where = strings.SplitN(res.Tampered[0], ":", 2)[0]
-		return v
+		return tampered("the candidate changed, removed or shadowed the tests: " + strings.Join(res.Tampered, "; "))
 	case res.TimedOut:
 		v.Detail = fmt.Sprintf("timed out after %s and was killed (an infinite loop, or far too slow)", res.Duration.Round(time.Millisecond))
 		v.Where = "timeout"
 		return v
-	case res.Signal == "SIGXCPU":
-		v.Detail = "used up its CPU time limit and was killed (an infinite loop, or far too slow)"
-		v.Where = "timeout"
+	case res.CPUExceeded:
+		v.Detail = fmt.Sprintf("used up its CPU time limit and was killed (%s; an infinite loop, or far too slow)", res.Signal)
+		v.Where = "cpu limit"
+		return v
+	case res.DiskFull:
+		v.Detail = "filled the sandbox's disk limit; a candidate must not write that much"
+		v.Where = "disk limit"
 		return v
 	}
 	var rep testreport.Report
@@ -218,27 +274,53 @@ func (c *checker) judge(res sandbox.Result, junit []byte) verify.Verdict {
 		}
 		return v
 	case "pytest":
-		rep, perr = testreport.ParseJUnitXML(bytes.NewReader(junit))
+		if res.ReportProblem != "" && res.ReportProblem != "not written" {
+			return tampered("pytest's report is " + res.ReportProblem + "; only pytest writes it")
+		}
+		rep, perr = testreport.ParseJUnitXML(bytes.NewReader(res.Report))
 	case "go":
 		rep, perr = testreport.ParseGoTestJSON(bytes.NewReader(res.Stdout))
 	case "node":
 		rep, perr = testreport.ParseTAP(bytes.NewReader(res.Stdout))
 	}
-	switch {
-	case perr != nil || rep.NoTestsRan():
+	if perr != nil || rep.NoTestsRan() {
 		why := "no test ran"
 		switch {
-		case perr != nil && c.cfg.Format == "pytest" && len(bytes.TrimSpace(junit)) == 0:
+		case perr != nil && c.cfg.Format == "pytest" && res.ReportProblem != "":
 			why = "no test ran (pytest wrote no report)"
 		case perr != nil:
 			why = "no test ran that could be read (" + perr.Error() + ")"
 		}
 		v.Detail = fmt.Sprintf("%s exited with status %d%s but %s; a candidate must not stop the tests from running:\n%s", c.cfg.Command[0], res.ExitCode, signal(res), why, tail(res, c.cfg.MaxFeedback))
 		v.Where = "no tests"
-	case len(rep.Failures()) > 0:
+		return v
+	}
+	sentinel, rep := withoutSentinel(rep, p.sentinel)
+	fails := rep.Failures()
+	if p.sentinel != "" {
+		switch {
+		case sentinel.Has(testreport.Passed) || sentinel.Has(testreport.Skipped):
+			return tampered("the report shows the sentinel test " + p.sentinel + ", which must fail, as passed or skipped: the results were forged (a plugin or patch that passes every test, or a report written by the candidate)")
+		case sentinel == 0 && len(fails) == 0:
+			return tampered("the sentinel test " + p.sentinel + ", run alongside the tests, is missing from a report that shows no failure: the report was not written by the test run")
+		case sentinel != 0 && res.ExitCode == 0:
+			return tampered(fmt.Sprintf("%s exited with status 0 although the sentinel test failed: the exit status was forged", c.cfg.Command[0]))
+		}
+	}
+	missing := p.missing(rep, c.cfg.Format)
+	// With the sentinel failing, an honest run exits 1: tests failed.
+	cleanExit := 0
+	if sentinel != 0 {
+		cleanExit = 1
+	}
+	switch {
+	case len(fails) > 0:
 		v.Detail = rep.Feedback(c.cfg.MaxFeedback)
-		v.Where = rep.Failures()[0].Name
-	case res.ExitCode != 0 || !rep.Complete:
+		v.Where = fails[0].Name
+	case len(missing) > 0:
+		v.Detail = clip(fmt.Sprintf("%d tests of the read-only test files did not run (every one must): %s", len(missing), strings.Join(missing, ", ")), c.cfg.MaxFeedback)
+		v.Where = "missing tests"
+	case res.ExitCode != cleanExit || res.Signal != "" || !rep.Complete:
 		// Every reported test passed but the run did not end cleanly: a
 		// crash after the tests, or output cut short.
 		v.Detail = fmt.Sprintf("the tests that ran passed, but %s exited with status %d%s before finishing:\n%s", c.cfg.Command[0], res.ExitCode, signal(res), tail(res, c.cfg.MaxFeedback))
@@ -248,6 +330,44 @@ func (c *checker) judge(res sandbox.Result, junit []byte) verify.Verdict {
 		v.Detail = fmt.Sprintf("%d tests passed", rep.Passed)
 	}
 	return v
+}
+
+// withoutSentinel returns the sentinel's outcomes and the report without
+// it, so that its failure is neither feedback nor counted.
+func withoutSentinel(rep testreport.Report, name string) (testreport.Outcomes, testreport.Report) {
+	if name == "" {
+		return 0, rep
+	}
+	o := rep.Ran[name]
+	cases := make([]testreport.Case, 0, len(rep.Cases))
+	for _, c := range rep.Cases {
+		if c.Name != name {
+			cases = append(cases, c)
+			continue
+		}
+		switch c.Status {
+		case testreport.Passed:
+			rep.Passed--
+		case testreport.Failed:
+			rep.Failed--
+		case testreport.Errored:
+			rep.Errored--
+		case testreport.Skipped:
+			rep.Skipped--
+		}
+	}
+	rep.Cases = cases
+	return o, rep
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func signal(res sandbox.Result) string {
@@ -294,6 +414,34 @@ func withCommandPath(env map[string]string, name string) map[string]string {
 	return withDefaults(env, map[string]string{"PATH": sandboxPath + ":" + dir})
 }
 
+// goroot returns the GOROOT of the go command name (looked up in path, or
+// the host's PATH), when it sits in GOROOT/bin.
+func goroot(name, path string) string {
+	found := name
+	if !strings.Contains(name, "/") {
+		for _, dir := range filepath.SplitList(path + ":" + os.Getenv("PATH")) {
+			if p := filepath.Join(dir, name); dir != "" && isFile(p) {
+				found = p
+				break
+			}
+		}
+	}
+	found, err := filepath.EvalSymlinks(found)
+	if err != nil {
+		return ""
+	}
+	root := filepath.Dir(filepath.Dir(found))
+	if !isFile(filepath.Join(root, "src", "runtime", "runtime.go")) {
+		return ""
+	}
+	return root
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 func withDefaults(env, defaults map[string]string) map[string]string {
 	out := maps.Clone(env)
 	if out == nil {
@@ -305,44 +453,4 @@ func withDefaults(env, defaults map[string]string) map[string]string {
 		}
 	}
 	return out
-}
-
-// copyTree reads dir (or the listed paths in it) into files, skipping .git
-// and refusing more than maxWorkspace bytes.
-func copyTree(dir string, only []string, files map[string][]byte) error {
-	roots := only
-	if len(roots) == 0 {
-		roots = []string{"."}
-	}
-	total := 0
-	for _, root := range roots {
-		err := filepath.WalkDir(filepath.Join(dir, root), func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && d.Name() == ".git" {
-				return filepath.SkipDir
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			rel, err := filepath.Rel(dir, path)
-			if err != nil {
-				return err
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if total += len(data); total > maxWorkspace {
-				return errors.New("the workspace is larger than 32 MiB")
-			}
-			files[filepath.ToSlash(rel)] = data
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/verify"
 	"github.com/ratchetloop/ratchet/verify/execcheck"
+	"github.com/ratchetloop/ratchet/verify/verifytest"
 )
 
 // runner returns the real sandbox; CI must have one.
@@ -68,8 +69,8 @@ func TestPytest(t *testing.T) {
 		{"syntax error", "def is_prime(n) return n > 1\n", false, "", []string{"SyntaxError"}},
 		{"exits before the tests", "import os\nos._exit(0)\n", false, "no tests", []string{"no test ran"}},
 		{"plants a conftest.py", "open('conftest.py', 'w').write('import pytest\\n')\ndef is_prime(n):\n    return n in (2, 3, 13, 7919)\n",
-			false, "conftest.py", []string{"shadowed the tests", "conftest.py"}},
-		{"infinite loop", "while True:\n    pass\n", false, "timeout", []string{"infinite loop"}},
+			false, "tampered", []string{"shadowed the tests", "conftest.py"}},
+		{"infinite loop", "while True:\n    pass\n", false, "cpu limit", []string{"CPU time limit", "infinite loop"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
@@ -101,4 +102,15 @@ func TestConfigProblems(t *testing.T) {
 			t.Errorf("%q does not mention %q", err, want)
 		}
 	}
+}
+
+// TestConformance runs verifytest over an exec check: seed 000's pytest
+// check, on hostile candidates as well as a right and a wrong one.
+func TestConformance(t *testing.T) {
+	requirePytest(t)
+	right := "def is_prime(n):\n    return n > 1 and all(n % i for i in range(2, int(n ** 0.5) + 1))\n"
+	verifytest.Run(t, pytestCheck(t), verifytest.Config{Candidates: []verify.Candidate{
+		{Answer: right, Confidence: 0.9, Attempt: 1},
+		{Answer: "def is_prime(n):\n    return True\n", Confidence: 0.9, Attempt: 2},
+	}})
 }

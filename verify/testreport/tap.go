@@ -566,6 +566,7 @@ func (p *tapParser) finish() (Report, error) {
 			Message: "the runner reported " + strconv.Itoa(p.summaryFail) + " failing tests that could not be read"}
 		rep.Cases = append(rep.Cases, c)
 		rep.Errored++
+		rep.Ran[c.Name] |= outcomeBit(Errored)
 	}
 	if !p.sawTAP {
 		return rep, errors.New("testreport: no TAP lines found")

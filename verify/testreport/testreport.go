@@ -100,7 +100,36 @@ type Report struct {
 	// summary, a closed document, a result for every package), i.e. the
 	// output was not cut off.
 	Complete bool `json:"complete"`
+	// Ran holds the name of every case seen, kept or omitted, with the
+	// outcomes it had (a name can recur: parametrized tests, the same test
+	// in two packages), for checking that the expected tests ran. It holds
+	// at most MaxNames names; RanCut says that more were seen.
+	Ran    map[string]Outcomes `json:"-"`
+	RanCut bool                `json:"-"`
 }
+
+// Outcomes is a set of statuses.
+type Outcomes uint8
+
+// Has reports whether s is in o.
+func (o Outcomes) Has(s Status) bool { return o&outcomeBit(s) != 0 }
+
+func outcomeBit(s Status) Outcomes {
+	switch s {
+	case Passed:
+		return 1
+	case Failed:
+		return 2
+	case Errored:
+		return 4
+	case Skipped:
+		return 8
+	}
+	return 0
+}
+
+// MaxNames caps Report.Ran.
+const MaxNames = 20000
 
 // Limits on what is kept from untrusted output.
 const (
@@ -380,9 +409,25 @@ type builder struct {
 	keptOK     int    // kept passing and skipped cases
 	omitted    map[Status]int
 	omittedOrp map[Status]int
+	// ran and ranOrp are the names seen (Report.Ran), of cases and of
+	// orphans.
+	ran, ranOrp map[string]Outcomes
+	ranCut      bool
 }
 
 func (b *builder) add(c Case, orphan bool) {
+	ran := &b.ran
+	if orphan {
+		ran = &b.ranOrp
+	}
+	if *ran == nil {
+		*ran = map[string]Outcomes{}
+	}
+	if _, ok := (*ran)[c.Name]; ok || len(b.ran)+len(b.ranOrp) < MaxNames {
+		(*ran)[c.Name] |= outcomeBit(c.Status)
+	} else {
+		b.ranCut = true
+	}
 	failing := c.Status == Failed || c.Status == Errored
 	if len(b.cases) < MaxCases && (failing || b.keptOK < MaxCases/2) {
 		b.cases = append(b.cases, c)
@@ -406,6 +451,18 @@ func (b *builder) add(c Case, orphan bool) {
 // passing and skipped cases added as orphans are left out.
 func (b *builder) finish(r *Report, dropPassingOrphans bool) {
 	r.Cases, r.Passed, r.Failed, r.Errored, r.Skipped, r.Omitted = nil, 0, 0, 0, 0, 0
+	r.Ran, r.RanCut = map[string]Outcomes{}, b.ranCut
+	for name, o := range b.ran {
+		r.Ran[name] |= o
+	}
+	for name, o := range b.ranOrp {
+		if dropPassingOrphans {
+			o &= outcomeBit(Failed) | outcomeBit(Errored)
+		}
+		if o != 0 {
+			r.Ran[name] |= o
+		}
+	}
 	count := func(s Status, n int) {
 		switch s {
 		case Passed:

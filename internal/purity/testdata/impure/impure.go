@@ -5,9 +5,12 @@ import (
 	"math/rand"
 	"os"
 	"time"
+
+	"github.com/ratchetloop/ratchet/budget" // on the allow-list
+	"github.com/ratchetloop/ratchet/store"  // not: the shell
 )
 
-func Bad(m map[string]int) (int, time.Duration) {
+func Bad(m map[string]int, _ store.Run, _ budget.Limits) (int, time.Duration) {
 	n := rand.Intn(3) + len(os.Args)
 	for k := range m {
 		n += len(k)

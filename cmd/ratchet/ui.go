@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/ratchetloop/ratchet/redact"
+	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/ui"
+)
+
+// uiCmd serves the local web UI over the run database and eval results.
+func (m *Main) uiCmd(ctx context.Context, args []string) int {
+	var db, addr, token, evalDir string
+	var readOnly bool
+	fs := flag.NewFlagSet("ratchet ui", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
+	fs.StringVar(&addr, "addr", "127.0.0.1:7777", "address to listen on; one that is not loopback needs --token")
+	fs.StringVar(&token, "token", m.Getenv("RATCHET_UI_TOKEN"), "a secret every request must carry (open the printed URL once: it sets a cookie); default $RATCHET_UI_TOKEN, which other users cannot read in ps")
+	fs.StringVar(&evalDir, "eval-dir", "", "eval result sets to show (default .ratchet/eval, or $RATCHET_EVAL_DIR)")
+	fs.BoolVar(&readOnly, "read-only", false, "show runs but do not answer waiting ones")
+	setUsage(fs, "Usage: ratchet ui [flags]\n\nServes a web UI: every run and its transcript, live runs as they go, the\nanswer form of a run waiting for a person, eval suites and comparisons.\nSee docs/ui.md.\n\nFlags:\n")
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet ui: --addr %q: %v\n", addr, err)
+		return exitUsage
+	}
+	loopback := ui.IsLoopback(addr)
+	if !loopback && token == "" {
+		fmt.Fprintf(m.Stderr, "ratchet ui: --addr %s is not a loopback address: anyone who can reach it could read your runs and answer them; give --token SECRET (or bind to 127.0.0.1)\n", addr)
+		return exitUsage
+	}
+	if evalDir == "" {
+		evalDir = m.evalRoot()
+	}
+	s, err := m.openStore(ctx, db)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)
+		return exitInfra
+	}
+	defer s.Close()
+	cfg := ui.Config{Store: s, EvalDir: evalDir, Token: token, Redactor: redact.New(redact.FromEnviron(os.Environ())...)}
+	if !loopback {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			cfg.AnyHost = true
+		} else {
+			cfg.Hosts = []string{host}
+		}
+	}
+	if !readOnly {
+		cfg.Resume = func(ctx context.Context, id string, opts runner.ResumeOptions) error {
+			sr, err := m.storedRun(ctx, s, id, runFlags{quiet: true})
+			if err != nil {
+				return err
+			}
+			defer sr.cleanup()
+			rc := sr.cfg
+			rc.Human = runner.Later // a new question waits again, for the page to show
+			_, err = runner.Resume(ctx, sr.task, rc, opts)
+			if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
+				return nil
+			}
+			return err
+		}
+	}
+	handler, err := ui.New(cfg)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)
+		return exitUsage
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)
+		return exitInfra
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	if token != "" {
+		url += "?token=" + token
+	}
+	fmt.Fprintf(m.Stdout, "ratchet ui: serving %s (Ctrl-C stops)\n", url)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		handler.Close()
+		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)
+		return exitInfra
+	case <-ctx.Done():
+	}
+	// Live streams and runs being carried on end first (a run so stopped
+	// ends cancelled and can be resumed), then the connections.
+	handler.Close()
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutdown)
+	return exitDone
+}

@@ -1,0 +1,217 @@
+package loop
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/model"
+)
+
+// Phase is what the machine is waiting for, as the shell sees it.
+type Phase string
+
+const (
+	PhaseNew     Phase = "new"     // waiting for EventStart
+	PhaseModel   Phase = "model"   // waiting for a model reply
+	PhaseSample  Phase = "sample"  // waiting for alternative candidates
+	PhaseTools   Phase = "tools"   // waiting for tool results
+	PhaseVerify  Phase = "verify"  // waiting for verdicts
+	PhaseHuman   Phase = "human"   // waiting for a person
+	PhaseStopped Phase = "stopped" // the run has a Result
+)
+
+// phase is the machine's own phase: what it waits for and why. Each has
+// one handler (handle); none is inferred from other state.
+type phase string
+
+const (
+	phaseNew       phase = "new"        // EventStart
+	phaseTurn      phase = "turn"       // the reply to a step
+	phaseClosing   phase = "closing"    // the reply to the closing turn, which may only finish
+	phaseCompact   phase = "compact"    // the summary of the history's middle
+	phaseSample    phase = "sample"     // alternatives to an unsure candidate
+	phaseTools     phase = "tools"      // tool results and sub-agents' results
+	phaseApproval  phase = "approval"   // a person's approval of a tool call
+	phaseEscalated phase = "escalated"  // a person's answer for a stuck run
+	phasePlanCheck phase = "plan_check" // the verdict on a plan step's result
+	phaseChecks    phase = "checks"     // verdicts on candidates
+	phaseStopped   phase = "stopped"    // nothing: the run has a Result
+)
+
+// phases says, for each phase, what it shows the shell and the events its
+// handler takes (EventCancel and EventResume are taken in any phase).
+var phases = map[phase]struct {
+	waiting Phase
+	events  []EventType
+}{
+	phaseNew:       {PhaseNew, []EventType{EventStart}},
+	phaseTurn:      {PhaseModel, []EventType{EventModelReply, EventModelError}},
+	phaseClosing:   {PhaseModel, []EventType{EventModelReply, EventModelError}},
+	phaseCompact:   {PhaseModel, []EventType{EventModelReply, EventModelError}},
+	phaseSample:    {PhaseSample, []EventType{EventModelReply, EventModelError}},
+	phaseTools:     {PhaseTools, []EventType{EventToolResult, EventChildResult}},
+	phaseApproval:  {PhaseHuman, []EventType{EventHumanReply, EventHumanUnavailable}},
+	phaseEscalated: {PhaseHuman, []EventType{EventHumanReply, EventHumanUnavailable}},
+	phasePlanCheck: {PhaseVerify, []EventType{EventVerdict, EventCheckError}},
+	phaseChecks:    {PhaseVerify, []EventType{EventVerdict, EventCheckError}},
+	phaseStopped:   {PhaseStopped, nil},
+}
+
+func (p phase) waiting() Phase { return phases[p].waiting }
+
+func (p phase) waitsFor(t EventType) bool { return slices.Contains(phases[p].events, t) }
+
+// handle passes an accepted event to the handler of the current phase.
+func (m *Machine) handle(ev *Event) {
+	switch ev.Type {
+	case EventCancel:
+		m.cancel(ev.Text)
+		return
+	case EventResume:
+		m.resume()
+		return
+	}
+	switch m.st.Phase {
+	case phaseNew:
+		m.stepNew(ev)
+	case phaseTurn:
+		m.stepTurn(ev)
+	case phaseClosing:
+		m.stepClosing(ev)
+	case phaseCompact:
+		m.stepCompact(ev)
+	case phaseSample:
+		m.stepSample(ev)
+	case phaseTools:
+		m.stepTools(ev)
+	case phaseApproval:
+		m.stepApproval(ev)
+	case phaseEscalated:
+		m.stepEscalated(ev)
+	case phasePlanCheck:
+		m.stepPlanCheck(ev)
+	case phaseChecks:
+		m.stepChecks(ev)
+	}
+}
+
+// stepNew starts the run: the goal is the history's first message.
+func (m *Machine) stepNew(ev *Event) {
+	m.st.Start = ev.At
+	if steps := m.spec.Budget.Steps; steps > 0 {
+		// Room for a tool loop's two messages a step, up to a point: a
+		// logged request keeps the history array it was built on, so
+		// every doubling would leave a copy alive.
+		m.st.History.Messages = make([]model.Message, 0, min(2*steps+2, 256))
+	}
+	m.st.History.append(model.Message{Role: model.User, Content: []model.Block{model.TextBlock(m.spec.Goal)}})
+	m.nextTurn()
+}
+
+// stepTurn takes the reply to a step, or its failure; a call cut off by
+// the time budget begins the closing turn.
+func (m *Machine) stepTurn(ev *Event) {
+	if ev.Type == EventModelReply {
+		m.onReply(ev.Reply, false)
+		return
+	}
+	m.st.Awaiting = nil
+	if ev.Error.Kind != FailDeadline {
+		m.stop(Failed, "model call failed: "+ev.Error.Message)
+		return
+	}
+	m.closeTurn(budget.Time)
+}
+
+// stepClosing takes the reply to the closing turn: it may only finish.
+func (m *Machine) stepClosing(ev *Event) {
+	if ev.Type == EventModelReply {
+		m.onReply(ev.Reply, true)
+		return
+	}
+	m.st.Awaiting = nil
+	if ev.Error.Kind != FailDeadline {
+		m.stop(Failed, "model call failed: "+ev.Error.Message)
+		return
+	}
+	m.stop(Exhausted(budget.Time), "the closing turn was cut off by the time limit")
+}
+
+// stepTools takes one tool result or a sub-agent's Result; the turn goes
+// on once every call has its answer.
+func (m *Machine) stepTools(ev *Event) {
+	id, out := ev.Call, ev.Tool
+	if ev.Type == EventChildResult {
+		i := childIndex(m.st.Calls, ev.Call)
+		charged, note, res := m.st.Calls[i].Spawn.ended(*ev.Child, m.st.Step)
+		m.st.Usage = m.st.Usage.Add(charged)
+		m.note(note)
+		id, out = m.st.Calls[i].ID, res
+	}
+	// Copied: a driver may reuse the value it pointed at for the next.
+	res := *out
+	m.st.Calls[callIndex(m.st.Calls, id)].Result = &res
+	if !slices.ContainsFunc(m.st.Calls, func(c pendingCall) bool { return c.Result == nil }) {
+		m.completeTools(false)
+	}
+}
+
+// stepApproval takes a person's answer about the call awaiting approval,
+// then goes on dispatching the turn's calls.
+func (m *Machine) stepApproval(ev *Event) {
+	a := m.st.Approval
+	c := &m.st.Calls[callIndex(m.st.Calls, a.Call)]
+	m.st.Approval = nil
+	if ok, why := a.answer(ev); ok {
+		c.Approved = true
+	} else {
+		m.note(refuse(c, "denied", fmt.Sprintf("tool %q not run: %s", c.Name, why), m.st.Step))
+	}
+	m.dispatchTools(false)
+}
+
+// stepEscalated takes a person's answer for the stuck run, which starts
+// the ladder again, or ends the run escalated when nobody can answer.
+func (m *Machine) stepEscalated(ev *Event) {
+	if ev.Type == EventHumanUnavailable {
+		m.stop(Escalated, "stopped making progress ("+string(m.st.Ladder.StalledOn)+") and no person could answer now")
+		return
+	}
+	m.st.Ladder.helped()
+	m.st.Outbox = append(m.st.Outbox, model.TextBlock("You were stuck, so a person was asked: "+m.st.Question+"\nTheir answer: "+ev.Text))
+	m.st.Question = ""
+	m.nextTurn()
+}
+
+// escalationCommand is the AskHuman command putting question to a person
+// at step.
+func escalationCommand(step int, question string) Command {
+	return Command{Type: AskHuman, ID: "h" + strconv.Itoa(step), Question: question}
+}
+
+// cancel ends the run cancelled, keeping what it interrupted for a resume.
+func (m *Machine) cancel(reason string) {
+	if reason == "" {
+		reason = "the run was cancelled"
+	}
+	interrupted := suspended{Phase: m.st.Phase, Awaiting: m.st.Awaiting}
+	m.stop(Cancelled, reason)
+	if interrupted.Phase != phaseNew {
+		m.st.Suspended = &interrupted
+	}
+}
+
+// resume carries on after the shell's process stopped: a cancelled run
+// returns to what the cancellation interrupted, and the commands in flight
+// are issued again (a resumed shell has no record of carrying them out).
+func (m *Machine) resume() {
+	if s := m.st.Suspended; s != nil {
+		m.st.Phase, m.st.Awaiting = s.Phase, s.Awaiting
+		m.st.Suspended, m.st.Result = nil, nil
+	}
+	for _, c := range m.Pending() {
+		m.emit(c)
+	}
+}

@@ -1,0 +1,162 @@
+package taskfile_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/taskfile"
+	"github.com/ratchetloop/ratchet/tool"
+)
+
+// opened records which model strings a build opened, and from where.
+type opened struct{ spec, base string }
+
+func opener(got *[]opened) func(spec, base string) (model.Model, error) {
+	return func(spec, base string) (model.Model, error) {
+		*got = append(*got, opened{spec, base})
+		return nopModel{}, nil
+	}
+}
+
+type nopModel struct{}
+
+func (nopModel) Generate(context.Context, model.Request) (model.Response, error) {
+	return model.Response{}, errors.New("not for running")
+}
+
+func TestBuildModelAndOverrides(t *testing.T) {
+	dir := t.TempDir()
+	path := writeTask(t, dir, "task.yaml", "goal: g\nmodel: scripted:turns.yaml\nchecks: [{equals: a}]\nbudget: {steps: 4, time: 1m}\n")
+	tf, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  taskfile.Config
+		want opened
+	}{
+		{"the file's model, against its directory", taskfile.Config{FallbackModel: "scripted:env.yaml"}, opened{"scripted:turns.yaml", dir}},
+		{"Model overrides it", taskfile.Config{Model: "scripted:x.yaml", ModelDir: "/suite"}, opened{"scripted:x.yaml", "/suite"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []opened
+			tc.cfg.OpenModel = opener(&got)
+			tc.cfg.Budget = budget.Limits{Steps: 9}
+			run, err := taskfile.Build(context.Background(), tf, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer run.Close()
+			if diff := cmp.Diff([]opened{tc.want}, got, cmp.AllowUnexported(opened{})); diff != "" {
+				t.Errorf("opened (-want +got):\n%s", diff)
+			}
+			if run.ModelName != tc.want.spec {
+				t.Errorf("ModelName = %q, want %q", run.ModelName, tc.want.spec)
+			}
+			if b := run.Task.Budget; b.Steps != 9 || b.Time.String() != "1m0s" {
+				t.Errorf("budget %+v: want the override's steps and the file's time", b)
+			}
+		})
+	}
+	// No model anywhere: the fallback.
+	tf.Model = ""
+	var got []opened
+	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{FallbackModel: "scripted:env.yaml", OpenModel: opener(&got)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.Close()
+	if len(got) != 1 || got[0] != (opened{"scripted:env.yaml", ""}) {
+		t.Errorf("opened %v, want the fallback from the working directory", got)
+	}
+}
+
+// TestBuildProblemsTogether: the task's and the sub-agents' checks and the
+// file's model report their problems in one list, each at its line.
+func TestBuildProblemsTogether(t *testing.T) {
+	dir := t.TempDir()
+	path := writeTask(t, dir, "task.yaml", `goal: g
+model: scripted:missing.yaml
+tools: [read_file]
+checks:
+  - exec: {command: [true]}
+subagents:
+  checks:
+    - grader: {model: "scripted:g.yaml", rubric: [{name: a, description: b}]}
+`)
+	tf, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = taskfile.Build(context.Background(), tf, taskfile.Config{
+		OpenModel: func(string, string) (model.Model, error) { return nil, errors.New("cannot open") },
+		Sandbox:   func() (sandbox.Runner, error) { return nil, errors.New("no sandbox") },
+	})
+	var ps taskfile.Problems
+	if !errors.As(err, &ps) || len(ps) != 3 {
+		t.Fatalf("error %v: want three problems", err)
+	}
+	if ps[0].Line != 5 || !strings.Contains(ps[0].Msg, "no sandbox") || ps[1].Line != 8 || !strings.Contains(ps[1].Msg, "cannot open") ||
+		ps[2].Line != 2 || !strings.Contains(ps[2].Msg, "model scripted:missing.yaml: cannot open") {
+		t.Errorf("problems:\n%v", ps)
+	}
+}
+
+// TestBuildCopyWorkspace: the copy is where the tools work, the original
+// is untouched, and Close removes the copy unless KeepCopy; f is never
+// changed, so that one file builds many runs.
+func TestBuildCopyWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := writeTask(t, dir, "task.yaml", "goal: g\ntools: [write_file]\ncopy_workspace: true\nchecks: [{equals: a}]\ntool_output: {default: {max_bytes: 300}, write_file: {max_lines: 5}}\n")
+	tf, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []opened
+	for _, keep := range []bool{false, true} {
+		run, err := taskfile.Build(context.Background(), tf, taskfile.Config{OpenModel: opener(&got), KeepCopy: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws := run.File.Workspace
+		if !run.Copied || ws == dir || tf.Workspace != dir {
+			t.Fatalf("copied %v into %s; the file's workspace is now %s", run.Copied, ws, tf.Workspace)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "a.txt")); err != nil {
+			t.Errorf("the copy lacks a.txt: %v", err)
+		}
+		want := tool.ExecConfig{MaxOutputBytes: 300, Output: map[string]tool.OutputCaps{"write_file": {MaxLines: 5}}}
+		if diff := cmp.Diff(want, run.Exec); diff != "" {
+			t.Errorf("Exec (-want +got):\n%s", diff)
+		}
+		run.Close()
+		run.Close()
+		if _, err := os.Stat(ws); os.IsNotExist(err) == keep {
+			t.Errorf("KeepCopy %v: after Close the copy's stat says %v", keep, err)
+		}
+		os.RemoveAll(ws)
+	}
+	// A given workspace (a resumed run's) is used as it is.
+	other := t.TempDir()
+	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{OpenModel: opener(&got), Workspace: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if run.Copied || run.File.Workspace != other {
+		t.Errorf("Workspace %s: copied %v into %s", other, run.Copied, run.File.Workspace)
+	}
+}

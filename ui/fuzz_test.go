@@ -1,0 +1,54 @@
+package ui
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/ratchetloop/ratchet/store"
+)
+
+// FuzzTranscript: stored entries are adversarial (a model's text, a tool's
+// output, a log file of an eval result set): whatever their bytes, reading
+// them into steps and rendering those never panics, and an entry that
+// decodes is rendered with its text escaped.
+func FuzzTranscript(f *testing.F) {
+	for _, line := range []string{
+		`{"seq":1,"run":"r","at":"2026-12-01T13:53:44Z","kind":"command","command":{"type":"call_model","id":"m1","request":{"purpose":"step","messages":1}}}`,
+		`{"seq":2,"run":"r","at":"2026-12-01T13:53:44Z","kind":"event","event":{"type":"model_reply","at":"2026-12-01T13:53:44Z","call":"m1","reply":{"content":[{"type":"text","text":"<script>x</script>"},{"type":"tool_use","id":"c1","name":"finish","input":{"answer":"5","confidence":0.9}}]}}}`,
+		`{"seq":3,"run":"r","at":"2026-12-01T13:53:44Z","kind":"command","command":{"type":"run_tools","id":"t1","calls":[{"id":"c2","name":"add","args":{"a":1}}]}}`,
+		`{"seq":4,"run":"r","at":"2026-12-01T13:53:44Z","kind":"event","event":{"type":"tool_result","at":"2026-12-01T13:53:44Z","call":"c2","tool":{"output":"2","outcome":"ok"}}}`,
+		`{"seq":5,"run":"r","at":"2026-12-01T13:53:44Z","kind":"note","note":{"type":"attempt","step":1,"attempt":1,"text":"a"}}`,
+		`{"seq":6,"run":"r","at":"2026-12-01T13:53:44Z","kind":"event","event":{"type":"verdict","call":"v1.cheap","verdict":{"check":"x","ok":false,"detail":"<b>"}}}`,
+		`{"seq":7,"run":"r","at":"2026-12-01T13:53:44Z","kind":"command","command":{"type":"ask_human","id":"h1","question":"?","approval":{"id":"c3","name":"add","args":"not json"}}}`,
+		`{"seq":8,"run":"r","at":"2026-12-01T13:53:44Z","kind":"retry","retry":{"call":"m1","attempt":2,"wait_ns":5}}`,
+	} {
+		f.Add("command", []byte(line), []byte(line))
+	}
+	s, err := New(Config{Store: nopStore{}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, kind string, a, b []byte) {
+		entries := []store.Entry{{Seq: 1, Kind: kind, Data: a}, {Seq: 2, Kind: "event", Data: b}, {Seq: 3, Kind: "command", Data: a}}
+		stepIndex(entries)
+		tr, err := buildTranscript("r", entries, 0, func(s string) string { return s })
+		if err != nil {
+			return
+		}
+		waterfall(tr.Spans)
+		for _, st := range tr.Steps {
+			var out strings.Builder
+			if err := s.tmpl.ExecuteTemplate(&out, "step", stepData{Step: st, RunID: "r"}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(out.String(), "<script>") {
+				t.Fatalf("a step rendered a script element:\n%s", out.String())
+			}
+		}
+		s.tmpl.ExecuteTemplate(io.Discard, "step", stepData{})
+	})
+}
+
+// nopStore is a Store for tests that never reach it.
+type nopStore struct{ store.Store }

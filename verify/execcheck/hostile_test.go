@@ -1,0 +1,279 @@
+package execcheck_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/internal/testenv"
+	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/execcheck"
+)
+
+// isolated are the backends that must contain a hostile candidate.
+var isolated = []string{sandbox.IsolationBwrap, sandbox.IsolationNamespaces}
+
+func backendRunner(t *testing.T, backend string) sandbox.Runner {
+	t.Helper()
+	if backend == sandbox.IsolationNamespaces && os.Geteuid() != 0 {
+		testenv.Missing(t, "root, for the namespaces backend")
+	}
+	r, err := sandbox.New(sandbox.Config{Backend: backend})
+	if err != nil {
+		testenv.Missing(t, fmt.Sprintf("backend %s: %v (./test.sh installs bubblewrap)", backend, err))
+	}
+	return r
+}
+
+func hostile(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "hostile", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+const (
+	rightCalc = "def add(a, b):\n    return a + b\n"
+	wrongCalc = "def add(a, b):\n    return 0\n"
+)
+
+// hostileVerdict is one candidate that tries to forge its verdict or to
+// attack the host through it, and the verdict it must get.
+type hostileVerdict struct {
+	name string
+	// answer is the candidate (calc.py) in generate mode; workspace,
+	// when set, is the agent's workspace instead (agent mode).
+	answer    string
+	workspace map[string]string
+	limits    sandbox.Limits
+	where     string   // the verdict's Where; every case fails
+	detail    []string // in the verdict's Detail
+}
+
+var pth = `import os; os.environ["PYTEST_PLUGINS"] = "forge"` + "\n"
+
+func hostileVerdicts(t *testing.T) []hostileVerdict {
+	forgeAfter := hostile(t, "forge_after.py")
+	link := hostile(t, "link_report.py")
+	return []hostileVerdict{
+		{name: "wrong solution (control)", answer: wrongCalc, where: "test_add", detail: []string{"assert 0 == 5"}},
+		{name: "report forged instead of the run (written at import, exit 0)", answer: hostile(t, "forge_instead.py"),
+			where: execcheck.Tampered, detail: []string{"sentinel", "missing"}},
+		{name: "report forged after the run failed (atexit)", answer: forgeAfter,
+			where: execcheck.Tampered, detail: []string{"sentinel", "missing"}},
+		{name: "report forged after the run failed, exit status forced to 0", answer: strings.Replace(forgeAfter, "FORCE_EXIT = False", "FORCE_EXIT = True", 1),
+			where: execcheck.Tampered, detail: []string{"sentinel", "missing"}},
+		{name: "report forged with the sentinel failing, exit status 0", answer: hostile(t, "forge_sentinel.py"),
+			where: execcheck.Tampered, detail: []string{"exit status was forged"}},
+		{name: "report forged before the run, at the old fixed path (agent mode)", workspace: map[string]string{
+			"calc.py": wrongCalc,
+			".ratchet-junit.xml": `<testsuites><testsuite name="pytest" tests="2"><testcase classname="test_calc" name="test_add"/>` +
+				`<testcase classname="test_calc" name="test_negative"/></testsuite></testsuites>`,
+		}, where: "test_add"},
+		{name: "plugin registered at import marks every test passed", answer: hostile(t, "plugin_at_import.py"),
+			where: execcheck.Tampered, detail: []string{"sentinel", "passed"}},
+		{name: "plugin registered at import drops the failing test", answer: hostile(t, "deselect.py"),
+			where: "missing tests", detail: []string{"test_negative (test_calc.py)"}},
+		{name: ".pth in the agent's user site-packages loads a plugin that passes everything", workspace: map[string]string{
+			"calc.py": wrongCalc, "forge.py": hostile(t, "forge.py"),
+			".local/lib/python3.11/site-packages/forge.pth": pth,
+			".local/lib/python3/site-packages/forge.pth":    pth,
+		}, where: "test_add"},
+		{name: "dist-info in the agent's workspace registers a plugin entry point", workspace: map[string]string{
+			"calc.py": wrongCalc, "forge.py": hostile(t, "forge.py"),
+			"forge-1.0.dist-info/METADATA":         "Metadata-Version: 2.1\nName: forge\nVersion: 1.0\n",
+			"forge-1.0.dist-info/entry_points.txt": "[pytest11]\nforge = forge\n",
+		}, where: "test_add"},
+		{name: "report replaced by a link to /dev/zero", answer: link,
+			where: execcheck.Tampered, detail: []string{"symbolic link"}},
+		{name: "report replaced by a link to /proc/self/fd/0", answer: strings.Replace(link, `"/dev/zero"`, `"/proc/self/fd/0"`, 1),
+			where: execcheck.Tampered, detail: []string{"symbolic link"}},
+		{name: "report replaced by a link to a host file", answer: strings.Replace(link, `"/dev/zero"`, `"/etc/passwd"`, 1),
+			where: execcheck.Tampered, detail: []string{"symbolic link"}},
+		{name: "fills the disk (64 MiB limit)", answer: hostile(t, "diskfill.py"), limits: sandbox.Limits{Disk: 64 << 20},
+			where: "disk limit"},
+	}
+}
+
+// TestHostileVerdicts runs candidates that forge their verdict or attack
+// the host through the report, under both isolating backends: each is
+// contained and gets the verdict it deserves, never OK.
+//
+//	go test ./verify/execcheck -run TestHostileVerdicts -v -count=1
+func TestHostileVerdicts(t *testing.T) {
+	requirePytest(t)
+	tests, err := filepath.Abs("testdata/test_calc.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	for _, backend := range isolated {
+		t.Run(backend, func(t *testing.T) {
+			r := backendRunner(t, backend)
+			for _, hc := range hostileVerdicts(t) {
+				t.Run(hc.name, func(t *testing.T) {
+					cfg := execcheck.Config{
+						Name: "tests", Runner: r, Format: "pytest",
+						Command: []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py"},
+						Tests:   []sandbox.Mount{{Source: tests, Target: "test_calc.py"}},
+						Limits:  hc.limits,
+					}
+					cfg.Limits.Wall = 30 * time.Second
+					if hc.workspace != nil {
+						cfg.Workspace = t.TempDir()
+						for name, body := range hc.workspace {
+							p := filepath.Join(cfg.Workspace, name)
+							os.MkdirAll(filepath.Dir(p), 0o755)
+							if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+								t.Fatal(err)
+							}
+						}
+					} else {
+						cfg.Artifact = "calc.py"
+					}
+					v, err := execcheck.New(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					start := time.Now()
+					got, err := v.Check(context.Background(), verify.Candidate{Answer: hc.answer})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.OK || got.Where != hc.where {
+						t.Errorf("ok=%v where=%q, want a failure at %q; detail:\n%s", got.OK, got.Where, hc.where, got.Detail)
+					}
+					for _, want := range hc.detail {
+						if !strings.Contains(got.Detail, want) {
+							t.Errorf("detail does not mention %q:\n%s", want, got.Detail)
+						}
+					}
+					fmt.Fprintf(&table, "| %s | %s | %s | %s |\n", backend, hc.name, got.Where, time.Since(start).Round(time.Millisecond))
+				})
+			}
+			// The control: the same machinery passes a right solution, also
+			// when the command names no tests or stops at the first failure
+			// (the sentinel is collected last).
+			// test_sum.py sorts after a sentinel named test_ratchet_….
+			for _, command := range [][]string{
+				{"python3", "-m", "pytest", "-q", "test_sum.py"},
+				{"python3", "-m", "pytest", "-q"},
+				{"python3", "-m", "pytest", "-q", "-x"},
+			} {
+				v, err := execcheck.New(execcheck.Config{
+					Runner: r, Format: "pytest", Artifact: "calc.py", Command: command,
+					Tests: []sandbox.Mount{{Source: tests, Target: "test_sum.py"}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := v.Check(context.Background(), verify.Candidate{Answer: rightCalc}); err != nil || !got.OK || got.Detail != "2 tests passed" {
+					t.Errorf("%v, right solution: %+v %v", command, got, err)
+				}
+			}
+		})
+	}
+	t.Logf("\n| backend | hostile candidate | verdict where | time |\n|---|---|---|---|\n%s", table.String())
+}
+
+// TestHostileGoVerdicts does the same for go test: the sentinel is a test
+// in the tests' own package, so it runs in the same test binary as the
+// candidate's code.
+func TestHostileGoVerdicts(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "the go command")
+	}
+	var tests []sandbox.Mount
+	for _, name := range []string{"go.mod", "calc_test.go"} {
+		src, err := filepath.Abs(filepath.Join("testdata", "gocalc", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, sandbox.Mount{Source: src, Target: name})
+	}
+	for _, backend := range isolated {
+		t.Run(backend, func(t *testing.T) {
+			v, err := execcheck.New(execcheck.Config{
+				Runner: backendRunner(t, backend), Format: "go", Artifact: "calc.go",
+				Command: []string{goBin, "test", "-json", "."}, Tests: tests,
+				Limits: sandbox.Limits{Wall: 2 * time.Minute, CPU: time.Minute},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				name, answer string
+				ok           bool
+				where        string
+			}{
+				{"right", "package calc\n\nfunc Add(a, b int) int { return a + b }\n", true, ""},
+				{"wrong", "package calc\n\nfunc Add(a, b int) int { return 0 }\n", false, "TestAdd"},
+				{"prints passing test2json lines at init and exits 0", hostile(t, "forge_go.go"), false, execcheck.Tampered},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.OK != tc.ok || got.Where != tc.where {
+						t.Errorf("ok=%v where=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, tc.ok, tc.where, got.Detail)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestHostileNodeVerdicts: node --test runs each file in its own process,
+// so the sentinel (a file of its own) catches a forged stream, and a file
+// whose process ends early shows up as its tests missing.
+func TestHostileNodeVerdicts(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		testenv.Missing(t, "node (./test.sh installs nodejs)")
+	}
+	src, err := filepath.Abs("testdata/nodecalc/calc.test.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range isolated {
+		t.Run(backend, func(t *testing.T) {
+			for _, command := range [][]string{{"node", "--test"}, {"node", "--test", "calc.test.js"}} {
+				v, err := execcheck.New(execcheck.Config{
+					Runner: backendRunner(t, backend), Format: "node", Artifact: "calc.js", Command: command,
+					Tests: []sandbox.Mount{{Source: src, Target: "calc.test.js"}},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tc := range []struct {
+					name, answer string
+					ok           bool
+					where        string
+				}{
+					{"right", "exports.add = (a, b) => a + b;\n", true, ""},
+					{"wrong", "exports.add = (a, b) => 0;\n", false, "adds"},
+					{"exits 0 when required", "process.exit(0);\n", false, "missing tests"},
+				} {
+					t.Run(strings.Join(command, " ")+"/"+tc.name, func(t *testing.T) {
+						got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got.OK != tc.ok || got.Where != tc.where {
+							t.Errorf("ok=%v where=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, tc.ok, tc.where, got.Detail)
+						}
+					})
+				}
+			}
+		})
+	}
+}
