@@ -36,6 +36,24 @@ mcp_installed() {
 mcp_installed || npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error "${mcp_servers[@]}"
 # The eval HTML reports are rendered in headless Chromium.
 [ -x /usr/bin/chromium ] || apt_install chromium
+# The telemetry tests export to a real Jaeger (v2 all-in-one), built from the
+# Go module proxy once per machine into the tools cache, outside the clone
+# (about 3 minutes; internal/testenv.JaegerVersion names the same version).
+jaeger_version=v1.76.0
+jaeger_bin="$HOME/.cache/ratchet/tools/jaeger-$jaeger_version/jaeger"
+if [ ! -x "$jaeger_bin" ]; then
+	echo "== building Jaeger $jaeger_version into $jaeger_bin"
+	jaeger_tools=$(mktemp -d)
+	mkdir -p "$(dirname "$jaeger_bin")"
+	(
+		cd "$jaeger_tools"
+		go mod init ratchet-tools >/dev/null 2>&1
+		go get -tool "github.com/jaegertracing/jaeger/cmd/jaeger@$jaeger_version"
+		go build -o "$jaeger_bin.tmp" github.com/jaegertracing/jaeger/cmd/jaeger
+	)
+	mv "$jaeger_bin.tmp" "$jaeger_bin"
+	rm -rf "$jaeger_tools"
+fi
 # The CLI's terminal tests run it in tmux.
 command -v tmux >/dev/null || apt_install tmux
 

@@ -15,16 +15,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
+	otelobs "github.com/ratchetloop/ratchet/observe/otel"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
@@ -121,6 +126,18 @@ type Config struct {
 	// time although children run in parallel; Entry.Run names the child.
 	// A child's log is kept in the Store either way.
 	ChildObservers []observe.Observer
+
+	// TracerProvider and MeterProvider, when set, receive the run's spans
+	// and metrics, and its sub-agents' (OpenTelemetry GenAI conventions;
+	// see observe/otel and docs/observability.md). Give the SDK's
+	// TracerProvider otel.IDGenerator (observe/otel) for trace IDs derived
+	// from run IDs. Message content is recorded only when
+	// OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT asks for it.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	// telemetry is the observer serving TracerProvider and MeterProvider,
+	// shared with the run's sub-agents.
+	telemetry *otelobs.Observer
 }
 
 // Run carries out task until the loop core finishes it. The Result is
@@ -232,6 +249,9 @@ func newRun(task *Task, cfg *Config) (*run, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if err := cfg.startTelemetry(); err != nil {
+		return nil, err
+	}
 	r := &run{cfg: *cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks, childLog: childLog{obs: cfg.ChildObservers}}
 	for _, o := range cfg.Observers {
 		if to, ok := o.(observe.TextObserver); ok {
@@ -239,6 +259,35 @@ func newRun(task *Task, cfg *Config) (*run, error) {
 		}
 	}
 	return r, nil
+}
+
+// startTelemetry adds the observer of TracerProvider and MeterProvider to
+// the run's observers, once per run tree.
+func (cfg *Config) startTelemetry() error {
+	if cfg.telemetry == nil && (cfg.TracerProvider != nil || cfg.MeterProvider != nil) {
+		name := ""
+		if n, ok := cfg.Model.(model.Named); ok {
+			name = n.Name()
+		}
+		tel, err := otelobs.New(otelobs.Config{TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, Model: name,
+			CaptureContent: otelobs.CaptureContentFromEnv(os.Getenv)})
+		if err != nil {
+			return fmt.Errorf("runner: telemetry: %w", err)
+		}
+		cfg.telemetry = tel
+	}
+	if cfg.telemetry != nil {
+		cfg.Observers = append(slices.Clip(cfg.Observers), cfg.telemetry)
+	}
+	return nil
+}
+
+// telemetryStopped tells the telemetry observer that this process no
+// longer drives the run.
+func (r *run) telemetryStopped() {
+	if r.cfg.telemetry != nil {
+		r.cfg.telemetry.Stopped(r.cfg.RunID, r.now())
+	}
 }
 
 func (r *run) record(e observe.Entry) {
@@ -283,6 +332,8 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 // drive feeds queue to the machine and carries out its commands until the
 // run finishes or waits for a person.
 func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error) {
+	// A run left waiting for a person, or broken off, has spans open.
+	defer r.telemetryStopped()
 	for len(queue) > 0 {
 		// Appends only write past the queue's end, so the entry may point
 		// into it without a copy.

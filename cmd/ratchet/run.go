@@ -70,6 +70,9 @@ tool calls %d, total tokens %d, cost %s, time %s.
 
 The model comes from --model, else the task file's model:, else $RATCHET_MODEL.
 Model strings (docs/providers.md): %s.
+
+Traces and metrics go to OpenTelemetry when the OTEL_* variables ask, e.g.
+OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 (docs/observability.md).
 `, d.Steps, d.ModelCalls, d.ToolCalls, d.TotalTokens, d.Cost, d.Time, provider.Options)
 	}
 }
@@ -270,6 +273,15 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		closeLog = func() error { return errors.Join(jl.Flush(), lf.Close()) }
 	}
 	cfg.Human = m.human(f)
+	// Spans and metrics, when the OTEL_* variables ask for them; flushed
+	// as the command returns, also after SIGINT or SIGTERM cancelled the run.
+	tel, err := m.startTelemetry(context.Background())
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "%s: telemetry: %v\n", name, err)
+		return exitUsage
+	}
+	defer tel.shutdown()
+	tel.configure(&cfg)
 
 	stopTicking := tick(ticking)
 	res, runErr := start(cfg)
