@@ -1,10 +1,12 @@
 package openai
 
 import (
-	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/ratchetloop/ratchet/model/retry"
 )
 
 // assembler builds a reply from streamed chunks. Tool calls arrive as
@@ -62,8 +64,9 @@ func (a *assembler) add(c openai.ChatCompletionChunk) string {
 }
 
 func (a *assembler) reply() (reply, error) {
-	if a.chunks == 0 {
-		return reply{}, errors.New("stream ended without a chunk")
+	if a.chunks == 0 || a.r.finish == "" {
+		// Every complete stream says why it finished.
+		return reply{}, fmt.Errorf("stream ended before a finish reason (%d chunks): %w", a.chunks, retry.ErrIncomplete)
 	}
 	r := a.r
 	r.text = a.text.String()
