@@ -133,7 +133,7 @@ func New(cfg Config) (*Model, error) {
 	opts := []option.RequestOption{
 		option.WithAPIKey(cmp.Or(cfg.APIKey, "none")), // local servers ignore it; the SDK wants one
 		option.WithMaxRetries(0),                      // retries are model/retry's, so that each is reported
-		option.WithHTTPClient(&http.Client{Transport: m.transport}),
+		option.WithHTTPClient(&http.Client{Transport: watchDone{m.transport}}),
 	}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
@@ -190,7 +190,8 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 
 func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParams) (reply, error) {
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
-	s := m.client.Chat.Completions.NewStreaming(ctx, params)
+	done := &doneFlag{}
+	s := m.client.Chat.Completions.NewStreaming(context.WithValue(ctx, doneKey{}, done), params)
 	defer s.Close()
 	var a assembler
 	onText := model.HooksFrom(ctx).OnText
@@ -206,7 +207,7 @@ func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParam
 		}
 		return reply{}, err
 	}
-	return a.reply()
+	return a.reply(done.seen)
 }
 
 func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error) {
