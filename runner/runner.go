@@ -24,6 +24,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
@@ -120,6 +121,12 @@ type Config struct {
 	// time although children run in parallel; Entry.Run names the child.
 	// A child's log is kept in the Store either way.
 	ChildObservers []observe.Observer
+	// Redactor knows the secrets the run holds (provider keys, MCP header
+	// values, expanded ${VAR}s): each is replaced by [redacted] in every
+	// event before the core, the observers or the store see it, in the
+	// spec's texts, in streamed text and in the errors Run returns. Nil
+	// means no secrets are known.
+	Redactor *redact.Redactor
 }
 
 // Run carries out task until the loop core finishes it. The Result is
@@ -129,9 +136,10 @@ type Config struct {
 func Run(ctx context.Context, task Task, cfg Config) (loop.Result, error) {
 	r, err := newRun(&task, &cfg)
 	if err != nil {
-		return loop.Result{}, err
+		return loop.Result{}, cfg.Redactor.Error(err)
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	return res, cfg.Redactor.Error(err)
 }
 
 // Spec returns the loop core's description of t and the verifiers by check
@@ -227,6 +235,7 @@ func newRun(task *Task, cfg *Config) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	redactSpec(cfg.Redactor, &spec)
 	m, err := loop.New(spec)
 	if err != nil {
 		return nil, err
@@ -256,6 +265,8 @@ func (r *run) record(e observe.Entry) {
 			r.saveErr = fmt.Errorf("encode entry %d: %w", e.Seq, err)
 			return
 		}
+		// Every event was redacted on its way in; this catches what was not.
+		data = r.cfg.Redactor.Bytes(data)
 		r.unsaved = append(r.unsaved, store.Entry{Seq: e.Seq, Kind: string(e.Kind), At: e.At, Data: data})
 	}
 }
@@ -304,6 +315,7 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if r.prerecorded > 0 {
 			r.prerecorded--
 		} else {
+			r.admit(ev)
 			r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
 		}
 		if err := r.m.Step(*ev); err != nil {
@@ -363,7 +375,7 @@ func answers(cmds []loop.Command) int {
 // but the run still ends with exactly one Result.
 func (r *run) stepFailed(err error) (loop.Result, error) {
 	r.m.Advance()
-	r.m.Abort("runner: " + err.Error())
+	r.m.Abort("runner: " + r.cfg.Redactor.String(err.Error()))
 	res, _ := r.m.Result()
 	return res, fmt.Errorf("runner: %w", err)
 }
@@ -482,6 +494,7 @@ func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 		}
 	}()
 	resp, err := r.cfg.Model.Generate(r.withHooks(ctx, c), *c.Request)
+	r.endText(c)
 	if err != nil {
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, EventDetail: &loop.EventDetail{Error: failure(ctx, err)}}
 	}
@@ -494,6 +507,9 @@ type callHooks struct {
 	r    *run
 	id   string
 	text []observe.TextObserver
+	// stream redacts the streamed text, holding back what could be the
+	// start of a secret until the next piece or the call's end.
+	stream redact.Stream
 }
 
 func (h *callHooks) retry(rt model.Retry) {
@@ -503,6 +519,9 @@ func (h *callHooks) retry(rt model.Retry) {
 }
 
 func (h *callHooks) streamed(d string) {
+	if d = h.stream.Next(d); d == "" {
+		return
+	}
 	for _, to := range h.text {
 		to.ObserveText(h.r.cfg.RunID, h.id, d)
 	}
@@ -534,10 +553,22 @@ func (r *run) withHooks(ctx context.Context, c *loop.Command) context.Context {
 		}
 	}
 	r.single.id = c.ID
+	r.single.stream = redact.Stream{Redactor: r.cfg.Redactor}
 	if ctx != r.hookParent {
 		r.hookParent, r.hookCtx = ctx, model.WithHooks(ctx, r.single.model(false))
 	}
 	return r.hookCtx
+}
+
+// endText shows what the redacting stream of call c held back.
+func (r *run) endText(c *loop.Command) {
+	if h := r.single; h != nil && h.id == c.ID && len(h.text) > 0 && !r.batch && c.Request.Purpose != model.PurposeSample {
+		if rest := h.stream.Flush(); rest != "" {
+			for _, to := range h.text {
+				to.ObserveText(r.cfg.RunID, h.id, rest)
+			}
+		}
+	}
 }
 
 // failure classifies err, naming the time budget when the command's
@@ -589,6 +620,7 @@ func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Eve
 		defer r.recordMu.Unlock()
 		ev := toolEvent(res)
 		ev.At = r.now()
+		r.admit(&ev)
 		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
 		if len(queue) < len(calls)-1 {
 			// The last result is saved with the commands it leads to. No
