@@ -74,4 +74,8 @@ if [ $# -eq 0 ]; then
 	# enlarges every frame.
 	echo "== go test (without -race: stack size)"
 	go test -count=1 -run '^TestRunStackStaysSmall$' ./runner
+
+	# Fuzzers of what hostile text meets, a few seconds each beyond their seeds.
+	echo "== go test -fuzz"
+	go test -run '^$' -fuzz '^FuzzPrinter$' -fuzztime 5s ./observe
 fi
