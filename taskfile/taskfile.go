@@ -24,6 +24,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
@@ -798,6 +799,10 @@ type Env struct {
 	// Getenv reads the environment for ${NAME} references in the mcp:
 	// section; nil reads nothing.
 	Getenv func(string) string
+	// Secrets, when set, is taught every value a ${NAME} expands to from
+	// the environment and every MCP header value, so that none of them is
+	// ever printed or stored.
+	Secrets *redact.Redactor
 }
 
 // Verifiers builds the file's checks. Errors name the check's line.

@@ -212,6 +212,7 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		closeLog = func() error { return errors.Join(jl.Flush(), lf.Close()) }
 	}
 	cfg.Human = m.human(f)
+	cfg.Redactor = m.secrets
 
 	res, runErr := start(cfg)
 	logErr := closeLog()
@@ -404,7 +405,7 @@ func (m *Main) loadTask(ctx context.Context, path string, f *runFlags) (runner.T
 // that their tools' names clash neither with builtin's nor with each
 // other's. Problems name the server's line in the file.
 func (m *Main) startMCP(ctx context.Context, tf *taskfile.File, builtin []tool.Tool, quiet bool) ([]*mcp.Server, error) {
-	cfgs, err := tf.MCPConfigs(taskfile.Env{Getenv: m.Getenv})
+	cfgs, err := tf.MCPConfigs(taskfile.Env{Getenv: m.Getenv, Secrets: m.secrets})
 	if err != nil {
 		return nil, err
 	}
@@ -566,7 +567,7 @@ func (m *Main) checkEnv(generator string, allowUnsafe bool) taskfile.Env {
 
 // terminalWidth is w's width in columns when it is a terminal, else 0.
 func terminalWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr }) // an *os.File, or a redact.Writer on one
 	if !ok {
 		return 0
 	}
@@ -578,7 +579,7 @@ func terminalWidth(w io.Writer) int {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
