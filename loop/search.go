@@ -416,7 +416,29 @@ func (m *Machine) acceptWinner() {
 		}
 		reason += fmt.Sprintf(" (holdout: %d of %d passed)", h-failed, h)
 	}
+	self := selfJudged(a.Verdicts)
+	if self != "" {
+		reason += "; " + self
+	}
 	m.stop(Done, reason)
+	m.st.Result.SelfJudged = self != ""
+}
+
+// selfJudged says in words that verdicts, an accepted attempt's, are all
+// self-judged (verify.Self: a vote, a grader that is not independent), so
+// that nothing independent confirmed it; "" when one check was independent.
+func selfJudged(verdicts []verify.Verdict) string {
+	var names []string
+	for _, v := range verdicts {
+		if v.Provenance != verify.Self {
+			return ""
+		}
+		names = append(names, v.Check)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "accepted on self-judged checks alone (" + strings.Join(names, ", ") + "): the generator judged itself, and no independent check confirmed the answer"
 }
 
 // reject feeds back the most informative failure of the search.

@@ -213,3 +213,32 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestSelfJudgedResult: a run accepted on self-judged checks alone says so
+// in its Result; one independent check among them makes it an ordinary done.
+func TestSelfJudgedResult(t *testing.T) {
+	self := verify.Func{CheckName: "vote", Prov: verify.Self, Fn: func(context.Context, verify.Candidate) (verify.Verdict, error) {
+		return verify.Verdict{OK: true, Confidence: 1}, nil
+	}}
+	for _, tc := range []struct {
+		checks []verify.Verifier
+		self   bool
+	}{
+		{[]verify.Verifier{self}, true},
+		{[]verify.Verifier{self, verify.Equals("5")}, false},
+	} {
+		m := &playModel{turns: []playTurn{{calls: []model.Block{finishCall("c1", "5")}}}}
+		task := runner.Task{Goal: "g", Checks: verify.Tiers{Expensive: tc.checks}, Budget: budget.Limits{Steps: 3, Time: 10 * time.Second}}
+		res, err := runner.Run(context.Background(), task, runner.Config{Model: m})
+		if err != nil || res.Status != loop.Done {
+			t.Fatalf("%s, %v", res.Status, err)
+		}
+		words := strings.Contains(res.Reason, "accepted on self-judged checks alone (vote)")
+		if res.SelfJudged != tc.self || words != tc.self {
+			t.Errorf("%d checks: self_judged %v, reason %q; want self-judged %v, said in words", len(tc.checks), res.SelfJudged, res.Reason, tc.self)
+		}
+		if b, _ := json.Marshal(res); strings.Contains(string(b), `"self_judged":true`) != tc.self {
+			t.Errorf("result JSON %s", b)
+		}
+	}
+}
