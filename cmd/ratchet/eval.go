@@ -130,6 +130,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		Concurrency: *conc,
 		NoLogs:      *noLogs,
 		Load:        m.evalLoader(suite, *mdl, *unsafeSandbox),
+		Redactor:    m.secrets,
 	}
 	if !*quiet {
 		cfg.Progress, cfg.Live = m.Stderr, isTerminal(m.Stderr)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,6 +37,7 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 		where = m.Getenv("RATCHET_DB")
 	}
 	if isPostgresDSN(where) {
+		m.secrets.Add(dsnPassword(where)) // a connection error may quote the DSN
 		s, err := postgres.Open(ctx, where)
 		if err != nil {
 			return nil, fmt.Errorf("run database (PostgreSQL): %w", err)
@@ -388,6 +390,21 @@ func indent(s string) string {
 func detail(s string) string {
 	if s = oneLine(s, 100); s != "" {
 		return ": " + s
+	}
+	return ""
+}
+
+// dsnPassword is the password in a PostgreSQL DSN, as a URL
+// (postgres://user:pw@host/db) or as key=value pairs (password=pw), or "".
+func dsnPassword(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		pw, _ := u.User.Password()
+		return pw
+	}
+	for _, field := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(field, "password="); ok {
+			return strings.Trim(v, "'")
+		}
 	}
 	return ""
 }

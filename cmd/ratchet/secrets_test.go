@@ -256,3 +256,16 @@ func lastLine(s, prefix string) string {
 	}
 	return ""
 }
+
+func TestDSNPassword(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"postgres://ratchet:s3cret-pw@db:5432/runs": "s3cret-pw",
+		"host=db dbname=runs password=s3cret-pw":    "s3cret-pw",
+		"host=db dbname=runs password='s3cret-pw'":  "s3cret-pw",
+		"postgres://db/runs":                        "",
+	} {
+		if got := dsnPassword(dsn); got != want {
+			t.Errorf("dsnPassword(%q) = %q, want %q", dsn, got, want)
+		}
+	}
+}
