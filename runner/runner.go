@@ -138,8 +138,7 @@ func Run(ctx context.Context, task Task, cfg Config) (loop.Result, error) {
 	if err != nil {
 		return loop.Result{}, cfg.Redactor.Error(err)
 	}
-	res, err := r.run(ctx)
-	return res, cfg.Redactor.Error(err)
+	return r.run(ctx)
 }
 
 // Spec returns the loop core's description of t and the verifiers by check
@@ -276,7 +275,8 @@ func (r *run) record(e observe.Entry) {
 // command (the calls of a tool turn, the checks of a tier) runs in parallel.
 // Carrying it out on this goroutine rather than handing it to another saves
 // a cross-thread wake-up per step, most of the cost of a fast step.
-func (r *run) run(ctx context.Context) (loop.Result, error) {
+func (r *run) run(ctx context.Context) (_ loop.Result, err error) {
+	defer func() { err = r.cfg.Redactor.Error(err) }()
 	start, err := r.begin(ctx)
 	if err != nil {
 		return loop.Result{}, err
