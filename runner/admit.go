@@ -18,9 +18,8 @@ import (
 // changes silently. The core and the log then hold the same text, so a
 // replay of the log decides exactly as the run did.
 func (r *run) admit(ev *loop.Event) {
-	var a admitter
-	a.red = r.cfg.Redactor.String
-	if r.cfg.Redactor.Len() == 0 {
+	a := admitter{red: r.cfg.Redactor}
+	if a.red.Len() == 0 {
 		a.red = nil
 	}
 	if ev.Reply != nil {
@@ -29,7 +28,7 @@ func (r *run) admit(ev *loop.Event) {
 			a.text(&b.Text)
 			a.text(&b.ID)
 			a.text(&b.Name)
-			if len(b.Input) > 0 {
+			if len(b.Input) > 0 && (a.red != nil || !utf8.Valid(b.Input)) {
 				in := string(b.Input)
 				if a.text(&in) {
 					b.Input = []byte(in)
@@ -74,7 +73,7 @@ func callOf(ev *loop.Event) string {
 // admitter cleans one event's strings, counting the invalid UTF-8 it
 // replaced.
 type admitter struct {
-	red     func(string) string // nil when there is no secret to replace
+	red     *redact.Redactor // nil when there is no secret to replace
 	invalid int
 }
 
@@ -86,7 +85,7 @@ func (a *admitter) text(s *string) bool {
 		out = strings.ToValidUTF8(out, "\uFFFD")
 	}
 	if a.red != nil {
-		out = a.red(out)
+		out = a.red.String(out)
 	}
 	if out == *s {
 		return false
