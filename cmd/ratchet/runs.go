@@ -335,7 +335,8 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 			Result   *loop.Result `json:"result,omitempty"`
 		}{row.ID, row.Status, row.Goal, row.Labels, row.Question, row.Created, res})
 	}
-	w := m.Stdout
+	// The text is a model's and its tools': shown escaped (observe.Escape).
+	w := escaper{m.Stdout}
 	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, row.Status, oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
 	if len(row.Labels) > 0 {
 		fmt.Fprintf(w, "labels:  %s\n", strings.Join(row.Labels, ", "))
@@ -407,4 +408,15 @@ func dsnPassword(dsn string) string {
 		}
 	}
 	return ""
+}
+
+// escaper writes text escaped for the terminal (observe.Escape), one
+// Write at a time: write whole lines.
+type escaper struct{ w io.Writer }
+
+func (e escaper) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(e.w, observe.Escape(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -269,3 +269,40 @@ func TestDSNPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestHostileTextIsEscaped: a reply that tries to clear the screen, retitle
+// the window and ring the bell is shown escaped by run and by show, and
+// no escape sequence is written when stdout is not a terminal.
+func TestHostileTextIsEscaped(t *testing.T) {
+	dir := write(t, map[string]string{
+		"task.yaml": "goal: Say hi.\nmodel: scripted:turns.yaml\nchecks: [{contains: hi}]\nbudget: {steps: 3, time: 1m}\n",
+		"turns.yaml": `turns:
+  - text: "\e[2J\e]0;pwned\a clearing"
+    finish: {answer: "hi \e[31mred\e[0m \x9b", confidence: 0.9}
+`,
+	})
+	env := map[string]string{"RATCHET_DB": filepath.Join(dir, "runs.db")}
+	c := run(t, env, "run", filepath.Join(dir, "task.yaml"))
+	c.wantCode(t, exitDone)
+	id := strings.Fields(strings.TrimPrefix(lastLine(c.stderr, "run: "), "run: "))[0]
+	show := run(t, env, "show", id)
+	show.wantCode(t, exitDone)
+	for name, out := range map[string]string{"run": c.stdout + c.stderr, "show": show.stdout + show.stderr} {
+		if at, bad := controlChar(out); bad {
+			t.Errorf("%s printed a raw control character near %q:\n%s", name, at, out)
+		}
+		if !strings.Contains(out, `\x1b[31mred`) {
+			t.Errorf("%s does not show the escape sequence escaped:\n%s", name, out)
+		}
+	}
+}
+
+// controlChar finds a control character other than newline and tab.
+func controlChar(s string) (string, bool) {
+	for i, r := range s {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+			return s[max(0, i-20):min(len(s), i+20)], true
+		}
+	}
+	return "", false
+}
