@@ -88,3 +88,9 @@ if [ $# -gt 0 ]; then
 else
 	go test -race -count=1 ./...
 fi
+
+if [ $# -eq 0 ]; then
+	# Fuzzers of what hostile text meets, a few seconds each beyond their seeds.
+	echo "== go test -fuzz"
+	go test -run '^$' -fuzz '^FuzzPrinter$' -fuzztime 5s ./observe
+fi

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sim"
 	"github.com/ratchetloop/ratchet/tool"
@@ -53,6 +54,9 @@ type Config struct {
 	NoLogs bool
 	// Now is the clock for wall times and ETAs; default time.Now.
 	Now func() time.Time
+	// Redactor knows the secrets the runs hold (runner.Config.Redactor):
+	// their logs and results never show them.
+	Redactor *redact.Redactor
 }
 
 // Outcome is what Run did.
@@ -208,7 +212,7 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 	for _, ch := range spec.Checks {
 		rec.Tiers[ch.Name] = ch.Tier
 	}
-	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat)}
+	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat), Redactor: cfg.Redactor}
 	var logW io.WriteCloser
 	var jl *observe.JSONL
 	if !cfg.NoLogs {

@@ -49,6 +49,10 @@ type Result struct {
 	Limits budget.Limits `json:"limits"`
 	// Question is the specific question for a person (escalated runs).
 	Question string `json:"question,omitempty"`
+	// SelfJudged marks a done run accepted on self-judged checks alone (a
+	// vote, a grader that is not independent of the generator): low
+	// signal. Reason says so in words.
+	SelfJudged bool `json:"self_judged,omitempty"`
 }
 
 // Attempt is one submitted candidate and what the checks said of it.

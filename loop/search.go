@@ -426,6 +426,7 @@ func (m *Machine) follow(v judgement) {
 		a := &m.st.Attempts[s.Winner-1]
 		a.Accepted = true
 		m.stop(Done, acceptance(*a))
+		m.st.Result.SelfJudged = selfJudged(a.Verdicts) != ""
 	case rejected:
 		s.conclude(m.st.Attempts)
 		a := m.st.Attempts[s.mostInformative(m.st.Attempts)-1]
@@ -457,7 +458,27 @@ func acceptance(a Attempt) string {
 		}
 		reason += fmt.Sprintf(" (holdout: %d of %d passed)", h-failed, h)
 	}
+	if self := selfJudged(a.Verdicts); self != "" {
+		reason += "; " + self
+	}
 	return reason
+}
+
+// selfJudged says in words that verdicts, an accepted attempt's, are all
+// self-judged (verify.Self: a vote, a grader that is not independent), so
+// that nothing independent confirmed it; "" when one check was independent.
+func selfJudged(verdicts []verify.Verdict) string {
+	var names []string
+	for _, v := range verdicts {
+		if v.Provenance != verify.Self {
+			return ""
+		}
+		names = append(names, v.Check)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "accepted on self-judged checks alone (" + strings.Join(names, ", ") + "): the generator judged itself, and no independent check confirmed the answer"
 }
 
 // confidenceLine finds a "CONFIDENCE: x" line; the last one wins.

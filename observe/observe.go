@@ -28,6 +28,10 @@ const (
 	// KindRetry records a transport retry of a model call. It is not a loop
 	// event: the core never sees it, and replay skips it.
 	KindRetry Kind = "retry"
+	// KindRepair records, in its Note, that the shell changed text on its
+	// way in (bytes that are not UTF-8 replaced), so that nothing changes
+	// silently. Like a retry, the core never sees it and replay skips it.
+	KindRepair Kind = "repair"
 )
 
 // Entry is one line of a run's log.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
@@ -15,7 +16,9 @@ import (
 
 // Printer shows a run as it goes: each step's thought and action, tool
 // results, verdicts and interventions as plain lines, and on a terminal one
-// live status line with budget use, rewritten in place.
+// live status line with budget use, rewritten in place. Every text it shows
+// passes through Escape: the live line's own \r\033[K is the only escape
+// sequence it writes, and only when Live.
 type Printer struct {
 	mu     sync.Mutex
 	w      io.Writer
@@ -38,6 +41,9 @@ type Printer struct {
 	// clock runs on while a model or tool is working.
 	lastSeen time.Time
 	waited   time.Duration
+	// partial is the start of a character split between two streamed
+	// pieces, held back until it is whole.
+	partial string
 }
 
 // PrinterConfig configures a Printer.
@@ -78,8 +84,9 @@ func (p *Printer) Observe(e Entry) {
 	case e.Note != nil:
 		p.note(e.Note)
 	case e.Retry != nil:
+		p.endStream() // a broken stream's text is shown again on the retry
 		r := e.Retry
-		p.printf("        ↻ %s: retry %d in %s", r.Reason, r.Attempt, r.Wait.Round(time.Millisecond))
+		p.printf("        ↻ %s: retry %d in %s", r.Reason, r.Attempt, r.Wait.Round(time.Millisecond).String())
 	}
 	p.drawLive()
 }
@@ -127,10 +134,34 @@ func (p *Printer) ObserveText(run, call, delta string) {
 		p.streamed = true
 		delta = strings.TrimLeft(delta, " \n")
 	}
-	fmt.Fprint(p.w, delta)
+	delta = p.partial + delta
+	p.partial = ""
+	// Hold back a character cut in two, so that its halves are not each
+	// escaped as bytes that are not UTF-8.
+	for i := 1; i <= utf8.UTFMax-1 && i <= len(delta); i++ {
+		if tail := delta[len(delta)-i:]; utf8.RuneStart(tail[0]) {
+			if !utf8.FullRuneInString(tail) {
+				delta, p.partial = delta[:len(delta)-i], tail
+			}
+			break
+		}
+	}
+	fmt.Fprint(p.w, Escape(delta))
 }
 
-func (p *Printer) printf(format string, args ...any) { fmt.Fprintf(p.w, format+"\n", args...) }
+// endStream ends the line of streamed text, if one is being shown.
+func (p *Printer) endStream() {
+	if !p.streamed {
+		return
+	}
+	fmt.Fprintln(p.w, Escape(p.partial))
+	p.streamed, p.partial = false, ""
+}
+
+// printf prints a line; every string argument is escaped (Escape).
+func (p *Printer) printf(format string, args ...any) {
+	fmt.Fprintf(p.w, format+"\n", escapeArgs(args)...)
+}
 
 func (p *Printer) command(c *loop.Command) {
 	switch c.Type {
@@ -165,9 +196,8 @@ func (p *Printer) command(c *loop.Command) {
 }
 
 func (p *Printer) event(ev *loop.Event) {
-	if p.streamed && ev.Type != loop.EventModelReply { // a stream cut off
-		fmt.Fprintln(p.w)
-		p.streamed = false
+	if ev.Type != loop.EventModelReply { // a stream cut off
+		p.endStream()
 	}
 	if !ev.At.IsZero() {
 		p.used.Time = max(p.used.Time, ev.At.Sub(p.startOr(ev.At)))
@@ -186,8 +216,8 @@ func (p *Printer) event(ev *loop.Event) {
 		// nothing (blank text, tool calls shown by run_tools) must not use it up.
 		first, acts, streamed := true, false, p.streamed
 		if streamed { // the text is on screen already, after the label
-			fmt.Fprintln(p.w)
-			first, p.streamed = false, false
+			p.endStream()
+			first = false
 		}
 		line := func(text string) {
 			prefix := "        "
@@ -301,7 +331,7 @@ func (p *Printer) drawLive() {
 			line = string(r[:p.width-2]) + "…"
 		}
 	}
-	fmt.Fprint(p.w, line)
+	fmt.Fprint(p.w, Escape(line))
 	p.shown = true
 }
 

@@ -39,8 +39,12 @@ func New(secrets ...string) *Redactor {
 }
 
 // Add teaches r more secrets. Values shorter than MinLength, and values
-// that occur inside Placeholder itself, are ignored.
+// that occur inside Placeholder itself, are ignored; so is everything on a
+// nil Redactor.
 func (r *Redactor) Add(secrets ...string) {
+	if r == nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	changed := false

@@ -152,3 +152,53 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamSplitSecret(t *testing.T) {
+	r := New("sk-canary-123456")
+	for _, pieces := range [][]string{
+		{"key: sk-can", "ary-123456 done"},
+		{"k", "ey: s", "k-canary-12345", "6", " done"},
+		{"key: sk-canary-123456 done"},
+	} {
+		s := Stream{Redactor: r}
+		var got strings.Builder
+		for _, p := range pieces {
+			out := s.Next(p)
+			if strings.Contains(out, "canary") {
+				t.Errorf("%q: Next showed part of the secret: %q", pieces, out)
+			}
+			got.WriteString(out)
+		}
+		got.WriteString(s.Flush())
+		if got.String() != "key: [redacted] done" {
+			t.Errorf("%q: streamed %q", pieces, got.String())
+		}
+	}
+	// A tail that only looks like a secret's start is shown once settled.
+	s := Stream{Redactor: r}
+	if out := s.Next("so sk-"); out != "so " {
+		t.Errorf("Next = %q, want the possible secret held back", out)
+	}
+	if out := s.Next("lite"); out != "sk-lite" {
+		t.Errorf("Next = %q, want the held text released", out)
+	}
+	var nilStream Stream
+	if nilStream.Next("abc") != "abc" || nilStream.Flush() != "" {
+		t.Error("a zero Stream must pass text through")
+	}
+}
+
+func TestWriter(t *testing.T) {
+	var b strings.Builder
+	w := NewWriter(New("sk-canary-123456"), &b)
+	n, err := fmt.Fprintf(w, "error: bad key sk-canary-123456\n")
+	if err != nil || n != len("error: bad key sk-canary-123456\n") {
+		t.Errorf("Fprintf = %d, %v", n, err)
+	}
+	if b.String() != "error: bad key [redacted]\n" {
+		t.Errorf("wrote %q", b.String())
+	}
+	if w.Fd() != ^uintptr(0) {
+		t.Error("a writer without a file has no Fd")
+	}
+}

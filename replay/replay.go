@@ -86,8 +86,10 @@ func Run(records []observe.Record) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("replay: the recorded spec: %w", err)
 	}
-	// Retries are the transport's, not the core's: skip them.
-	records = slices.DeleteFunc(slices.Clone(records), func(r observe.Record) bool { return r.Kind == observe.KindRetry })
+	// Retries and repairs are the shell's, not the core's: skip them.
+	records = slices.DeleteFunc(slices.Clone(records), func(r observe.Record) bool {
+		return r.Kind == observe.KindRetry || r.Kind == observe.KindRepair
+	})
 	sum := Summary{Run: records[0].Run}
 	i := 1
 	for i < len(records) {

@@ -116,7 +116,7 @@ func (r *run) finish(ctx context.Context, final *loop.Result) (loop.Result, erro
 // abort ends the run failed because the store broke: what could not be
 // written is lost, so the run must not go on.
 func (r *run) abort(err error) (loop.Result, error) {
-	r.m.Abort("runner: " + err.Error())
+	r.m.Abort("runner: " + r.cfg.Redactor.String(err.Error()))
 	res, _ := r.m.Result()
 	return res, fmt.Errorf("runner: %w", err)
 }
@@ -182,7 +182,8 @@ var ErrFinished = errors.New("run has finished")
 // non-idempotent one is answered UnknownOutcome, and model calls in flight
 // are made again (and charged). task must compile to the spec the run
 // started with.
-func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loop.Result, error) {
+func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (_ loop.Result, err error) {
+	defer func() { err = cfg.Redactor.Error(err) }()
 	if cfg.Store == nil || cfg.RunID == "" {
 		return loop.Result{}, errors.New("runner: resume needs a store and a run ID")
 	}

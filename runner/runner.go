@@ -30,6 +30,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
 	otelobs "github.com/ratchetloop/ratchet/observe/otel"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
@@ -138,6 +139,12 @@ type Config struct {
 	// telemetry is the observer serving TracerProvider and MeterProvider,
 	// shared with the run's sub-agents.
 	telemetry *otelobs.Observer
+	// Redactor knows the secrets the run holds (provider keys, MCP header
+	// values, expanded ${VAR}s): each is replaced by [redacted] in every
+	// event before the core, the observers or the store see it, in the
+	// spec's texts, in streamed text and in the errors Run returns. Nil
+	// means no secrets are known.
+	Redactor *redact.Redactor
 }
 
 // Run carries out task until the loop core finishes it. The Result is
@@ -147,7 +154,7 @@ type Config struct {
 func Run(ctx context.Context, task Task, cfg Config) (loop.Result, error) {
 	r, err := newRun(&task, &cfg)
 	if err != nil {
-		return loop.Result{}, err
+		return loop.Result{}, cfg.Redactor.Error(err)
 	}
 	return r.run(ctx)
 }
@@ -235,6 +242,7 @@ func newRun(task *Task, cfg *Config) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	redactSpec(cfg.Redactor, &spec)
 	m, err := loop.New(spec)
 	if err != nil {
 		return nil, err
@@ -270,7 +278,7 @@ func (cfg *Config) startTelemetry() error {
 			name = n.Name()
 		}
 		tel, err := otelobs.New(otelobs.Config{TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, Model: name,
-			CaptureContent: otelobs.CaptureContentFromEnv(os.Getenv)})
+			CaptureContent: otelobs.CaptureContentFromEnv(os.Getenv), Redactor: cfg.Redactor})
 		if err != nil {
 			return fmt.Errorf("runner: telemetry: %w", err)
 		}
@@ -302,6 +310,8 @@ func (r *run) record(e observe.Entry) {
 			r.saveErr = fmt.Errorf("encode entry %d: %w", e.Seq, err)
 			return
 		}
+		// Every event was redacted on its way in; this catches what was not.
+		data = r.cfg.Redactor.Bytes(data)
 		r.unsaved = append(r.unsaved, store.Entry{Seq: e.Seq, Kind: string(e.Kind), At: e.At, Data: data})
 	}
 }
@@ -311,7 +321,8 @@ func (r *run) record(e observe.Entry) {
 // command (the calls of a tool turn, the checks of a tier) runs in parallel.
 // Carrying it out on this goroutine rather than handing it to another saves
 // a cross-thread wake-up per step, most of the cost of a fast step.
-func (r *run) run(ctx context.Context) (loop.Result, error) {
+func (r *run) run(ctx context.Context) (_ loop.Result, err error) {
+	defer func() { err = r.cfg.Redactor.Error(err) }()
 	start := r.now()
 	if r.cfg.RunID == "" {
 		r.cfg.RunID = "run-" + strconv.FormatInt(start.UnixNano(), 10)
@@ -342,6 +353,7 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if r.prerecorded > 0 {
 			r.prerecorded--
 		} else {
+			r.admit(ev)
 			r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
 		}
 		if err := r.m.Step(*ev); err != nil {
@@ -384,7 +396,7 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 // but the run still ends with exactly one Result.
 func (r *run) stepFailed(err error) (loop.Result, error) {
 	r.m.Advance()
-	r.m.Abort("runner: " + err.Error())
+	r.m.Abort("runner: " + r.cfg.Redactor.String(err.Error()))
 	res, _ := r.m.Result()
 	return res, fmt.Errorf("runner: %w", err)
 }
@@ -473,7 +485,9 @@ func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
 		}
 	}()
-	resp, err := r.cfg.Model.Generate(r.withHooks(ctx, c), *c.Request)
+	hctx, h := r.withHooks(ctx, c)
+	resp, err := r.cfg.Model.Generate(hctx, *c.Request)
+	h.endText()
 	if err != nil {
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
 	}
@@ -486,6 +500,9 @@ type callHooks struct {
 	r    *run
 	id   string
 	text []observe.TextObserver
+	// stream redacts the streamed text, holding back what could be the
+	// start of a secret until the next piece or the call's end.
+	stream redact.Stream
 }
 
 func (h *callHooks) retry(rt model.Retry) {
@@ -495,6 +512,9 @@ func (h *callHooks) retry(rt model.Retry) {
 }
 
 func (h *callHooks) streamed(d string) {
+	if d = h.stream.Next(d); d == "" {
+		return
+	}
 	for _, to := range h.text {
 		to.ObserveText(h.r.cfg.RunID, h.id, d)
 	}
@@ -510,9 +530,24 @@ func (h *callHooks) model(sample bool) model.Hooks {
 
 // withHooks returns ctx carrying the hooks of call c. Sampled
 // alternatives run in parallel: their text is not streamed.
-func (r *run) withHooks(ctx context.Context, c *loop.Command) context.Context {
-	h := &callHooks{r: r, id: c.ID, text: r.text}
-	return model.WithHooks(ctx, h.model(c.Request.Purpose == model.PurposeSample))
+func (r *run) withHooks(ctx context.Context, c *loop.Command) (context.Context, *callHooks) {
+	h := &callHooks{r: r, id: c.ID, text: r.text, stream: redact.Stream{Redactor: r.cfg.Redactor}}
+	if c.Request.Purpose == model.PurposeSample {
+		h.text = nil
+	}
+	return model.WithHooks(ctx, h.model(c.Request.Purpose == model.PurposeSample)), h
+}
+
+// endText shows what the redacting stream held back once the call is over.
+func (h *callHooks) endText() {
+	if len(h.text) == 0 {
+		return
+	}
+	if rest := h.stream.Flush(); rest != "" {
+		for _, to := range h.text {
+			to.ObserveText(h.r.cfg.RunID, h.id, rest)
+		}
+	}
 }
 
 // failure classifies err, naming the time budget when the command's
@@ -560,6 +595,7 @@ func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Eve
 		defer r.recordMu.Unlock()
 		ev := toolEvent(res)
 		ev.At = r.now()
+		r.admit(&ev)
 		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
 		if len(queue) < len(calls)-1 {
 			// The last result is saved with the commands it leads to. No

@@ -12,6 +12,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/provider"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/tool"
@@ -53,6 +54,9 @@ type Config struct {
 	// Getenv reads the environment, for ${NAME} in the mcp: section and
 	// for the default OpenModel; nil means os.Getenv.
 	Getenv func(string) string
+	// Secrets, when set, is taught every value a ${NAME} in the file
+	// expands to and every MCP header value (Env.Secrets).
+	Secrets *redact.Redactor
 }
 
 // Run is what a task file starts: the task with its live tools and checks,
@@ -193,7 +197,7 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 	}
 	r.Model = mdl
 	if len(f.MCP) > 0 {
-		servers, err := startMCP(ctx, &f, r.Task.Tools, b.cfg.Getenv)
+		servers, err := startMCP(ctx, &f, r.Task.Tools, Env{Getenv: b.cfg.Getenv, Secrets: b.cfg.Secrets})
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +250,7 @@ func (b *builder) modelSpec(f *File) (spec, base string) {
 // checks builds the task's and the sub-agents' checks, reporting the
 // problems of both at once.
 func (b *builder) checks(f *File, generator string) error {
-	env := Env{OpenModel: b.cfg.OpenModel, Generator: generator, Sandbox: b.cfg.Sandbox, Getenv: b.cfg.Getenv}
+	env := Env{OpenModel: b.cfg.OpenModel, Generator: generator, Sandbox: b.cfg.Sandbox, Getenv: b.cfg.Getenv, Secrets: b.cfg.Secrets}
 	var problems Problems
 	collect := func(err error) error {
 		var ps Problems
@@ -316,8 +320,8 @@ func execConfig(caps map[string]tool.OutputCaps) tool.ExecConfig {
 // startMCP connects to the file's MCP servers, all at once, and checks that
 // their tools' names clash neither with builtin's nor with each other's.
 // Problems name the server's line in the file.
-func startMCP(ctx context.Context, f *File, builtin []tool.Tool, getenv func(string) string) ([]*mcp.Server, error) {
-	cfgs, err := f.MCPConfigs(Env{Getenv: getenv})
+func startMCP(ctx context.Context, f *File, builtin []tool.Tool, env Env) ([]*mcp.Server, error) {
+	cfgs, err := f.MCPConfigs(env)
 	if err != nil {
 		return nil, err
 	}

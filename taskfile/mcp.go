@@ -248,6 +248,7 @@ func (f *File) MCPConfigs(env Env) ([]mcp.Config, error) {
 			return f.Dir, true
 		}
 		v := getenv(name)
+		env.Secrets.Add(v)
 		return v, v != ""
 	}
 	var errs Problems
@@ -291,6 +292,9 @@ func (f *File) MCPConfigs(env Env) ([]mcp.Config, error) {
 		}
 		for _, msg := range problems {
 			errs = append(errs, Problem{File: f.Path, Line: s.Line, Msg: fmt.Sprintf("mcp server %s: %s", s.Name, msg)})
+		}
+		for _, v := range cfg.Headers {
+			env.Secrets.Add(v)
 		}
 		cfgs = append(cfgs, cfg)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
@@ -61,6 +62,10 @@ type File struct {
 	// CopyWorkspace runs the task on a fresh copy of the workspace, leaving
 	// the original untouched.
 	CopyWorkspace bool
+	// AllowSelfReview accepts a task whose gate checks are all self-judged
+	// (vote, a grader that is not independent of the generator): such a
+	// run's done carries no independent evidence, and says so.
+	AllowSelfReview bool
 	// Permissions decide which tool calls run, need a person's approval or
 	// are refused; first match wins, no match allows.
 	Permissions []loop.Permission
@@ -130,6 +135,9 @@ type GraderSpec struct {
 	Rubric          []RubricPoint
 	PassMark        int
 	AllowSelfReview bool
+	// Independent says the grader is independent of the generator whatever
+	// their names say (see check.GraderConfig.Independent).
+	Independent bool
 }
 
 // RubricPoint is one named point of a rubric.
@@ -269,7 +277,7 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "reference", "min_strength":
 			p.strengthField(key, v)
@@ -295,6 +303,8 @@ func (p *parser) top(n *yaml.Node) {
 			p.effort(v)
 		case "copy_workspace":
 			p.f.CopyWorkspace = p.bool(v, key)
+		case "allow_self_review":
+			p.f.AllowSelfReview = p.bool(v, key)
 		case "goal":
 			goal = v
 			p.f.Goal = strings.TrimSpace(p.str(v, key))
@@ -727,7 +737,7 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 	case "grader":
 		g := &GraderSpec{}
 		c.Grader = g
-		p.fields(v, "grader", []string{"model", "rubric", "pass_mark", "allow_self_review"}, func(k string, n *yaml.Node) {
+		p.fields(v, "grader", []string{"model", "rubric", "pass_mark", "allow_self_review", "independent"}, func(k string, n *yaml.Node) {
 			switch k {
 			case "model":
 				g.Model = p.str(n, "grader.model")
@@ -735,6 +745,8 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 				g.PassMark = p.int(n, "grader.pass_mark", 1)
 			case "allow_self_review":
 				g.AllowSelfReview = p.bool(n, "grader.allow_self_review")
+			case "independent":
+				g.Independent = p.bool(n, "grader.independent")
 			case "rubric":
 				for _, item := range p.nodes(n, "grader.rubric") {
 					var pt RubricPoint
@@ -823,10 +835,33 @@ type Env struct {
 	// Getenv reads the environment for ${NAME} references in the mcp:
 	// section; nil reads nothing.
 	Getenv func(string) string
+	// Secrets, when set, is taught every value a ${NAME} expands to from
+	// the environment and every MCP header value, so that none of them is
+	// ever printed or stored.
+	Secrets *redact.Redactor
 }
 
-// Verifiers builds the file's checks. Errors name the check's line.
-func (f *File) Verifiers(env Env) (verify.Tiers, error) { return f.verifiers(f.Checks, env) }
+// Verifiers builds the file's checks. Errors name the check's line. A file
+// whose gate checks are all self-judged is refused unless AllowSelfReview.
+func (f *File) Verifiers(env Env) (verify.Tiers, error) {
+	t, err := f.verifiers(f.Checks, env)
+	if err != nil || f.AllowSelfReview {
+		return t, err
+	}
+	var names []string
+	for _, v := range slices.Concat(t.Cheap, t.Expensive) {
+		if v.Provenance() != verify.Self {
+			return t, nil
+		}
+		names = append(names, v.Name())
+	}
+	if len(names) == 0 {
+		return t, nil
+	}
+	return t, Problems{{File: f.Path, Line: f.Checks[0].Line, Msg: fmt.Sprintf(
+		"every gate check is self-judged (%s): the generator would be judging itself, so done would carry no independent evidence; add an independent check (equals, exec, a grader of another provider and model family), or set allow_self_review: true to accept self-judged runs, which say so in their result",
+		strings.Join(names, ", "))}}
+}
 
 func (f *File) verifiers(checks []Check, env Env) (verify.Tiers, error) {
 	var t verify.Tiers
@@ -896,7 +931,7 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 			rubric[i] = check.Point{Name: p.Name, Description: p.Description}
 		}
 		return check.Grader(check.GraderConfig{
-			Model: m, ModelName: c.Grader.Model, GeneratorName: env.Generator, AllowSelfReview: c.Grader.AllowSelfReview,
+			Model: m, ModelName: c.Grader.Model, GeneratorName: env.Generator, AllowSelfReview: c.Grader.AllowSelfReview, Independent: c.Grader.Independent,
 			Rubric: rubric, PassMark: c.Grader.PassMark, Goal: f.Goal,
 		})
 	case "exec":

@@ -13,6 +13,8 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/tool"
@@ -426,7 +428,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength, allow_self_review)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
@@ -656,5 +658,42 @@ p.yaml:8: unknown field "colour" in permission (known: tool, args, action)`
 	}
 	if diff := cmp.Diff(wantErr, err.Error()); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// TestSelfJudgedGate: a task whose gate checks are all self-judged (a vote,
+// a grader sharing the generator's provider) is refused unless it says
+// allow_self_review; one independent check, or a holdout aside, changes
+// nothing about that; a grader named independent counts as independent.
+func TestSelfJudgedGate(t *testing.T) {
+	grader := func(extra string) string {
+		return "  - grader: {model: scripted:g.yaml, rubric: [{name: a, description: b}]" + extra + "}\n"
+	}
+	env := taskfile.Env{Generator: "scripted:turns.yaml", OpenModel: func(string, string) (model.Model, error) {
+		return scripted.New(scripted.Script{}, scripted.Config{Quiet: true})
+	}}
+	for _, tc := range []struct {
+		name, file string
+		refused    bool
+	}{
+		{"a vote alone", "checks:\n  - vote: {}\n", true},
+		{"a vote and a holdout", "checks:\n  - vote: {}\n  - equals: a\n    tier: holdout\n", true},
+		{"a self-review grader", "checks:\n" + grader(", allow_self_review: true"), true},
+		{"a vote and a self-review grader", "checks:\n  - vote: {}\n" + grader(", allow_self_review: true"), true},
+		{"allowed", "allow_self_review: true\nchecks:\n  - vote: {}\n", false},
+		{"a vote and an equals", "checks:\n  - vote: {}\n  - equals: a\n", false},
+		{"a grader named independent", "checks:\n" + grader(", independent: true"), false},
+	} {
+		f, err := taskfile.Parse([]byte("goal: g\n"+tc.file), "t.yaml")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		_, err = f.Verifiers(env)
+		switch {
+		case tc.refused && (err == nil || !strings.Contains(err.Error(), "t.yaml:3: every gate check is self-judged") || !strings.Contains(err.Error(), "allow_self_review: true")):
+			t.Errorf("%s: error %v, want the self-judged gate refused at line 3", tc.name, err)
+		case !tc.refused && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		}
 	}
 }

@@ -128,6 +128,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		Concurrency: *conc,
 		NoLogs:      *noLogs,
 		Load:        m.evalLoader(suite, *mdl, *unsafeSandbox),
+		Redactor:    m.secrets,
 	}
 	if !*quiet {
 		cfg.Progress, cfg.Live = m.Stderr, isTerminal(m.Stderr)
@@ -191,6 +192,7 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) f
 			OpenModel:     func(spec, base string) (model.Model, error) { return m.openEvalModel(spec, base, notice) },
 			Sandbox:       m.sandbox(unsafeSandbox),
 			Getenv:        m.Getenv,
+			Secrets:       m.secrets,
 		}
 		switch {
 		case modelFlag != "":

@@ -35,8 +35,12 @@ import (
 const selfMCPEnv = "RATCHET_CMD_TEST_MCP"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(selfMCPEnv) == "1" {
+	switch {
+	case os.Getenv(selfMCPEnv) == "1":
 		serveSelfMCP()
+		return
+	case os.Getenv(envServerVar) == "1": // secrets_test.go
+		serveEnvPrinter()
 		return
 	}
 	os.Exit(m.Run())

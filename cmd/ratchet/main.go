@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/ratchetloop/ratchet/redact"
 )
 
 // Exit codes.
@@ -40,6 +42,14 @@ type Main struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// Environ lists the environment as NAME=value; nil means os.Environ.
+	// The values of variables whose names look secret are redacted.
+	Environ func() []string
+
+	// secrets knows every secret this process holds: set up by Run, and
+	// taught more as the task file's ${VAR}s and MCP headers are expanded.
+	// Everything printed goes through it.
+	secrets *redact.Redactor
 
 	// notices, when set, is where notices printed during a run go (a
 	// model's), so that they land above the live status line, not on it.
@@ -90,6 +100,7 @@ failure, 4 waiting for a person.
 
 // Run dispatches to a subcommand and returns the exit code.
 func (m *Main) Run(ctx context.Context, args []string) int {
+	m.guard()
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
 		return exitUsage
@@ -132,4 +143,21 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(m.Stderr, "ratchet: unknown command %q\n\n%s", args[0], usage)
 	return exitUsage
+}
+
+// guard sets up m.secrets from the environment and makes everything m
+// prints go through it.
+func (m *Main) guard() {
+	if m.secrets != nil {
+		return
+	}
+	environ := m.Environ
+	if environ == nil {
+		environ = os.Environ
+	}
+	m.secrets = redact.New(redact.FromEnviron(environ())...)
+	for _, name := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
+		m.secrets.Add(m.Getenv(name)) // read through Getenv, which tests replace
+	}
+	m.Stdout, m.Stderr = redact.NewWriter(m.secrets, m.Stdout), redact.NewWriter(m.secrets, m.Stderr)
 }

@@ -282,6 +282,8 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	}
 	defer tel.shutdown()
 	tel.configure(&cfg)
+	m.secrets.Add(tel.Secrets...) // the OTLP headers' values (API keys)
+	cfg.Redactor = m.secrets
 
 	stopTicking := tick(ticking)
 	res, runErr := start(cfg)
@@ -382,6 +384,7 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		OpenModel:     m.openModel,
 		Sandbox:       m.sandbox(f.unsafeSandbox),
 		Getenv:        m.Getenv,
+		Secrets:       m.secrets,
 	})
 	if err != nil {
 		return nil, err
@@ -524,7 +527,7 @@ func (m *Main) sandbox(allowUnsafe bool) func() (sandbox.Runner, error) {
 
 // terminalWidth is w's width in columns when it is a terminal, else 0.
 func terminalWidth(w io.Writer) int {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr }) // an *os.File, or a redact.Writer on one
 	if !ok {
 		return 0
 	}
@@ -536,7 +539,7 @@ func terminalWidth(w io.Writer) int {
 }
 
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

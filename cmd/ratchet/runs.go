@@ -16,6 +16,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/store/postgres"
@@ -37,6 +38,7 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 		return nil, err
 	}
 	if isPostgresDSN(where) {
+		m.secrets.Add(dsnPassword(where)) // a connection error may quote the DSN
 		s, err := postgres.Open(ctx, where)
 		if err != nil {
 			return nil, fmt.Errorf("run database (PostgreSQL): %w", err)
@@ -352,8 +354,10 @@ func age(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
+// oneLine shows s on one line of at most n characters, escaped for the
+// terminal (the text is a model's or a tool's).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = observe.Escape(strings.Join(strings.Fields(s), " "))
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
@@ -432,7 +436,8 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 			Result   *loop.Result `json:"result,omitempty"`
 		}{row.ID, row.Status, row.Goal, row.Labels, row.Question, row.Created, res})
 	}
-	w := m.Stdout
+	// The text is a model's and its tools': shown escaped (observe.Escape).
+	w := escaper{m.Stdout}
 	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, shownStatus(row, time.Now()), oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
 	if len(row.Labels) > 0 {
 		fmt.Fprintf(w, "labels:  %s\n", strings.Join(row.Labels, ", "))
@@ -494,4 +499,30 @@ func detail(s string) string {
 		return ": " + s
 	}
 	return ""
+}
+
+// dsnPassword is the password in a PostgreSQL DSN, as a URL
+// (postgres://user:pw@host/db) or as key=value pairs (password=pw), or "".
+func dsnPassword(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		pw, _ := u.User.Password()
+		return pw
+	}
+	for _, field := range strings.Fields(dsn) {
+		if v, ok := strings.CutPrefix(field, "password="); ok {
+			return strings.Trim(v, "'")
+		}
+	}
+	return ""
+}
+
+// escaper writes text escaped for the terminal (observe.Escape), one
+// Write at a time: write whole lines.
+type escaper struct{ w io.Writer }
+
+func (e escaper) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(e.w, observe.Escape(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/price"
 	"github.com/ratchetloop/ratchet/model/retry"
+	"github.com/ratchetloop/ratchet/redact"
 )
 
 // Provider is the provider name in errors, prices and model strings.
@@ -76,10 +77,13 @@ type Config struct {
 
 // Model calls the Messages API. It is safe for concurrent use.
 type Model struct {
-	cfg    Config
-	client anthropic.Client
-	price  price.Price
-	priced bool
+	cfg       Config
+	client    anthropic.Client
+	transport *retry.Transport
+	price     price.Price
+	priced    bool
+	// key redacts the API key from errors, which may echo it.
+	key *redact.Redactor
 }
 
 var (
@@ -105,15 +109,16 @@ func New(cfg Config) (*Model, error) {
 	if len(problems) > 0 {
 		return nil, errors.New("anthropic: " + strings.Join(problems, "; "))
 	}
+	transport := retry.New(cfg.Retry)
 	opts := []option.RequestOption{
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0), // retries are model/retry's, so that each is reported
-		option.WithHTTPClient(&http.Client{Transport: retry.New(cfg.Retry)}),
+		option.WithHTTPClient(&http.Client{Transport: transport}),
 	}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
-	m := &Model{cfg: cfg, client: anthropic.NewClient(opts...)}
+	m := &Model{cfg: cfg, client: anthropic.NewClient(opts...), transport: transport, key: redact.New(cfg.APIKey)}
 	if cfg.Price != nil {
 		m.price, m.priced = *cfg.Price, true
 	} else {
@@ -129,23 +134,25 @@ func (m *Model) Name() string { return Provider + ":" + m.cfg.Model }
 func (m *Model) PriceKnown() bool { return m.priced }
 
 // Generate sends req and returns the reply. The error is a *model.APIError.
+// A reply cut off before it was complete is asked for again, under the
+// retry policy (retry.Transport.Do).
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
 	params := m.params(req)
-	var (
-		resp model.Response
-		err  error
-	)
-	if m.cfg.Stream {
-		resp, err = m.stream(ctx, params)
-	} else {
+	var resp model.Response
+	out, err := m.transport.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if m.cfg.Stream {
+			resp, err = m.stream(ctx, params)
+			return err
+		}
 		var msg *anthropic.Message
-		msg, err = m.client.Messages.New(ctx, params)
-		if err == nil {
+		if msg, err = m.client.Messages.New(ctx, params); err == nil {
 			resp = fromMessage(msg)
 		}
-	}
+		return err
+	})
 	if err != nil {
-		return model.Response{}, m.apiError(err)
+		return model.Response{}, out.Explain(m.apiError(err), m.key)
 	}
 	if m.priced {
 		resp.Usage.Cost, resp.Usage.CostKnown = m.price.Cost(resp.Usage), true
@@ -164,6 +171,13 @@ func (m *Model) stream(ctx context.Context, params anthropic.MessageNewParams) (
 		}
 	}
 	if err := s.Err(); err != nil {
+		var ae *anthropic.Error
+		if errors.As(err, &ae) && ae.StatusCode < 400 {
+			// An error event in the middle of the stream.
+			if kind := streamErrorKind(string(ae.Type())); (&model.APIError{Kind: kind}).Temporary() {
+				return model.Response{}, retry.Broken(string(ae.Type()), err)
+			}
+		}
 		return model.Response{}, err
 	}
 	return a.response()
@@ -325,7 +339,7 @@ func usage(in, out, read, write int64) model.Usage {
 }
 
 // apiError turns an SDK or transport error into a *model.APIError.
-func (m *Model) apiError(err error) error {
+func (m *Model) apiError(err error) *model.APIError {
 	var ae *anthropic.Error
 	if errors.As(err, &ae) {
 		e := &model.APIError{Provider: Provider, Status: ae.StatusCode, Kind: model.KindOf(ae.StatusCode), Message: errorMessage(ae), Err: err}
@@ -339,7 +353,7 @@ func (m *Model) apiError(err error) error {
 		case model.ErrNotFound:
 			e.Fix = "check the model name " + m.cfg.Model + " and the base URL"
 		case model.ErrRateLimited, model.ErrOverloaded, model.ErrServer:
-			e.Fix = "retries gave up; try again later or raise the time budget"
+			e.Fix = "try again later or raise the time budget"
 		}
 		return e
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/modeltest"
 	"github.com/ratchetloop/ratchet/model/price"
+	"github.com/ratchetloop/ratchet/model/retry"
 )
 
 const testModel = "claude-sonnet-4-5"
@@ -162,16 +164,19 @@ func (fixture) Error(int) []byte                       { return nil }
 func (fixture) Parse(b []byte) (modeltest.Seen, error) { return wire{}.Parse(b) }
 
 // An error event in the middle of a stream is a temporary failure of the
-// kind it names, not a bad request.
+// kind it names, not a bad request, and is retried like a reset.
 func TestStreamErrorEvent(t *testing.T) {
 	body := []byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"x\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n" +
 		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n")
-	srv := modeltest.Serve(t, fixture{body, true}, []modeltest.Turn{{}})
-	m := newTest(t, srv, modeltest.Options{APIKey: "k", Stream: true})
+	srv := modeltest.Serve(t, fixture{body, true}, []modeltest.Turn{{}, {}})
+	m := newTest(t, srv, modeltest.Options{APIKey: "k", Stream: true, Retry: retry.Config{MaxAttempts: 2, BaseDelay: time.Millisecond}})
 	_, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("hi")}}}})
 	ae, ok := err.(*model.APIError)
 	if !ok || ae.Kind != model.ErrOverloaded || !ae.Temporary() || !strings.Contains(ae.Message, "Overloaded") {
 		t.Fatalf("error = %#v", err)
+	}
+	if srv.Attempts() != 2 || !strings.Contains(ae.Fix, "gave up after 2 attempts") {
+		t.Errorf("%d attempts, fix %q: want the stream asked for twice, and the error to say so", srv.Attempts(), ae.Fix)
 	}
 }
 

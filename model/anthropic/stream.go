@@ -7,6 +7,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/retry"
 )
 
 // assembler builds a Response from a stream's events. It does its own
@@ -86,7 +87,7 @@ func (a *assembler) add(ev anthropic.MessageStreamEventUnion) string {
 // message_stop is an error (the transport broke, not the model).
 func (a *assembler) response() (model.Response, error) {
 	if !a.started || !a.stopped {
-		return model.Response{}, fmt.Errorf("stream ended before message_stop")
+		return model.Response{}, fmt.Errorf("stream ended before message_stop: %w", retry.ErrIncomplete)
 	}
 	resp := a.resp
 	resp.Content = make([]model.Block, 0, len(a.blocks))

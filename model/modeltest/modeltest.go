@@ -56,12 +56,14 @@ type Reply struct {
 type Call struct{ ID, Name, Args string }
 
 // Failure is one failed attempt: an HTTP status (with headers), a
-// connection reset, or a hang until the client gives up.
+// connection reset, a hang until the client gives up, or a reply broken
+// off half way (status 200, half the body, whole or streamed, then a reset).
 type Failure struct {
 	Status int
 	Header map[string]string
 	Reset  bool
 	Hang   bool
+	Break  bool
 }
 
 // Options are what the suite asks of a model under test.
@@ -192,6 +194,17 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		w.Write(out)
 	case f.Reset:
 		reset(w)
+	case f.Break:
+		seen, _ := s.wire.Parse(body)
+		ct, out := s.wire.Reply(t.Reply, seen.Stream)
+		w.Header().Set("Content-Type", ct)
+		if !seen.Stream {
+			w.Header().Set("Content-Length", fmt.Sprint(len(out)))
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(out[:len(out)/2])
+		w.(http.Flusher).Flush()
+		reset(w)
 	case f.Hang:
 		<-r.Context().Done()
 	default:
@@ -299,6 +312,8 @@ func Run(t *testing.T, h Harness) {
 		transport(fmt.Sprintf("Retry%d", st), func(t *testing.T) { testRetry(t, h, Failure{Status: st}, st, "") })
 	}
 	transport("RetryReset", func(t *testing.T) { testRetry(t, h, Failure{Reset: true}, 0, "") })
+	transport("RetryBrokenReply", func(t *testing.T) { testRetryBroken(t, h, false) })
+	transport("RetryBrokenStream", func(t *testing.T) { testRetryBroken(t, h, true) })
 	transport("RetryTimeout", func(t *testing.T) { testRetry(t, h, Failure{Hang: true}, 0, "attempt timed out") })
 	transport("RetryAfter", func(t *testing.T) { testRetryAfter(t, h) })
 	transport("Deadline", func(t *testing.T) { testDeadline(t, h) })
@@ -549,6 +564,10 @@ func testDeadline(t *testing.T, h Harness) {
 	if w := s.waits(); len(w) != 0 || srv.Attempts() != 1 {
 		t.Errorf("waited %v over %d attempts; a wait past the deadline must give up at once", w, srv.Attempts())
 	}
+	// The error says why it was not retried, not that retries gave up.
+	if !strings.Contains(ae.Error(), "not retried: retry-after 30s exceeds the ") || !strings.Contains(ae.Error(), "s left") || strings.Contains(ae.Error(), "gave up") {
+		t.Errorf("error %q does not say the retry-after exceeded the time left", ae)
+	}
 }
 
 func testGivesUp(t *testing.T, h Harness) {
@@ -565,6 +584,32 @@ func testGivesUp(t *testing.T, h Harness) {
 	// 100ms doubled once, each with jitter at its middle.
 	if w := s.waits(); len(w) != 2 || w[0] != 75*time.Millisecond || w[1] != 150*time.Millisecond {
 		t.Errorf("waits = %v, want [75ms 150ms]", w)
+	}
+	if !strings.Contains(ae.Error(), "gave up after 3 attempts") {
+		t.Errorf("error %q does not say it gave up after 3 attempts", ae)
+	}
+	// Broken replies count against the same attempts.
+	m, srv = h.model(t, []Turn{{Fail: []Failure{{Status: 503}, {Break: true}, {Break: true}}, Reply: Reply{Text: "never"}}}, Options{Retry: rc, Stream: h.Streams})
+	_, err = m.Generate(context.Background(), request())
+	if err == nil || srv.Attempts() != 3 || !strings.Contains(err.Error(), "gave up after 3 attempts") {
+		t.Errorf("a 503 then two broken replies: %d attempts, error %v; want 3 attempts and an error saying so", srv.Attempts(), err)
+	}
+}
+
+// testRetryBroken: a reply that breaks off half way (the connection reset
+// after the headers and half the body) is asked for again, like a reset.
+func testRetryBroken(t *testing.T, h Harness, stream bool) {
+	var s sleeps
+	reply := Reply{Text: "whole at last", Calls: []Call{{ID: "call_1_1", Name: "add", Args: `{"a":1,"b":2}`}}}
+	m, srv := h.model(t, []Turn{{Fail: []Failure{{Break: true}}, Reply: reply}}, Options{Retry: retryConfig(&s), Stream: stream})
+	var retries []model.Retry
+	ctx := model.WithHooks(context.Background(), model.Hooks{OnRetry: func(r model.Retry) { retries = append(retries, r) }})
+	checkReply(t, generate(t, m, ctx, request()), reply)
+	if srv.Attempts() != 2 {
+		t.Errorf("%d attempts, want 2", srv.Attempts())
+	}
+	if len(retries) != 1 || retries[0].Attempt != 2 || retries[0].Wait != 75*time.Millisecond || !strings.HasPrefix(retries[0].Reason, "reply broke off") {
+		t.Errorf("retries = %+v, want one, attempt 2 after 75ms, reason \"reply broke off…\"", retries)
 	}
 }
 

@@ -40,7 +40,7 @@ func FuzzAssemble(f *testing.F) {
 		if s.Err() != nil {
 			return
 		}
-		r, err := a.reply()
+		r, err := a.reply(true)
 		if err != nil {
 			return
 		}

@@ -37,11 +37,13 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/price"
 	"github.com/ratchetloop/ratchet/model/retry"
+	"github.com/ratchetloop/ratchet/redact"
 )
 
 // Provider names, as in errors and model strings.
@@ -88,9 +90,13 @@ type Model struct {
 	cfg      Config
 	provider string
 	client   openai.Client
-	price    price.Price
-	priced   bool
-	ids      atomic.Int64 // for tool calls a server sent without an id
+	// transport retries; key redacts the API key from errors, which may
+	// echo it.
+	transport *retry.Transport
+	key       *redact.Redactor
+	price     price.Price
+	priced    bool
+	ids       atomic.Int64 // for tool calls a server sent without an id
 }
 
 var (
@@ -123,10 +129,11 @@ func New(cfg Config) (*Model, error) {
 	if len(problems) > 0 {
 		return nil, errors.New(m.provider + ": " + strings.Join(problems, "; "))
 	}
+	m.transport, m.key = retry.New(cfg.Retry), redact.New(cfg.APIKey)
 	opts := []option.RequestOption{
 		option.WithAPIKey(cmp.Or(cfg.APIKey, "none")), // local servers ignore it; the SDK wants one
 		option.WithMaxRetries(0),                      // retries are model/retry's, so that each is reported
-		option.WithHTTPClient(&http.Client{Transport: retry.New(cfg.Retry)}),
+		option.WithHTTPClient(&http.Client{Transport: watchDone{m.transport}}),
 	}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
@@ -159,17 +166,20 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		return model.Response{}, &model.APIError{Provider: m.provider, Kind: model.ErrBadRequest, Message: err.Error(), Err: err}
 	}
 	var r reply
-	if m.cfg.Stream {
-		r, err = m.stream(ctx, params)
-	} else {
+	out, err := m.transport.Do(ctx, func(ctx context.Context) error {
+		var err error
+		if m.cfg.Stream {
+			r, err = m.stream(ctx, params)
+			return err
+		}
 		var cc *openai.ChatCompletion
-		cc, err = m.client.Chat.Completions.New(ctx, params)
-		if err == nil {
+		if cc, err = m.client.Chat.Completions.New(ctx, params); err == nil {
 			r = fromCompletion(cc)
 		}
-	}
+		return err
+	})
 	if err != nil {
-		return model.Response{}, m.apiError(err)
+		return model.Response{}, out.Explain(m.apiError(err), m.key)
 	}
 	resp := m.response(r)
 	if m.priced && r.hasUsage {
@@ -180,7 +190,8 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 
 func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParams) (reply, error) {
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
-	s := m.client.Chat.Completions.NewStreaming(ctx, params)
+	done := &doneFlag{}
+	s := m.client.Chat.Completions.NewStreaming(context.WithValue(ctx, doneKey{}, done), params)
 	defer s.Close()
 	var a assembler
 	onText := model.HooksFrom(ctx).OnText
@@ -190,9 +201,13 @@ func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParam
 		}
 	}
 	if err := s.Err(); err != nil {
+		var se *ssestream.StreamError
+		if errors.As(err, &se) { // an error event in the middle of the stream
+			return reply{}, retry.Broken("an error event", err)
+		}
 		return reply{}, err
 	}
-	return a.reply()
+	return a.reply(done.seen)
 }
 
 func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error) {
@@ -373,7 +388,7 @@ func stopReason(finish string, calls bool) string {
 }
 
 // apiError turns an SDK or transport error into a *model.APIError.
-func (m *Model) apiError(err error) error {
+func (m *Model) apiError(err error) *model.APIError {
 	var oe *openai.Error
 	if errors.As(err, &oe) {
 		e := &model.APIError{Provider: m.provider, Status: oe.StatusCode, Kind: model.KindOf(oe.StatusCode), Message: cmp.Or(oe.Message, http.StatusText(oe.StatusCode)), Err: err}
@@ -386,7 +401,7 @@ func (m *Model) apiError(err error) error {
 				e.Fix += " (it usually ends in /v1; is the model pulled or loaded on the server?)"
 			}
 		case model.ErrRateLimited, model.ErrOverloaded, model.ErrServer:
-			e.Fix = "retries gave up; try again later or raise the time budget"
+			e.Fix = "try again later or raise the time budget"
 		}
 		return e
 	}

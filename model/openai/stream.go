@@ -1,10 +1,15 @@
 package openai
 
 import (
-	"errors"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
+
+	"github.com/ratchetloop/ratchet/model/retry"
 )
 
 // assembler builds a reply from streamed chunks. Tool calls arrive as
@@ -61,12 +66,54 @@ func (a *assembler) add(c openai.ChatCompletionChunk) string {
 	return ch.Delta.Content
 }
 
-func (a *assembler) reply() (reply, error) {
-	if a.chunks == 0 {
-		return reply{}, errors.New("stream ended without a chunk")
+// reply returns the assembled reply. done says the stream's closing
+// "data: [DONE]" arrived: a stream cut off before it, and before any chunk
+// gave a finish reason, is incomplete (the transport broke, not the model).
+func (a *assembler) reply(done bool) (reply, error) {
+	if a.chunks == 0 || a.r.finish == "" && !done {
+		return reply{}, fmt.Errorf("stream ended before a finish reason or [DONE] (%d chunks): %w", a.chunks, retry.ErrIncomplete)
 	}
 	r := a.r
 	r.text = a.text.String()
 	r.calls = a.calls
 	return r, nil
+}
+
+// doneFlag records whether a stream's body carried "data: [DONE]"; the
+// SDK ends a stream the same way at [DONE] and at a cut-off body.
+type doneFlag struct {
+	seen bool
+	tail []byte // the last bytes read, for a marker split between reads
+}
+
+type doneKey struct{}
+
+// watchDone wraps the body of each request whose context holds a
+// *doneFlag, so that the flag sees the stream go by.
+type watchDone struct{ base http.RoundTripper }
+
+func (w watchDone) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.base.RoundTrip(req)
+	if f, ok := req.Context().Value(doneKey{}).(*doneFlag); ok && err == nil {
+		resp.Body = &doneBody{ReadCloser: resp.Body, f: f}
+	}
+	return resp, err
+}
+
+var doneMarker = []byte("data: [DONE]")
+
+type doneBody struct {
+	io.ReadCloser
+	f *doneFlag
+}
+
+func (b *doneBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if f := b.f; n > 0 && !f.seen {
+		buf := append(f.tail, p[:n]...)
+		f.seen = bytes.Contains(buf, doneMarker)
+		keep := min(len(buf), len(doneMarker)-1)
+		f.tail = append(f.tail[:0:0], buf[len(buf)-keep:]...)
+	}
+	return n, err
 }

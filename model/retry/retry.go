@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/redact"
 )
 
 // Config configures a Transport. The zero value means defaults.
@@ -125,9 +126,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	}
 	hooks := model.HooksFrom(ctx)
-	for attempt := 1; ; attempt++ {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil {
+		c = &call{}
+	}
+	for first := true; ; first = false {
+		c.attempts++
+		attempt := c.attempts
 		areq := req
-		if attempt > 1 && req.GetBody != nil {
+		if !first && req.GetBody != nil {
 			body, err := req.GetBody()
 			if err != nil {
 				return nil, err
@@ -148,6 +155,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		var status int
 		var reason string
 		var wait time.Duration
+		var asked bool
 		switch {
 		case err != nil:
 			var ok bool
@@ -159,15 +167,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		default:
 			status = resp.StatusCode
 			reason = fmt.Sprintf("%d %s", status, model.KindOf(status))
-			var asked bool
 			if wait, asked = retryAfter(resp.Header, t.cfg.Now()); asked && wait > t.cfg.MaxRetryAfter {
+				c.stopped = notRetried(attempt, fmt.Sprintf("retry-after %s exceeds the longest wait honoured (%s)", seconds(wait), seconds(t.cfg.MaxRetryAfter)))
 				return resp, nil
 			}
 		}
 		if wait == 0 {
 			wait = t.backoff(attempt)
 		}
-		if attempt >= t.cfg.MaxAttempts || t.crossesDeadline(ctx, wait) {
+		if c.stopped = t.stop(ctx, attempt, wait, asked); c.stopped != "" {
 			return resp, err // the last reply or error, as the SDK would have seen it
 		}
 		if resp != nil {
@@ -184,9 +192,139 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-func (t *Transport) crossesDeadline(ctx context.Context, wait time.Duration) bool {
+// stop says in words why the failed attempt is the last one, or "" when it
+// is retried after wait: the attempts are used up, or the wait (asked for
+// by the server's retry-after when asked) would pass the deadline.
+func (t *Transport) stop(ctx context.Context, attempt int, wait time.Duration, asked bool) string {
+	if attempt >= t.cfg.MaxAttempts {
+		if attempt == 1 {
+			return "not retried: retries are off (one attempt allowed)"
+		}
+		return fmt.Sprintf("gave up after %d attempts", attempt)
+	}
 	d, ok := ctx.Deadline()
-	return ok && !t.cfg.Now().Add(wait).Before(d)
+	if left := d.Sub(t.cfg.Now()); ok && wait >= left {
+		what := fmt.Sprintf("the next wait (%s)", seconds(wait))
+		if asked {
+			what = "retry-after " + seconds(wait)
+		}
+		return notRetried(attempt, fmt.Sprintf("%s exceeds the %s left", what, seconds(max(left, 0))))
+	}
+	return ""
+}
+
+// seconds writes d as seconds, to a tenth: "120s", "9.9s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Round(100*time.Millisecond).Seconds(), 'f', -1, 64) + "s"
+}
+
+// call is one model call's retry state, shared by its HTTP attempts and
+// the restarts of its broken replies (Do).
+type call struct {
+	attempts int
+	// stopped says why the last failure was not retried; "" while retrying
+	// is still possible.
+	stopped string
+}
+
+type callKey struct{}
+
+// notRetried words why a call stopped after attempts.
+func notRetried(attempts int, why string) string {
+	if attempts <= 1 {
+		return "not retried: " + why
+	}
+	return fmt.Sprintf("not retried after %d attempts: %s", attempts, why)
+}
+
+// Outcome is how a call's retries ended.
+type Outcome struct {
+	// Attempts is how many attempts were made.
+	Attempts int
+	// Stopped says in words why the last failure was not retried ("gave
+	// up after 5 attempts", "not retried: retry-after 120s exceeds the 10s
+	// left"); "" when the call succeeded or failed in a way no retry helps.
+	Stopped string
+}
+
+// Explain adds to e, the call's error, why it was not retried, redacting
+// the call's own key (secrets) from everything e shows.
+func (o Outcome) Explain(e *model.APIError, secrets *redact.Redactor) *model.APIError {
+	if o.Stopped != "" {
+		if e.Fix != "" {
+			e.Fix = o.Stopped + "; " + e.Fix
+		} else {
+			e.Fix = o.Stopped
+		}
+	}
+	// A server may echo the key in its error body or headers.
+	e.Message = secrets.String(e.Message)
+	e.Err = secrets.Error(e.Err)
+	return e
+}
+
+// ErrIncomplete says a reply ended before it was complete (a stream cut
+// off before its last event): Do retries it like a reset.
+var ErrIncomplete = errors.New("the reply ended before it was complete")
+
+// Broken marks err, a failure after the reply began that a retry may
+// cure (an overloaded error in the middle of a stream), for Do to retry.
+func Broken(reason string, err error) error { return &brokenError{reason: reason, err: err} }
+
+type brokenError struct {
+	reason string
+	err    error
+}
+
+func (e *brokenError) Error() string { return e.err.Error() }
+func (e *brokenError) Unwrap() error { return e.err }
+
+// Do carries out one model call, fn, under t's policy. fn's HTTP attempts
+// go through t (it must use ctx), and a failure after a reply began (its
+// body or stream cut off: a connection error, ErrIncomplete or a Broken
+// error) is retried like a reset: counted against the same MaxAttempts,
+// waiting the same backoff, never past ctx's deadline, and reported to
+// model.Hooks.OnRetry. The loop only ever sees complete replies, so a
+// restart is safe. It returns fn's last error, unchanged, and the Outcome.
+func (t *Transport) Do(ctx context.Context, fn func(ctx context.Context) error) (Outcome, error) {
+	c := &call{}
+	ctx = context.WithValue(ctx, callKey{}, c)
+	for {
+		err := fn(ctx)
+		if err == nil || c.stopped != "" || ctx.Err() != nil {
+			return Outcome{Attempts: c.attempts, Stopped: c.stopped}, err
+		}
+		reason, ok := broken(err)
+		if !ok {
+			return Outcome{Attempts: c.attempts}, err
+		}
+		wait := t.backoff(c.attempts)
+		if c.stopped = t.stop(ctx, c.attempts, wait, false); c.stopped != "" {
+			return Outcome{Attempts: c.attempts, Stopped: c.stopped}, err
+		}
+		if h := model.HooksFrom(ctx); h.OnRetry != nil {
+			h.OnRetry(model.Retry{Attempt: c.attempts + 1, Wait: wait, Reason: reason})
+		}
+		if err := t.cfg.Sleep(ctx, wait); err != nil {
+			return Outcome{Attempts: c.attempts}, err
+		}
+	}
+}
+
+// broken says whether err, from a call whose transport did not give up on
+// it, is a reply cut off after it began, and names it.
+func broken(err error) (string, bool) {
+	var b *brokenError
+	switch {
+	case errors.As(err, &b):
+		return "reply broke off: " + b.reason, true
+	case errors.Is(err, ErrIncomplete):
+		return "reply broke off: it ended before it was complete", true
+	}
+	if reason, ok := transient(err); ok {
+		return "reply broke off: " + reason, true
+	}
+	return "", false
 }
 
 // backoff is the jittered wait before attempt+1.

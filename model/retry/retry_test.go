@@ -164,3 +164,50 @@ func TestKindOf(t *testing.T) {
 		}
 	}
 }
+
+// TestOutcomeSaysWhy: the Outcome of Do says truthfully why the last
+// failure was not retried.
+func TestOutcomeSaysWhy(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", r.URL.Query().Get("after"))
+		w.WriteHeader(503)
+	}))
+	defer srv.Close()
+	now := time.Now()
+	noSleep := func(context.Context, time.Duration) error { return nil }
+	for _, tc := range []struct {
+		cfg      Config
+		after    string
+		attempts int
+		want     string
+	}{
+		{Config{MaxRetryAfter: 300 * time.Second}, "120", 1, "not retried: retry-after 120s exceeds the 10s left"},
+		{Config{}, "120", 1, "not retried: retry-after 120s exceeds the longest wait honoured (60s)"},
+		{Config{MaxAttempts: 3}, "1", 3, "gave up after 3 attempts"},
+		{Config{MaxAttempts: 5}, "4", 3, "not retried after 3 attempts: retry-after 4s exceeds the 2s left"},
+		{Config{MaxAttempts: 1}, "1", 1, "not retried: retries are off (one attempt allowed)"},
+	} {
+		cfg := tc.cfg
+		cfg.Sleep, cfg.Now = noSleep, func() time.Time { return now }
+		if tc.after == "4" {
+			// Each wait of 4s is taken (sleeping is faked) and moves the clock.
+			clock := now
+			cfg.Now = func() time.Time { return clock }
+			cfg.Sleep = func(_ context.Context, d time.Duration) error { clock = clock.Add(d); return nil }
+		}
+		tr := New(cfg)
+		ctx, cancel := context.WithDeadline(context.Background(), now.Add(10*time.Second))
+		out, err := tr.Do(ctx, func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"?after="+tc.after, nil)
+			resp, err := tr.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err
+		})
+		cancel()
+		if err != nil || out.Stopped != tc.want || out.Attempts != tc.attempts {
+			t.Errorf("retry-after %s, %+v: outcome %+v, err %v; want %d attempts and %q", tc.after, tc.cfg, out, err, tc.attempts, tc.want)
+		}
+	}
+}

@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"runtime/debug"
@@ -45,6 +46,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/tool"
 )
 
@@ -145,6 +147,9 @@ type Server struct {
 	session *sdk.ClientSession
 	tools   []tool.Tool
 	proc    *process // nil for HTTP
+	// secrets are the header values and the values of Env variables whose
+	// names look secret: a server may echo them, and they never pass on.
+	secrets *redact.Redactor
 
 	closeOnce sync.Once
 }
@@ -152,8 +157,17 @@ type Server struct {
 // Connect starts or reaches the server, completes the handshake and lists
 // its tools. ctx bounds only the start (with StartTimeout); the server runs
 // until Close. Errors name the server and, for a stdio server, end with
-// the tail of its stderr.
-func Connect(ctx context.Context, cfg Config) (*Server, error) {
+// the tail of its stderr. Header values, and Env values whose names look
+// secret (redact.SecretName), are replaced by [redacted] in its errors and
+// tool results, whatever the server echoes.
+func Connect(ctx context.Context, cfg Config) (_ *Server, err error) {
+	secrets := redact.New(slices.Collect(maps.Values(cfg.Headers))...)
+	for name, v := range cfg.Env {
+		if redact.SecretName(name) {
+			secrets.Add(v)
+		}
+	}
+	defer func() { err = secrets.Error(err) }()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("MCP server %q: %w", cfg.Name, err)
 	}
@@ -166,7 +180,7 @@ func Connect(ctx context.Context, cfg Config) (*Server, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
 
-	s := &Server{name: cfg.Name}
+	s := &Server{name: cfg.Name, secrets: secrets}
 	transport := cfg.Transport
 	switch {
 	case len(cfg.Command) > 0:
@@ -376,9 +390,9 @@ func (t *mcpTool) Run(ctx context.Context, args json.RawMessage) (string, error)
 	}
 	res, err := t.srv.session.CallTool(ctx, &sdk.CallToolParams{Name: t.remote, Arguments: args})
 	if err != nil {
-		return "", t.srv.callError(ctx, err)
+		return "", t.srv.secrets.Error(t.srv.callError(ctx, err))
 	}
-	out := Text(res)
+	out := t.srv.secrets.String(Text(res))
 	if res.IsError {
 		if out == "" {
 			out = "the server reported an error without a message"

@@ -445,6 +445,11 @@ func TestHTTP(t *testing.T) {
 	if got, _ := f.header.Load().(string); got != "sesame" {
 		t.Errorf("X-Test header = %q, want sesame", got)
 	}
+	// A header value is a secret: a server echoing it shows [redacted].
+	res = tool.NewExecutor(tool.ExecConfig{}).RunOne(context.Background(), reg, tool.Call{Name: "echo", Args: json.RawMessage(`{"message":"the header is sesame"}`)})
+	if res.Output != "Echo: the header is [redacted]" {
+		t.Errorf("got %s %q, want the header value redacted", res.Outcome, res.Output)
+	}
 }
 
 func TestHTTPUnreachable(t *testing.T) {

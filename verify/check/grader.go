@@ -31,9 +31,14 @@ type GraderConfig struct {
 	ModelName string
 	// GeneratorName names the generating model, in the same form.
 	GeneratorName string
-	// AllowSelfReview accepts a grader that is the generator's own model. Its
-	// verdicts then carry provenance Self (low signal) instead of Grader.
+	// AllowSelfReview accepts a grader that is not independent of the
+	// generator. Its verdicts then carry provenance Self (low signal)
+	// instead of Grader.
 	AllowSelfReview bool
+	// Independent vouches that the grader is independent of the generator
+	// whatever their names say (say, two deployments known to differ), so
+	// the name rule is not applied.
+	Independent bool
 	// Rubric is the points the grader scores; names are unique (ignoring case).
 	Rubric []Point
 	// PassMark is how many points must pass; 0 means all of them.
@@ -52,14 +57,16 @@ var graderTemplate = template.Must(template.New("grader").Parse(graderPrompt))
 // says for each point whether it passes, as JSON. The check passes when at
 // least PassMark points pass.
 //
-// Independence is enforced: a grader that is the generator's own model is a
-// mirror, not a check (it shares the generator's blind spots and tends to
-// approve what it wrote), so Grader returns an error when ModelName and
-// GeneratorName name the same model, unless AllowSelfReview is set, in which
-// case the provenance is verify.Self instead of verify.Grader. Names are
-// compared ignoring case, with and without a provider prefix ("anthropic:"),
-// so "anthropic:claude-x" and "Claude-X" are the same model. Both names are
-// required: independence cannot be checked without them.
+// Independence is enforced: a grader that shares the generator's provider
+// or model family is a mirror, not a check (it shares the generator's blind
+// spots and tends to approve what it wrote), so Grader returns an error
+// unless ModelName and GeneratorName differ in both their provider (the
+// part before the first colon: "anthropic:") and their model family (the
+// model name's leading letters: "claude", "gpt", "llama"), or Independent
+// vouches for the grader. AllowSelfReview accepts such a grader, and its
+// provenance is then verify.Self instead of verify.Grader. Names are
+// compared ignoring case; a name without a provider shares every provider.
+// Both names are required: independence cannot be checked without them.
 //
 // The reply is read leniently: the JSON may sit in a ```json fence or among
 // other text (the last object with a "points" list wins), point names match
@@ -122,9 +129,9 @@ func Grader(cfg GraderConfig) (verify.Verifier, error) {
 		passMark = len(cfg.Rubric)
 	}
 	prov := verify.Grader
-	if sameModel(cfg.ModelName, cfg.GeneratorName) {
+	if shared := dependence(cfg.ModelName, cfg.GeneratorName); shared != "" && !cfg.Independent {
 		if !cfg.AllowSelfReview {
-			return nil, fmt.Errorf("grader check: the grader %q is the generator's own model (%q); a grader that is the generator's own model is a mirror, not a check: it shares the generator's blind spots and tends to approve its own answers. Use a different model, or set AllowSelfReview to accept a low-signal self review", cfg.ModelName, cfg.GeneratorName)
+			return nil, fmt.Errorf("grader check: the grader %q shares %s with the generator %q; a grader of the generator's own provider or model family is a mirror, not a check: it shares the generator's blind spots and tends to approve its own answers. Use a model of another provider and family, say it is independent if you know better (Independent), or set AllowSelfReview to accept a low-signal self review", cfg.ModelName, shared, cfg.GeneratorName)
 		}
 		prov = verify.Self
 	}
@@ -218,25 +225,51 @@ func graderRequest(goal string, rubric []Point, answer string) (string, error) {
 	return b.String(), err
 }
 
-// sameModel reports whether two model names name the same model: equal
-// ignoring case, with or without a provider prefix ("anthropic:") on either.
-func sameModel(a, b string) bool {
-	forms := func(s string) []string {
-		s = strings.ToLower(strings.TrimSpace(s))
-		out := []string{s}
-		if _, rest, ok := strings.Cut(s, ":"); ok && strings.TrimSpace(rest) != "" {
-			out = append(out, strings.TrimSpace(rest))
-		}
-		return out
+// dependence says what the grader and generator models named a and b
+// share, in words ("its provider anthropic", "its model family claude"),
+// or "" when they are independent: another provider and another family.
+func dependence(a, b string) string {
+	ap, af := modelID(a)
+	bp, bf := modelID(b)
+	var shared []string
+	switch {
+	case ap == "" || bp == "":
+		shared = append(shared, "perhaps its provider (one name has none)")
+	case ap == bp:
+		shared = append(shared, "its provider "+ap)
 	}
-	for _, x := range forms(a) {
-		for _, y := range forms(b) {
-			if x == y {
-				return true
-			}
-		}
+	if af == bf {
+		shared = append(shared, "its model family "+cmpOr(af, "(unnamed)"))
 	}
-	return false
+	return strings.Join(shared, " and ")
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// modelID splits a model string into its provider, the part before the
+// first colon when that is a word ("anthropic", "openai-compatible"), and
+// its model family, the model name's leading letters: "claude" of
+// "claude-sonnet-4-5", "gpt" of "gpt-4.1", "llama" of an
+// openai-compatible "http://host/v1#llama3.1". Both are lower case.
+func modelID(s string) (provider, family string) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if p, rest, ok := strings.Cut(s, ":"); ok && p != "" && strings.Trim(p, "abcdefghijklmnopqrstuvwxyz-_") == "" {
+		provider, s = p, rest
+	}
+	if _, model, ok := strings.Cut(s, "#"); ok {
+		s = model // a base URL, then the model
+	}
+	s = strings.TrimSpace(s[strings.LastIndex(s, "/")+1:])
+	end := 0
+	for end < len(s) && s[end] >= 'a' && s[end] <= 'z' {
+		end++
+	}
+	return provider, s[:end]
 }
 
 // pointKey is how rubric point names are matched: trimmed, white space

@@ -212,7 +212,12 @@ func TestGraderIndependence(t *testing.T) {
 		{" anthropic:claude-x ", "bedrock:claude-x", false, ""},
 		{"ollama:llama3:8b", "llama3:8b", false, ""},
 		{"anthropic:claude-x", "anthropic:claude-x", true, verify.Self},
-		{"claude-x-mini", "claude-x", false, verify.Grader},
+		// Independence needs another provider and another model family.
+		{"claude-x-mini", "claude-x", false, ""},
+		{"openai:o3", "openai:gpt-4.1", false, ""},
+		{"openai-compatible:http://h:8000/v1#llama3.1", "ollama:llama3.2", false, ""},
+		{"openai-compatible:http://h:8000/v1#qwen2.5", "ollama:llama3.2", false, verify.Grader},
+		{"anthropic:claude-sonnet-4-5", "bedrock:claude-sonnet-4-5", true, verify.Self},
 	}
 	for _, tt := range tests {
 		cfg := graderConfig(replying("", nil))
@@ -233,7 +238,14 @@ func TestGraderIndependence(t *testing.T) {
 	cfg := graderConfig(replying("", nil))
 	cfg.ModelName = "claude-x"
 	v, err := Grader(cfg)
-	wantConfigError(t, v, err, `grader check: the grader "claude-x" is the generator's own model ("anthropic:claude-x"); a grader that is the generator's own model is a mirror, not a check: it shares the generator's blind spots and tends to approve its own answers. Use a different model, or set AllowSelfReview to accept a low-signal self review`)
+	wantConfigError(t, v, err, `grader check: the grader "claude-x" shares perhaps its provider (one name has none) and its model family claude with the generator "anthropic:claude-x"; a grader of the generator's own provider or model family is a mirror, not a check: it shares the generator's blind spots and tends to approve its own answers. Use a model of another provider and family, say it is independent if you know better (Independent), or set AllowSelfReview to accept a low-signal self review`)
+
+	// A grader the caller vouches for is independent whatever its name.
+	cfg = graderConfig(replying("", nil))
+	cfg.ModelName, cfg.GeneratorName, cfg.Independent = "anthropic:claude-x", "anthropic:claude-y", true
+	if v, err := Grader(cfg); err != nil || v.Provenance() != verify.Grader {
+		t.Errorf("an independent grader: %v, %v", v, err)
+	}
 
 	// A model that says its name needs no ModelName, and is held to the rule.
 	cfg = graderConfig(namedModel{replying("", nil), "anthropic:claude-x"})

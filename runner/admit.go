@@ -1,0 +1,122 @@
+package runner
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
+)
+
+// admit makes an event from outside the core (a model's reply, a tool's
+// output, a verdict, an error, a person's answer) fit to be kept and shown,
+// before the core, the log or the store sees it: every secret the run
+// knows (Config.Redactor) is replaced, and bytes that are not UTF-8 are
+// replaced by U+FFFD, which is recorded in a repair entry so that nothing
+// changes silently. The core and the log then hold the same text, so a
+// replay of the log decides exactly as the run did.
+func (r *run) admit(ev *loop.Event) {
+	a := admitter{red: r.cfg.Redactor}
+	if a.red.Len() == 0 {
+		a.red = nil
+	}
+	if ev.Reply != nil {
+		for i := range ev.Reply.Content {
+			b := &ev.Reply.Content[i]
+			a.text(&b.Text)
+			a.text(&b.ID)
+			a.text(&b.Name)
+			if len(b.Input) > 0 && (a.red != nil || !utf8.Valid(b.Input)) {
+				in := string(b.Input)
+				if a.text(&in) {
+					b.Input = []byte(in)
+				}
+			}
+		}
+		a.text(&ev.Reply.StopReason)
+		a.text(&ev.Reply.Model)
+	}
+	if ev.Tool != nil {
+		a.text(&ev.Tool.Output)
+	}
+	a.text(&ev.Text)
+	if ev.Error != nil {
+		a.text(&ev.Error.Message)
+	}
+	if v := ev.Verdict; v != nil {
+		a.text(&v.Detail)
+		a.text(&v.Where)
+	}
+	if c := ev.Child; c != nil {
+		a.text(&c.Reason)
+		a.text(&c.Question)
+	}
+	if a.invalid > 0 {
+		r.record(observe.Entry{At: ev.At, Kind: observe.KindRepair, Note: &loop.Note{
+			Type: loop.NoteObservation, Problem: "invalid_utf8",
+			Text: fmt.Sprintf("the %s%s held %d byte sequence(s) that are not UTF-8, each replaced by U+FFFD", ev.Type, callOf(ev), a.invalid),
+		}})
+	}
+}
+
+func callOf(ev *loop.Event) string {
+	if ev.Call == "" {
+		return ""
+	}
+	return " of " + ev.Call
+}
+
+// admitter cleans one event's strings, counting the invalid UTF-8 it
+// replaced.
+type admitter struct {
+	red     *redact.Redactor // nil when there is no secret to replace
+	invalid int
+}
+
+// text cleans *s in place and reports whether it changed.
+func (a *admitter) text(s *string) bool {
+	out := *s
+	if !utf8.ValidString(out) {
+		a.invalid += invalidRuns(out)
+		out = strings.ToValidUTF8(out, "\uFFFD")
+	}
+	if a.red != nil {
+		out = a.red.String(out)
+	}
+	if out == *s {
+		return false
+	}
+	*s = out
+	return true
+}
+
+// invalidRuns counts the runs of invalid bytes in s, as ToValidUTF8
+// replaces each run by one U+FFFD.
+func invalidRuns(s string) int {
+	n, inRun := 0, false
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		bad := r == utf8.RuneError && size == 1
+		if bad && !inRun {
+			n++
+		}
+		inRun = bad
+		i += size
+	}
+	return n
+}
+
+// redactSpec replaces secrets in the spec's texts: the goal and
+// instructions, and the tool descriptions, which an MCP server wrote.
+func redactSpec(red *redact.Redactor, spec *loop.Spec) {
+	if red.Len() == 0 {
+		return
+	}
+	spec.Goal = red.String(spec.Goal)
+	spec.Instructions = red.String(spec.Instructions)
+	for i := range spec.Tools {
+		spec.Tools[i].Description = red.String(spec.Tools[i].Description)
+	}
+}
