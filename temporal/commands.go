@@ -310,14 +310,16 @@ func (d *driver) ask(ctx workflow.Context, c *loop.Command) (loop.Event, error) 
 	if !d.in.Human {
 		return loop.Event{Type: loop.EventHumanUnavailable, Call: c.ID}, nil
 	}
+	// The Update is taken from now on: a person who reads the row's
+	// question may answer before this workflow task ends.
+	d.asking, d.answer = c, nil
+	defer func() { d.asking, d.answer = nil, nil }()
 	s := d.save()
 	s.Status, s.Question = store.StatusAwaitingInput, &c.Question
 	if err := d.saveNow(ctx, s); err != nil {
 		return loop.Event{}, err
 	}
 	d.awaited = true
-	d.asking, d.answer = c, nil
-	defer func() { d.asking, d.answer = nil, nil }()
 	if err := workflow.Await(ctx, func() bool { return d.answer != nil }); err != nil {
 		return loop.Event{}, err // cancelled: the run ends cancelled
 	}

@@ -146,9 +146,9 @@ func withoutTime(r loop.Result) loop.Result {
 
 // checkStored checks that the run's row and log say what the workflow
 // said: the Result on the row, and a log that replays identically.
-func checkStored(t *testing.T, st store.Store, res loop.Result) {
+func checkStored(t *testing.T, st store.Store, id string, res loop.Result) {
 	t.Helper()
-	row, err := st.Run(context.Background(), "t1")
+	row, err := st.Run(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func checkStored(t *testing.T, st store.Store, res loop.Result) {
 	if d := cmp.Diff(res, stored); d != "" {
 		t.Errorf("stored Result differs from the workflow's (-workflow +stored):\n%s", d)
 	}
-	recs, err := runner.LoadLog(context.Background(), st, "t1")
+	recs, err := runner.LoadLog(context.Background(), st, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestExitStatuses(t *testing.T) {
 			if d := cmp.Diff(withoutTime(local), withoutTime(res)); d != "" {
 				t.Errorf("the Temporal run's Result differs from the local run's (-local +temporal):\n%s", d)
 			}
-			checkStored(t, e.store, res)
+			checkStored(t, e.store, "t1", res)
 		})
 	}
 }
@@ -282,7 +282,7 @@ func TestApprovalByUpdate(t *testing.T) {
 			if row.Question != "" {
 				t.Errorf("the finished row still asks %q", row.Question)
 			}
-			checkStored(t, e.store, res)
+			checkStored(t, e.store, "t1", res)
 		})
 	}
 }
@@ -300,7 +300,7 @@ func TestCancelledWhileWaiting(t *testing.T) {
 	if res.Status != loop.Cancelled {
 		t.Fatalf("status %s (%s), want cancelled", res.Status, res.Reason)
 	}
-	checkStored(t, e.store, res)
+	checkStored(t, e.store, "t1", res)
 }
 
 // TestUnknownOutcome: a call of a tool that is not safe to run twice gets

@@ -40,6 +40,9 @@ type Main struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Getenv         func(string) string
+	// noModelRetry opens models without transport retries (a Temporal
+	// worker's activities retry instead).
+	noModelRetry bool
 }
 
 const usage = `ratchet runs AI agent loops with a checked definition of done.
@@ -56,6 +59,7 @@ Usage:
   ratchet replay RUN|LOG.jsonl    re-drive the core over a recorded run; exit 1 if it diverges
   ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet eval run|compare|report|add  run eval suites, compare results, gate on regressions
+  ratchet worker --temporal HOST:PORT --task-queue Q   carry out runs started with 'ratchet run --temporal'
   ratchet version                 print the version
 
 Runs are kept in a database: --db or $RATCHET_DB (a SQLite file or a
@@ -88,6 +92,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.simCmd(ctx, args[1:])
 	case "eval":
 		return m.evalCmd(ctx, args[1:])
+	case "worker":
+		return m.workerCmd(ctx, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, "ratchet", version())
 		return exitDone

@@ -88,12 +88,18 @@ type taskInfo struct {
 	Tokens        int64         `json:"tokens,omitempty"`
 	Cost          float64       `json:"cost,omitempty"`
 	Time          time.Duration `json:"time,omitempty"`
+	// Temporal, Namespace and TaskQueue say where a run started with
+	// --temporal runs: answers go to its workflow there.
+	Temporal  string `json:"temporal,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	TaskQueue string `json:"task_queue,omitempty"`
 }
 
 func (f runFlags) info() taskInfo {
 	return taskInfo{
 		TaskFile: f.taskFile, Workspace: f.workspace, Model: f.model, UnsafeSandbox: f.unsafeSandbox,
 		Steps: f.steps, ModelCalls: f.modelCalls, ToolCalls: f.toolCalls, Tokens: f.tokens, Cost: f.cost, Time: f.time,
+		Temporal: f.temporal, Namespace: f.namespace, TaskQueue: f.taskQueue,
 	}
 }
 
@@ -157,6 +163,9 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 	}
 	rf := info.flags()
 	rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
+	if info.Temporal != "" {
+		return m.answerTemporal(ctx, name, db, row, info, opts, rf)
+	}
 	task, exec, mdl, cleanup, err := m.load(ctx, info.TaskFile, &rf)
 	if err != nil {
 		printProblems(m.Stderr, "ratchet "+name, err)
