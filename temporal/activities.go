@@ -54,8 +54,8 @@ type ModelInput struct {
 	Call string `json:"call"`
 	// Calls is how many of the run's model calls were answered before
 	// this one: a scripted model plays the turn after them.
-	Calls   int           `json:"calls"`
-	Request model.Request `json:"request"`
+	Calls   int         `json:"calls"`
+	Request WireRequest `json:"request"`
 }
 
 // ToolInput is one tool call of a RunTools command.
@@ -339,7 +339,12 @@ func heartbeat(ctx context.Context) (stop func()) {
 // connection error) fails the activity so that Temporal retries it within
 // the command's deadline; any other failure is the call's answer, a
 // model_error, as in a local run.
-func (a *Activities) Model(ctx context.Context, in ModelInput) (ev loop.Event, err error) {
+func (a *Activities) Model(ctx context.Context, in ModelInput) (WireEvent, error) {
+	ev, err := a.model(ctx, in)
+	return toWireEvent(ev), err
+}
+
+func (a *Activities) model(ctx context.Context, in ModelInput) (ev loop.Event, err error) {
 	lr, err := a.run(ctx, in.Run)
 	if err != nil {
 		return loop.Event{}, err
@@ -353,7 +358,7 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (ev loop.Event, e
 			ev, err = loop.Event{Type: loop.EventModelError, Call: in.Call, EventDetail: &loop.EventDetail{Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}}, nil
 		}
 	}()
-	resp, gerr := lr.generate(ctx, in.Calls, in.Request)
+	resp, gerr := lr.generate(ctx, in.Calls, in.Request.request())
 	if gerr == nil {
 		return loop.Event{Type: loop.EventModelReply, Call: in.Call, Reply: &resp}, nil
 	}

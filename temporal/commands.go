@@ -214,17 +214,17 @@ func (d *driver) callModel(c *loop.Command, calls int) job {
 				return nil
 			}
 			return workflow.ExecuteActivity(d.options(ctx, left, d.in.Attempts), activityModel,
-				ModelInput{Run: d.in.Run, Save: s, Call: c.ID, Calls: calls, Request: *c.Request})
+				ModelInput{Run: d.in.Run, Save: s, Call: c.ID, Calls: calls, Request: toWireRequest(*c.Request)})
 		},
 		answer: func(ctx workflow.Context, f workflow.Future) (loop.Event, error) {
 			if late || f == nil {
 				return fail(loop.FailDeadline, "the time budget ran out before the call was made"), nil
 			}
-			var ev loop.Event
+			var ev WireEvent
 			err := f.Get(ctx, &ev)
 			switch {
 			case err == nil:
-				return ev, nil
+				return ev.event(), nil
 			case isStoreError(err):
 				return loop.Event{}, storeFailure(err)
 			case isTimeout(err):

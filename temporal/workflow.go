@@ -57,7 +57,7 @@ type Carry struct {
 	// Unsaved are recorded entries the store has not yet been given.
 	Unsaved []Entry `json:"unsaved,omitempty"`
 	// Queue holds the events not yet fed to the core.
-	Queue []loop.Event `json:"queue,omitempty"`
+	Queue []WireEvent `json:"queue,omitempty"`
 	// Calls counts the model calls answered (a scripted model seeks to it).
 	Calls int `json:"calls"`
 	// RowSeq is the entry seq at which the run's row was last updated.
@@ -104,7 +104,10 @@ func Workflow(ctx workflow.Context, in Input) (loop.Result, error) {
 		if err != nil {
 			return loop.Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "restore", err)
 		}
-		d.m, d.seq, d.unsaved, d.calls, d.rowSeq, queue = m, c.Seq, c.Unsaved, c.Calls, c.RowSeq, c.Queue
+		d.m, d.seq, d.unsaved, d.calls, d.rowSeq = m, c.Seq, c.Unsaved, c.Calls, c.RowSeq
+		for _, w := range c.Queue {
+			queue = append(queue, w.event())
+		}
 	} else {
 		m, err := loop.New(in.Spec)
 		if err != nil {
@@ -217,7 +220,7 @@ func (d *driver) continueAsNew(ctx workflow.Context, queue []loop.Event) (loop.R
 		return d.abort(ctx, "temporal: snapshot: "+err.Error())
 	}
 	in := d.in
-	in.Carry = &Carry{Snapshot: snap, Seq: d.seq, Unsaved: d.unsaved, Queue: queue, Calls: d.calls, RowSeq: d.rowSeq}
+	in.Carry = &Carry{Snapshot: snap, Seq: d.seq, Unsaved: d.unsaved, Queue: toWireEvents(queue), Calls: d.calls, RowSeq: d.rowSeq}
 	return loop.Result{}, workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 

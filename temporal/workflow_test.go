@@ -92,6 +92,7 @@ type env struct {
 func newEnv(t *testing.T, task runner.Task, m model.Model, human bool) *env {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quietLogger())
 	te := suite.NewTestWorkflowEnvironment()
 	te.SetTestTimeout(30 * time.Second)
 	st := memory.New()
