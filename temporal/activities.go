@@ -126,6 +126,11 @@ type liveRun struct {
 	checks map[string]verify.Verifier
 	// seekMu keeps a scripted model's seek and call together.
 	seekMu sync.Mutex
+	// base is the run's first step's request; outputs caches the tool
+	// outputs read from the store, by seq.
+	base      model.Request
+	outputsMu sync.Mutex
+	outputs   map[int64]string
 }
 
 // run returns the live task of run id, building it on first use.
@@ -183,7 +188,12 @@ func (lr *liveRun) build(ctx context.Context, a *Activities, id string) error {
 	if err != nil {
 		return fail(err)
 	}
-	lr.live, lr.reg, lr.checks, lr.exec = live, reg, checks, tool.NewExecutor(live.Exec)
+	base, err := baseRequest(spec)
+	if err != nil {
+		return fail(err)
+	}
+	lr.live, lr.reg, lr.checks, lr.exec, lr.base = live, reg, checks, tool.NewExecutor(live.Exec), base
+	lr.outputs = map[int64]string{}
 	return nil
 }
 
@@ -358,7 +368,11 @@ func (a *Activities) model(ctx context.Context, in ModelInput) (ev loop.Event, e
 			ev, err = loop.Event{Type: loop.EventModelError, Call: in.Call, EventDetail: &loop.EventDetail{Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}}, nil
 		}
 	}()
-	resp, gerr := lr.generate(ctx, in.Calls, in.Request.request())
+	req, err := in.Request.request(lr.base, func(seq int64) (string, error) { return a.output(ctx, in.Run, lr, seq) })
+	if err != nil {
+		return loop.Event{}, temporal.NewApplicationError(err.Error(), errTypeStore)
+	}
+	resp, gerr := lr.generate(ctx, in.Calls, req)
 	if gerr == nil {
 		return loop.Event{Type: loop.EventModelReply, Call: in.Call, Reply: &resp}, nil
 	}
@@ -381,6 +395,37 @@ func (lr *liveRun) generate(ctx context.Context, calls int, req model.Request) (
 		s.Seek(calls)
 	}
 	return lr.live.Model.Generate(ctx, req)
+}
+
+// output returns the tool output recorded at entry seq of run, reading
+// the store once for every output at or after it that it has not read.
+func (a *Activities) output(ctx context.Context, run string, lr *liveRun, seq int64) (string, error) {
+	lr.outputsMu.Lock()
+	defer lr.outputsMu.Unlock()
+	if out, ok := lr.outputs[seq]; ok {
+		return out, nil
+	}
+	entries, err := a.store.Entries(ctx, run, seq-1)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if e.Kind != string(observe.KindEvent) {
+			continue
+		}
+		rec, err := observe.Decode(e.Data)
+		if err != nil {
+			return "", fmt.Errorf("run %s entry %d: %w", run, e.Seq, err)
+		}
+		if ev := rec.Event; ev != nil && ev.Type == loop.EventToolResult && len(ev.Tool.Output) >= refMin {
+			lr.outputs[e.Seq] = ev.Tool.Output
+		}
+	}
+	out, ok := lr.outputs[seq]
+	if !ok {
+		return "", fmt.Errorf("run %s: entry %d holds no tool output the request refers to", run, seq)
+	}
+	return out, nil
 }
 
 // Tool runs one tool call. Its failures are observations, as in a local

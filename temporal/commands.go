@@ -213,8 +213,10 @@ func (d *driver) callModel(c *loop.Command, calls int) job {
 				late = true
 				return nil
 			}
+			req := toWireRequest(*c.Request)
+			req.shrink(d.base, d.outputs)
 			return workflow.ExecuteActivity(d.options(ctx, left, d.in.Attempts), activityModel,
-				ModelInput{Run: d.in.Run, Save: s, Call: c.ID, Calls: calls, Request: toWireRequest(*c.Request)})
+				ModelInput{Run: d.in.Run, Save: s, Call: c.ID, Calls: calls, Request: req})
 		},
 		answer: func(ctx workflow.Context, f workflow.Future) (loop.Event, error) {
 			if late || f == nil {

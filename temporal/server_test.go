@@ -196,11 +196,11 @@ func TestRealServer(t *testing.T) {
 		}
 		checkStored(t, f.store, "continued", res)
 		// The workflow continued as new: its latest run is not its first.
-		desc, err := c.DescribeWorkflowExecution(ctx, "continued", "")
+		desc, err := c.DescribeWorkflow(ctx, "continued", "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if desc.GetWorkflowExecutionInfo().GetExecution().GetRunId() == first {
+		if desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId() == first {
 			t.Error("the run never continued as new")
 		}
 		record(t, c, "continued", "continued", first)

@@ -1,7 +1,10 @@
 package temporal
 
 import (
+	"bytes"
 	"encoding/json"
+	"hash/fnv"
+	"slices"
 
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
@@ -19,6 +22,10 @@ type wireBlock struct {
 	Name    string          `json:"name,omitempty"`
 	Input   *string         `json:"input,omitempty"`
 	IsError bool            `json:"is_error,omitempty"`
+	// Ref, instead of Text, names the store entry (its seq) of the
+	// tool_result event whose output the text is: a large output crosses
+	// once, not with every later request.
+	Ref int64 `json:"ref,omitempty"`
 }
 
 type wireMessage struct {
@@ -26,8 +33,12 @@ type wireMessage struct {
 	Content []wireBlock `json:"content"`
 }
 
-// WireRequest is a model.Request in wire form.
+// WireRequest is a model.Request in wire form. BaseSystem and BaseTools,
+// instead of System and Tools, say they are those of the run's first
+// step, which the worker builds from the spec itself.
 type WireRequest struct {
+	BaseSystem      bool             `json:"base_system,omitempty"`
+	BaseTools       bool             `json:"base_tools,omitempty"`
 	System          string           `json:"system,omitempty"`
 	Messages        []wireMessage    `json:"messages"`
 	Tools           []model.ToolSpec `json:"tools,omitempty"`
@@ -89,15 +100,97 @@ func toWireRequest(r model.Request) WireRequest {
 	return w
 }
 
-func (w WireRequest) request() model.Request {
+// refMin is the size from which a tool output in a request is sent by
+// reference.
+const refMin = 1024
+
+// OutputRef locates a large tool output in the store: the seq of its
+// result's entry, and its length and hash, which the request's text must
+// match (compaction may have cut it since).
+type OutputRef struct {
+	Seq int64  `json:"seq"`
+	Len int    `json:"len"`
+	Sum uint64 `json:"sum"`
+}
+
+func outputRef(seq int64, text string) OutputRef {
+	h := fnv.New64a()
+	h.Write([]byte(text))
+	return OutputRef{Seq: seq, Len: len(text), Sum: h.Sum64()}
+}
+
+// shrink replaces in w what the worker can have without it: the first
+// step's system prompt and tools, and tool outputs the store holds
+// (outputs maps a tool call's ID to its output's place).
+func (w *WireRequest) shrink(base model.Request, outputs map[string]OutputRef) {
+	if w.System == base.System {
+		w.System, w.BaseSystem = "", true
+	}
+	if sameTools(w.Tools, base.Tools) {
+		w.Tools, w.BaseTools = nil, true
+	}
+	for _, m := range w.Messages {
+		for i := range m.Content {
+			b := &m.Content[i]
+			ref, ok := outputs[b.ID]
+			if ok && b.Type == model.ToolResult && len(b.Text) == ref.Len && outputRef(ref.Seq, b.Text) == ref {
+				b.Text, b.Ref = "", ref.Seq
+			}
+		}
+	}
+}
+
+func sameTools(a, b []model.ToolSpec) bool {
+	return len(a) == len(b) && len(a) > 0 && slices.EqualFunc(a, b, func(x, y model.ToolSpec) bool {
+		return x.Name == y.Name && x.Description == y.Description && bytes.Equal(x.InputSchema, y.InputSchema)
+	})
+}
+
+// request rebuilds the model.Request: base is the run's first step's, and
+// output returns the output recorded at a seq.
+func (w WireRequest) request(base model.Request, output func(seq int64) (string, error)) (model.Request, error) {
 	r := model.Request{System: w.System, Tools: w.Tools, MaxOutputTokens: w.MaxOutputTokens, Purpose: w.Purpose}
+	if w.BaseSystem {
+		r.System = base.System
+	}
+	if w.BaseTools {
+		r.Tools = base.Tools
+	}
 	if w.Messages != nil {
 		r.Messages = make([]model.Message, len(w.Messages))
 		for i, m := range w.Messages {
 			r.Messages[i] = model.Message{Role: m.Role, Content: fromWireBlocks(m.Content)}
+			for j, wb := range m.Content {
+				if wb.Ref == 0 {
+					continue
+				}
+				text, err := output(wb.Ref)
+				if err != nil {
+					return model.Request{}, err
+				}
+				r.Messages[i].Content[j].Text = text
+			}
 		}
 	}
-	return r
+	return r, nil
+}
+
+// baseRequest is the request of a run's first step, which both the
+// workflow and the worker build from the spec: it is pure.
+func baseRequest(spec loop.Spec) (model.Request, error) {
+	m, err := loop.New(spec)
+	if err != nil {
+		return model.Request{}, err
+	}
+	if err := m.Step(loop.Event{Type: loop.EventStart}); err != nil {
+		return model.Request{}, err
+	}
+	for _, c := range m.Ready().Commands {
+		if c.Type == loop.CallModel {
+			return *c.Request, nil
+		}
+	}
+	return model.Request{}, nil
 }
 
 func toWireEvent(ev loop.Event) WireEvent {

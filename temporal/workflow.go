@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/store"
 )
@@ -62,6 +63,9 @@ type Carry struct {
 	Calls int `json:"calls"`
 	// RowSeq is the entry seq at which the run's row was last updated.
 	RowSeq int64 `json:"row_seq"`
+	// Outputs maps the ID of a tool call with a large output to the seq
+	// of its result's entry (see WireRequest.shrink).
+	Outputs map[string]OutputRef `json:"outputs,omitempty"`
 }
 
 // Answer is the Update's argument: a person's reply to the question a
@@ -90,6 +94,10 @@ type driver struct {
 	// awaited says the row says awaiting_input: the next save sets it
 	// running again.
 	awaited bool
+	// base is the first step's request and outputs the entries of large
+	// tool outputs: model requests refer to them (WireRequest.shrink).
+	base    model.Request
+	outputs map[string]OutputRef
 }
 
 // Workflow drives one run's loop core: it feeds it events and carries out
@@ -97,7 +105,12 @@ type driver struct {
 // entries go to the store through the activities, written ahead of the
 // commands they lead to; the Result is the workflow's result.
 func Workflow(ctx workflow.Context, in Input) (loop.Result, error) {
-	d := &driver{in: in, once: set(in.Once), pure: set(in.Pure)}
+	d := &driver{in: in, once: set(in.Once), pure: set(in.Pure), outputs: map[string]OutputRef{}}
+	base, err := baseRequest(in.Spec)
+	if err != nil {
+		return loop.Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "spec", err)
+	}
+	d.base = base
 	var queue []loop.Event
 	if c := in.Carry; c != nil {
 		m, err := loop.Restore(c.Snapshot, nil)
@@ -105,6 +118,9 @@ func Workflow(ctx workflow.Context, in Input) (loop.Result, error) {
 			return loop.Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "restore", err)
 		}
 		d.m, d.seq, d.unsaved, d.calls, d.rowSeq = m, c.Seq, c.Unsaved, c.Calls, c.RowSeq
+		if c.Outputs != nil {
+			d.outputs = c.Outputs
+		}
 		for _, w := range c.Queue {
 			queue = append(queue, w.event())
 		}
@@ -155,6 +171,9 @@ func (d *driver) drive(ctx workflow.Context, queue []loop.Event) (loop.Result, e
 		ev := queue[0]
 		queue = queue[1:]
 		d.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
+		if ev.Type == loop.EventToolResult && len(ev.Tool.Output) >= refMin {
+			d.outputs[ev.Call] = outputRef(d.seq, ev.Tool.Output)
+		}
 		if t := ev.Type; t == loop.EventModelReply || t == loop.EventModelError {
 			d.calls++
 		}
@@ -220,7 +239,7 @@ func (d *driver) continueAsNew(ctx workflow.Context, queue []loop.Event) (loop.R
 		return d.abort(ctx, "temporal: snapshot: "+err.Error())
 	}
 	in := d.in
-	in.Carry = &Carry{Snapshot: snap, Seq: d.seq, Unsaved: d.unsaved, Queue: toWireEvents(queue), Calls: d.calls, RowSeq: d.rowSeq}
+	in.Carry = &Carry{Snapshot: snap, Seq: d.seq, Unsaved: d.unsaved, Queue: toWireEvents(queue), Calls: d.calls, RowSeq: d.rowSeq, Outputs: d.outputs}
 	return loop.Result{}, workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 

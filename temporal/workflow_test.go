@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -62,10 +63,18 @@ func finish(answer string) *scripted.Finish {
 	return &scripted.Finish{Answer: answer, Confidence: conf(0.95)}
 }
 
+// echo returns n bytes of text ending in "tail-<n>".
+var echo = tool.Func("echo", "Return n bytes of text.", func(_ context.Context, in struct {
+	N int `json:"n"`
+}) (string, error) {
+	tail := fmt.Sprintf("tail-%d", in.N)
+	return strings.Repeat("x", max(in.N-len(tail), 0)) + tail, nil
+}, tool.Idempotent())
+
 func baseTask() runner.Task {
 	return runner.Task{
 		Goal:   "What is 2+3? Use the add tool, then finish.",
-		Tools:  []tool.Tool{add, send},
+		Tools:  []tool.Tool{add, send, echo},
 		Checks: verify.Tiers{Cheap: []verify.Verifier{executes}, Expensive: []verify.Verifier{verify.Equals("5")}},
 		Budget: budget.Limits{Steps: 10, Cost: budget.USD(0.25), Time: time.Hour},
 	}
@@ -209,6 +218,13 @@ func TestExitStatuses(t *testing.T) {
 		{name: "stalled", status: loop.Stalled("repeating"), turns: repeat(10)},
 		{name: "escalated", status: loop.Escalated, task: func(t *runner.Task) { t.Policy.Escalate = true }, turns: repeat(10)},
 		{name: "failed", status: loop.Failed, turns: []scripted.Turn{{Error: "the model broke"}}},
+		// A large output crosses to later model calls by reference: the
+		// model still sees all of it (its tail), as in a local run.
+		{name: "large output", status: loop.Done, turns: []scripted.Turn{
+			{Tools: []scripted.ToolCall{{Name: "echo", Args: map[string]int{"n": 3000}}}},
+			{Expect: []string{"tail-3000"}, Tools: []scripted.ToolCall{addCall(2, 3)}},
+			{Expect: []string{"5"}, Finish: finish("5")},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			task := baseTask()
