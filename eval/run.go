@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
@@ -25,6 +26,8 @@ type Job struct {
 	ModelName string
 	// Close releases what the job holds (a workspace); may be nil.
 	Close func()
+	// Info is what rebuilds the task elsewhere (Config.Run may need it).
+	Info []byte
 }
 
 // Config says how to run a suite. Store is required; Load is required when
@@ -47,6 +50,10 @@ type Config struct {
 	NoLogs bool
 	// Now is the clock for wall times and ETAs; default time.Now.
 	Now func() time.Time
+	// Run, when set, carries out a task case's job instead of runner.Run
+	// in this process (on Temporal workers, say); it writes the run's JSONL
+	// log to log when log is not nil. Sim cases run here either way.
+	Run func(ctx context.Context, job Job, runID string, log io.Writer) (loop.Result, error)
 }
 
 // Outcome is what Run did.
@@ -214,11 +221,26 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 		rcfg.Observers = []observe.Observer{jl}
 	}
 	start := cfg.Now()
-	res, runErr := runner.Run(ctx, job.Task, rcfg)
+	var res loop.Result
+	var runErr error
+	elsewhere := cfg.Run != nil && c.Sim == nil // sim cases always run here
+	if elsewhere {
+		var w io.Writer
+		if logW != nil {
+			w = logW
+		}
+		res, runErr = cfg.Run(ctx, job, rcfg.RunID, w)
+	} else {
+		res, runErr = runner.Run(ctx, job.Task, rcfg)
+	}
 	rec.Wall = cfg.Now().Sub(start)
 	rec.Finished = cfg.Now().UTC()
-	if jl != nil {
-		if err := errors.Join(jl.Flush(), logW.Close()); err != nil {
+	if logW != nil {
+		flush := error(nil)
+		if !elsewhere {
+			flush = jl.Flush()
+		}
+		if err := errors.Join(flush, logW.Close()); err != nil {
 			return nil, fmt.Errorf("eval: event log of %s: %w", c.Name, err)
 		}
 	}

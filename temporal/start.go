@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -34,7 +35,7 @@ type StartOptions struct {
 	HistoryLimit int
 }
 
-// Input builds the workflow's input for task, checking that the task can
+// NewInput builds the workflow's input for task, checking that the task can
 // run on Temporal. It is what Start passes; tests use it directly.
 func NewInput(task runner.Task, opts StartOptions) (Input, error) {
 	spec, checks, err := task.Spec()
@@ -111,8 +112,11 @@ func Start(ctx context.Context, c client.Client, s store.Store, task runner.Task
 	}, WorkflowName, in)
 	if err != nil {
 		// The row must not say running for a run nothing drives.
-		status, reason := string(loop.Failed), "temporal: the workflow could not start: "+err.Error()
-		_ = s.UpdateRun(context.WithoutCancel(ctx), opts.RunID, store.Update{Status: &status, Question: &reason, Updated: time.Now().UTC()})
+		res := loop.Result{Status: loop.Failed, Reason: "temporal: the workflow could not start: " + err.Error(), Limits: in.Spec.Budget.WithDefaults()}
+		if data, jerr := json.Marshal(res); jerr == nil {
+			status := string(res.Status)
+			_ = s.UpdateRun(context.WithoutCancel(ctx), opts.RunID, store.Update{Status: &status, Result: data, Updated: time.Now().UTC()})
+		}
 		return nil, fmt.Errorf("temporal: starting the workflow: %w", err)
 	}
 	return run, nil

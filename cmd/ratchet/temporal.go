@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
@@ -244,4 +248,95 @@ func (m *Main) answerTemporal(ctx context.Context, name string, db store.Store, 
 		time.Sleep(50 * time.Millisecond)
 	}
 	return m.follow(ctx, "ratchet "+name, c, db, row.ID, f)
+}
+
+// temporalEval is how ratchet eval run --temporal carries out a suite's
+// runs: each (case, repeat) is a run workflow on the workers, at most the
+// suite's concurrency at once, recorded in the run database like any run.
+type temporalEval struct {
+	m     *Main
+	c     client.Client
+	db    store.Store
+	queue string
+	label string
+	f     runFlags
+}
+
+// load builds a case's job as ratchet run builds a task file's, which is
+// what the workers build again from the job's Info.
+func (e *temporalEval) load(s *eval.Suite, modelFlag string) func(context.Context, eval.Case, int) (eval.Job, error) {
+	return func(ctx context.Context, c eval.Case, _ int) (eval.Job, error) {
+		if c.Task == nil || c.TaskPath == "" {
+			return eval.Job{}, errors.New("an inline task cannot run on Temporal: its workers build tasks from task files; move it to a file")
+		}
+		rf := e.f
+		rf.quiet = true
+		switch {
+		case modelFlag != "":
+			rf.model = modelFlag
+		case c.Model != "":
+			rf.model = absModel(c.Model, s.Dir)
+		case s.Model != "":
+			rf.model = absModel(s.Model, s.Dir)
+		}
+		abs, err := filepath.Abs(c.Task.Path)
+		if err != nil {
+			return eval.Job{}, err
+		}
+		rf.taskFile = abs
+		task, _, mdl, cleanup, err := e.m.load(ctx, abs, &rf)
+		if err != nil {
+			return eval.Job{}, err
+		}
+		info, err := json.Marshal(rf.info())
+		if err != nil {
+			cleanup()
+			return eval.Job{}, err
+		}
+		return eval.Job{Task: task, Model: mdl, ModelName: modelName(rf.model, mdl), Close: cleanup, Info: info}, nil
+	}
+}
+
+// absModel makes a scripted model's file absolute against base (the
+// suite's directory), as a worker elsewhere must find it.
+func absModel(spec, base string) string {
+	if file, ok := strings.CutPrefix(spec, "scripted:"); ok && !filepath.IsAbs(file) {
+		return "scripted:" + filepath.Join(base, file)
+	}
+	return spec
+}
+
+// run starts a job's run workflow and waits for its Result; cancelling
+// ctx cancels the run.
+func (e *temporalEval) run(ctx context.Context, job eval.Job, runID string, log io.Writer) (loop.Result, error) {
+	// A second eval run with the same label runs again what was cut short:
+	// its workflow must have an ID of its own.
+	id := runID + "@" + time.Now().UTC().Format("20060102-150405.000000")
+	run, err := temporal.Start(ctx, e.c, e.db, job.Task, temporal.StartOptions{
+		RunID: id, TaskQueue: e.queue, TaskInfo: job.Info, Labels: []string{e.label}, Human: false,
+	})
+	if err != nil {
+		return loop.Result{}, err
+	}
+	var res loop.Result
+	if err := run.Get(ctx, &res); err != nil {
+		if ctx.Err() != nil {
+			_ = e.c.CancelWorkflow(context.WithoutCancel(ctx), id, "")
+			return loop.Result{Status: loop.Cancelled, Reason: "the eval was interrupted"}, ctx.Err()
+		}
+		return loop.Result{}, err
+	}
+	if log != nil {
+		// The run database holds its log in JSONL's form.
+		entries, err := e.db.Entries(ctx, id, 0)
+		if err != nil {
+			return res, err
+		}
+		for _, en := range entries {
+			if _, err := log.Write(append(en.Data, '\n')); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
 }

@@ -28,7 +28,7 @@ type temporalCLI struct {
 func newTemporalCLI(t *testing.T, bin, addr string) *temporalCLI {
 	t.Helper()
 	dir := t.TempDir()
-	for _, f := range []string{"task.yaml", "approve.yaml", "turns.yaml"} {
+	for _, f := range []string{"task.yaml", "approve.yaml", "turns.yaml", "simple.yaml", "simple-turns.yaml", "suite.yaml"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "temporal", f))
 		if err != nil {
 			t.Fatal(err)
@@ -126,6 +126,53 @@ func TestTemporal(t *testing.T) {
 	}
 	t.Run("worker killed", func(t *testing.T) { testTemporalWorkerKilled(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("approve", func(t *testing.T) { testTemporalApprove(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("eval", func(t *testing.T) { testTemporalEval(t, newTemporalCLI(t, bin, addr)) })
+}
+
+// testTemporalEval: ratchet eval run --temporal runs every repeat of a
+// case as a run workflow on the workers; the records and the run database
+// say what a local eval run says.
+func testTemporalEval(t *testing.T, c *temporalCLI) {
+	c.worker(t)
+	code, out, errOut := c.run(t, "eval", "run", "--temporal", c.addr, "--task-queue", "e2e", "--json", "--quiet", "--dir", filepath.Join(c.dir, "eval"), "suite.yaml")
+	if code != exitDone {
+		t.Fatalf("ratchet eval run --temporal: exit %d:\n%s%s", code, out, errOut)
+	}
+	type summary struct {
+		Records int `json:"records"`
+		Suite   struct {
+			Runs      int             `json:"runs"`
+			Success   json.RawMessage `json:"success"`
+			FirstPass json.RawMessage `json:"first_attempt_pass"`
+			Iter      json.RawMessage `json:"iterations"`
+		} `json:"suite"`
+	}
+	var remote summary
+	if err := json.Unmarshal([]byte(out), &remote); err != nil || remote.Records != 3 {
+		t.Fatalf("%v: %d records\n%s", err, remote.Records, out)
+	}
+	_, ls, _ := c.run(t, "ls", "--json", "--label", "temporal")
+	var rows []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("ratchet ls --json --label temporal: %v %s", err, ls)
+	}
+	for _, r := range rows {
+		if r.Status != "done" {
+			t.Errorf("run %s: %s", r.ID, r.Status)
+		}
+	}
+	// A local eval of the same suite agrees.
+	code, localOut, localErr := c.run(t, "eval", "run", "--json", "--quiet", "--dir", filepath.Join(c.dir, "eval-local"), "suite.yaml")
+	if code != exitDone {
+		t.Fatalf("local eval: exit %d:\n%s", code, localErr)
+	}
+	var local summary
+	if err := json.Unmarshal([]byte(localOut), &local); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(local.Suite, remote.Suite, cmp.Comparer(func(a, b json.RawMessage) bool { return string(a) == string(b) })); d != "" {
+		t.Errorf("the suite's metrics differ (-local +temporal):\n%s", d)
+	}
 }
 
 // testTemporalWorkerKilled runs a task on a real Temporal dev server with
