@@ -118,6 +118,10 @@ func NewActivities(s store.Store, open Opener) *Activities {
 }
 
 type liveRun struct {
+	// active counts the activities using it; last is when one last did
+	// (both under Activities.mu).
+	active int
+	last   time.Time
 	ready  chan struct{}
 	err    error
 	live   Live
@@ -133,15 +137,41 @@ type liveRun struct {
 	outputs   map[int64]string
 }
 
-// run returns the live task of run id, building it on first use.
-func (a *Activities) run(ctx context.Context, id string) (*liveRun, error) {
+// idleAfter is how long a live task may go unused before the worker
+// closes it: a run that moved to other workers, or waits for a person,
+// should not hold a workspace or MCP servers here. It is built again if
+// the run comes back.
+const idleAfter = 10 * time.Minute
+
+// run returns the live task of run id, building it on first use; call
+// done when the activity no longer uses it.
+func (a *Activities) run(ctx context.Context, id string) (lr *liveRun, done func(), err error) {
+	now := time.Now()
 	a.mu.Lock()
+	var idle []*liveRun
+	for rid, r := range a.runs {
+		if r.active == 0 && now.Sub(r.last) > idleAfter {
+			delete(a.runs, rid)
+			idle = append(idle, r)
+		}
+	}
 	lr, ok := a.runs[id]
 	if !ok {
 		lr = &liveRun{ready: make(chan struct{})}
 		a.runs[id] = lr
 	}
+	lr.active++
+	lr.last = now
 	a.mu.Unlock()
+	for _, r := range idle {
+		r.close()
+	}
+	done = func() {
+		a.mu.Lock()
+		lr.active--
+		lr.last = time.Now()
+		a.mu.Unlock()
+	}
 	if !ok {
 		lr.err = lr.build(ctx, a, id)
 		if lr.err != nil {
@@ -154,12 +184,22 @@ func (a *Activities) run(ctx context.Context, id string) (*liveRun, error) {
 	select {
 	case <-lr.ready:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		done()
+		return nil, nil, ctx.Err()
 	}
 	if lr.err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(lr.err.Error(), errTypeOpen, nil)
+		done()
+		return nil, nil, temporal.NewNonRetryableApplicationError(lr.err.Error(), errTypeOpen, nil)
 	}
-	return lr, nil
+	return lr, done, nil
+}
+
+// close releases a live task once it is built.
+func (lr *liveRun) close() {
+	<-lr.ready
+	if lr.err == nil && lr.live.Close != nil {
+		lr.live.Close()
+	}
 }
 
 func (lr *liveRun) build(ctx context.Context, a *Activities, id string) error {
@@ -236,10 +276,7 @@ func (a *Activities) release(id string) {
 	delete(a.runs, id)
 	a.mu.Unlock()
 	if ok {
-		<-lr.ready
-		if lr.err == nil && lr.live.Close != nil {
-			lr.live.Close()
-		}
+		lr.close()
 	}
 }
 
@@ -355,10 +392,11 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (WireEvent, error
 }
 
 func (a *Activities) model(ctx context.Context, in ModelInput) (ev loop.Event, err error) {
-	lr, err := a.run(ctx, in.Run)
+	lr, done, err := a.run(ctx, in.Run)
 	if err != nil {
 		return loop.Event{}, err
 	}
+	defer done()
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
 		return loop.Event{}, err
 	}
@@ -432,10 +470,11 @@ func (a *Activities) output(ctx context.Context, run string, lr *liveRun, seq in
 // run; the activity fails only when the store or the task could not be
 // had, before the call ran.
 func (a *Activities) Tool(ctx context.Context, in ToolInput) (loop.ToolOutcome, error) {
-	lr, err := a.run(ctx, in.Run)
+	lr, done, err := a.run(ctx, in.Run)
 	if err != nil {
 		return loop.ToolOutcome{}, err
 	}
+	defer done()
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
 		return loop.ToolOutcome{}, err
 	}
@@ -446,10 +485,11 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (loop.ToolOutcome, 
 
 // Check runs one check on a candidate, as the local runner does.
 func (a *Activities) Check(ctx context.Context, in CheckInput) (ev loop.Event, err error) {
-	lr, err := a.run(ctx, in.Run)
+	lr, done, err := a.run(ctx, in.Run)
 	if err != nil {
 		return loop.Event{}, err
 	}
+	defer done()
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
 		return loop.Event{}, err
 	}
