@@ -275,3 +275,34 @@ func testTemporalApprove(t *testing.T, c *temporalCLI) {
 		t.Errorf("journal %q", j)
 	}
 }
+
+// TestTemporalUsage: the Temporal flags are checked before anything is
+// dialled, every problem at once.
+func TestTemporalUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"worker"}, []string{"--temporal HOST:PORT is required", "--task-queue is required"}},
+		{[]string{"worker", "--temporal", "x:1", "extra"}, []string{"--task-queue is required", `unexpected arguments: ["extra"]`}},
+		{[]string{"run", "--temporal", "x:1", "task.yaml"}, []string{"--temporal and --task-queue go together"}},
+		{[]string{"eval", "run", "--task-queue", "q", "suite.yaml"}, []string{"--temporal and --task-queue go together"}},
+	} {
+		var out, errOut bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+		if code := m.Run(context.Background(), tc.args); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, exitUsage)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut.String(), w) {
+				t.Errorf("%v: stderr %q lacks %q", tc.args, errOut.String(), w)
+			}
+		}
+	}
+	if got := absModel("scripted:turns.yaml", "/suites"); got != "scripted:/suites/turns.yaml" {
+		t.Errorf("absModel: %s", got)
+	}
+	if got := absModel("anthropic:claude-sonnet-4-5", "/suites"); got != "anthropic:claude-sonnet-4-5" {
+		t.Errorf("absModel: %s", got)
+	}
+}
