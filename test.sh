@@ -36,6 +36,8 @@ mcp_installed() {
 mcp_installed || npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error "${mcp_servers[@]}"
 # The eval HTML reports are rendered in headless Chromium.
 [ -x /usr/bin/chromium ] || apt_install chromium
+# The CLI's terminal tests run it in tmux.
+command -v tmux >/dev/null || apt_install tmux
 
 # The Temporal tests run the CLI's dev server. It is built once per machine
 # into the tools cache (about 3 minutes); internal/testenv looks for it there.

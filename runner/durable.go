@@ -190,10 +190,20 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (loo
 	default:
 		return loop.Result{}, fmt.Errorf("runner: run %s: %w (%s)", cfg.RunID, ErrFinished, row.Status)
 	}
+	// Only another process's lease stands in the way: in this one, the
+	// caller decides (a run that failed here is resumed here).
+	if live, holder := LeaseState(row, time.Now()); live && row.Holder != thisHolder {
+		return loop.Result{}, fmt.Errorf("runner: run %s: %w: %s is carrying it out", cfg.RunID, ErrHeld, holder)
+	}
 	r, err := newRun(&task, &cfg)
 	if err != nil {
 		return loop.Result{}, err
 	}
+	release, err := r.holdLease(ctx)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	defer release()
 	recs, err := load(ctx, cfg.Store, cfg.RunID)
 	if errors.Is(err, errNoLog) {
 		// The process died before it recorded anything: start afresh.

@@ -270,6 +270,11 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 	if err != nil {
 		return loop.Result{}, err
 	}
+	release, err := r.holdLease(ctx)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	defer release()
 	return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
 }
 

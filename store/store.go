@@ -57,6 +57,11 @@ type Run struct {
 	CostMicros int64
 	Created    time.Time
 	Updated    time.Time
+	// Holder names the process carrying the run out ("PID@HOST"), "" when
+	// none does; Heartbeat is when the holder last said it was alive. A
+	// running run whose holder is gone was interrupted (runner.Lease).
+	Holder    string
+	Heartbeat time.Time
 }
 
 // Update changes the mutable fields of a run; nil fields (and a zero
@@ -68,6 +73,8 @@ type Update struct {
 	Steps      *int64
 	CostMicros *int64
 	Updated    time.Time
+	Holder     *string
+	Heartbeat  time.Time // zero leaves it alone
 }
 
 // Columns calls set with the name of each column u changes and its new
@@ -90,6 +97,12 @@ func (u Update) Columns(set func(column string, value any)) {
 	}
 	if !u.Updated.IsZero() {
 		set("updated", u.Updated)
+	}
+	if u.Holder != nil {
+		set("holder", *u.Holder)
+	}
+	if !u.Heartbeat.IsZero() {
+		set("heartbeat", u.Heartbeat)
 	}
 }
 
@@ -156,6 +169,12 @@ type Store interface {
 	// LatestSnapshot returns the newest snapshot; it wraps ErrNotFound if
 	// the run has none.
 	LatestSnapshot(ctx context.Context, run string) (Snapshot, error)
+
+	// DeleteRun removes a run with its entries and snapshots, in one
+	// transaction; it wraps ErrNotFound if there is none. It does not look
+	// at the run's status or its sub-agents' runs: callers decide what may
+	// go (ratchet rm and gc never delete a running run).
+	DeleteRun(ctx context.Context, id string) error
 
 	Close() error
 }

@@ -165,7 +165,7 @@ func TestEvalAddFromRun(t *testing.T) {
 	}
 	c = run(t, env, "eval", "add", "--from-run", "run-nope", "--suite", suite)
 	c.wantCode(t, exitUsage)
-	if !strings.Contains(c.stderr, `no run "run-nope"`) {
+	if !strings.Contains(c.stderr, "no run run-nope in DB (ratchet ls lists runs)") {
 		t.Errorf("unknown run: %v", c)
 	}
 

@@ -22,10 +22,10 @@ const (
 )
 
 func main() {
-	// The first SIGINT or SIGTERM cancels the run, which then ends
-	// cancelled with its log flushed (and can be resumed); a second one
-	// kills the process at once.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first SIGINT, SIGTERM or SIGHUP (the terminal closed) cancels
+	// the run, which then ends cancelled with its log flushed (and can be
+	// resumed); a second one kills the process at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	go func() {
 		<-ctx.Done()
@@ -49,8 +49,10 @@ const usage = `ratchet runs AI agent loops with a checked definition of done.
 
 Usage:
   ratchet run TASK.yaml [flags]   run a task file; see 'ratchet run -h'
-  ratchet ls [flags]              list runs: status, goal, steps, cost, age
+  ratchet ls [flags]              list runs: status, goal, steps, cost, age (--since 1h)
   ratchet show RUN [--events]     a run's Result, attempts, verdicts and usage (or its log)
+  ratchet rm RUN...               delete runs and their logs (never a running one)
+  ratchet gc --older-than 30d     delete finished runs not updated for that long
   ratchet resume RUN              carry on a run whose process stopped (crash, Ctrl-C)
   ratchet answer RUN TEXT         answer the question a waiting run asks, and carry it on
   ratchet approve RUN             approve the tool call a waiting run asks about
@@ -60,7 +62,11 @@ Usage:
   ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet eval run|compare|report|add  run eval suites, compare results, gate on regressions
   ratchet worker --temporal HOST:PORT --task-queue Q   carry out runs started with 'ratchet run --temporal'
+  ratchet doctor [--model MODEL]  check the sandbox, test runners, database and keys, with fixes
+  ratchet completion bash|zsh|fish  print a shell completion script
   ratchet version                 print the version
+
+RUN is a run ID, a unique prefix of one, or "last" (the newest run).
 
 Runs are kept in a database: --db or $RATCHET_DB (a SQLite file or a
 postgres:// DSN), default $XDG_STATE_HOME/ratchet/ratchet.db.
@@ -88,6 +94,16 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.showCmd(ctx, args[1:])
 	case "resume", "answer", "approve", "deny":
 		return m.resumeCmd(ctx, args[0], args[1:])
+	case "rm":
+		return m.rmCmd(ctx, args[1:])
+	case "gc":
+		return m.gcCmd(ctx, args[1:])
+	case "doctor":
+		return m.doctorCmd(ctx, args[1:])
+	case "completion":
+		return m.completionCmd(args[1:])
+	case "__runs": // for the completion scripts; not in the usage
+		return m.runsForCompletion(ctx)
 	case "sim":
 		return m.simCmd(ctx, args[1:])
 	case "eval":

@@ -146,6 +146,12 @@ func TestJSON(t *testing.T) {
 	if res.Limits.Steps != 8 || res.Limits.Cost != budget.USD(0.10) {
 		t.Errorf("limits = %+v, want the task file's steps 8 and cost $0.10", res.Limits)
 	}
+	// Beside the Result, the JSON says where to find the run again.
+	var where struct{ Run, DB string }
+	if err := json.Unmarshal([]byte(c.stdout), &where); err != nil || !strings.Contains(c.stderr, "run: "+where.Run+" ") ||
+		where.DB != filepath.Join(c.state, "ratchet", "ratchet.db") {
+		t.Errorf("--json names run %q in DB %q (%v); want the run on stderr's run: line, in %s", where.Run, where.DB, err, c.state)
+	}
 	// Progress goes to stderr so that stdout is only JSON.
 	if !strings.Contains(c.stderr, "step 1") || !strings.Contains(c.stderr, "done: attempt 2") {
 		t.Errorf("--json: progress missing from stderr:\n%s", c.stderr)
@@ -159,9 +165,7 @@ func TestQuiet(t *testing.T) {
 		if want := "done: attempt 2 passed every check\n"; c.stdout != want {
 			t.Errorf("stdout = %q, want only %q", c.stdout, want)
 		}
-		if lines := strings.Split(strings.TrimSuffix(c.stderr, "\n"), "\n"); len(lines) != 1 || !strings.Contains(lines[0], notice) {
-			t.Errorf("stderr = %q, want only the scripted-model notice", c.stderr)
-		}
+		wantQuietStderr(t, c.stderr)
 	})
 	t.Run("with --json", func(t *testing.T) {
 		c := run(t, nil, "run", "--quiet", "--json", quickstart)
@@ -169,10 +173,18 @@ func TestQuiet(t *testing.T) {
 		if res := c.result(t); res.Status != loop.Done {
 			t.Errorf("status = %q, want done", res.Status)
 		}
-		if lines := strings.Split(strings.TrimSuffix(c.stderr, "\n"), "\n"); len(lines) != 1 || !strings.Contains(lines[0], notice) {
-			t.Errorf("stderr = %q, want only the scripted-model notice", c.stderr)
-		}
+		wantQuietStderr(t, c.stderr)
 	})
+}
+
+// wantQuietStderr: a quiet run's stderr holds the scripted-model notice and
+// the line naming the run, nothing else.
+func wantQuietStderr(t *testing.T, stderr string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], notice) || !regexp.MustCompile(`^run: \S+ \(ratchet show \S+\)$`).MatchString(lines[1]) {
+		t.Errorf("stderr = %q, want only the scripted-model notice and the run: line", stderr)
+	}
 }
 
 func TestLogFile(t *testing.T) {

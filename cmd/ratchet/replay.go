@@ -13,7 +13,6 @@ import (
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/replay"
 	"github.com/ratchetloop/ratchet/runner"
-	"github.com/ratchetloop/ratchet/store"
 )
 
 // replayCmd re-drives the current core over a recorded log.
@@ -84,8 +83,9 @@ func (m *Main) records(ctx context.Context, arg, db string) ([]observe.Record, e
 		return nil, err
 	}
 	defer s.Close()
-	if _, err := s.Run(ctx, arg); errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no run %q in the database, and no such log file", arg)
+	row, err := findRun(ctx, s, arg)
+	if err != nil {
+		return nil, fmt.Errorf("%w, and no such log file", err)
 	}
-	return runner.LoadLog(ctx, s, arg)
+	return runner.LoadLog(ctx, s, row.ID)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,7 +23,9 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/provider"
+	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
@@ -36,6 +39,7 @@ type runFlags struct {
 	json          bool
 	quiet         bool
 	log           string
+	record        string
 	db            string
 	noWait        bool
 	labels        []string
@@ -138,6 +142,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&f.model, "model", "", "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
 	f.addOutput(fs)
 	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
+	fs.StringVar(&f.record, "record", "", "write the model's replies to this file as a scripted turns file, so the run can be played offline (--model scripted:FILE)")
 	fs.Func("label", "tag the run (repeatable), for 'ratchet ls --label'", func(s string) error {
 		f.labels = append(f.labels, s)
 		return nil
@@ -164,6 +169,10 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	}
 	if (f.temporal == "") != (f.taskQueue == "") {
 		fmt.Fprintln(m.Stderr, "ratchet run: --temporal and --task-queue go together")
+		return exitUsage
+	}
+	if f.temporal != "" && f.record != "" {
+		fmt.Fprintln(m.Stderr, "ratchet run: --record records a run in this process; it does not go with --temporal")
 		return exitUsage
 	}
 	if len(pos) != 1 {
@@ -195,10 +204,23 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	if f.temporal != "" {
 		return m.runTemporal(ctx, task, db, runID, info, f)
 	}
+	var rec *scripted.Recorder
+	if f.record != "" {
+		rec = scripted.Record(mdl)
+		mdl = rec
+	}
 	cfg := runner.Config{Model: mdl, RunID: runID, Store: db, Labels: f.labels, TaskInfo: info, Exec: exec}
-	return m.carryOn("ratchet run", task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
+	code = m.carryOn("ratchet run", task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Run(ctx, task, cfg)
 	})
+	if rec != nil {
+		if err := m.writeRecording(f.record, rec, runID); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet run: --record: %v\n", err)
+			return max(code, exitInfra)
+		}
+		fmt.Fprintf(m.Stderr, "recorded the model's replies to %s (play them with --model scripted:%s)\n", f.record, f.record)
+	}
+	return code
 }
 
 // carryOn runs (or resumes) a stored run with the terminal's observers and
@@ -248,7 +270,13 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	case f.json:
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		// The Result's fields, and beside them where to find the run again.
+		out := struct {
+			Run string `json:"run"`
+			DB  string `json:"db"`
+			loop.Result
+		}{cfg.RunID, m.shownDB(f.db), res}
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}
@@ -261,9 +289,8 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		fmt.Fprintf(m.Stderr, "%s: event log %s is incomplete: %v\n", name, f.log, logErr)
 		return exitInfra
 	}
-	if !f.quiet {
-		fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
-	}
+	// Even --quiet names the run: without its ID nothing else can find it.
+	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
 	switch {
 	case runErr != nil:
 		// Infrastructure failed: the run ended failed, or its record could
@@ -539,6 +566,27 @@ func (m *Main) openModel(spec, base string) (model.Model, error) {
 		cfg.Retry.MaxAttempts = 1
 	}
 	return provider.Open(spec, cfg)
+}
+
+// writeRecording writes a recorded run's turns, secrets redacted, to path
+// (replacing it only once the whole file is written).
+func (m *Main) writeRecording(path string, rec *scripted.Recorder, runID string) error {
+	name := "recorded"
+	if n := rec.Name(); n != "" {
+		name += "-" + n
+	}
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "# From run %s.\n", runID)
+	if err := scripted.WriteScript(&buf, rec.Script(name)); err != nil {
+		return err
+	}
+	r := redact.New(redact.FromEnviron(os.Environ())...)
+	r.Add(m.Getenv("ANTHROPIC_API_KEY"), m.Getenv("OPENAI_API_KEY"))
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, r.Bytes(buf.Bytes()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // copyWorkspace copies dir into a new temporary directory, which is kept

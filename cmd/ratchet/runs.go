@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,9 +32,9 @@ const defaultDBHint = "$XDG_STATE_HOME/ratchet/ratchet.db, XDG_STATE_HOME defaul
 // default SQLite file. A PostgreSQL DSN (postgres://…, or host=… dbname=…)
 // opens PostgreSQL.
 func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, error) {
-	where := flagValue
-	if where == "" {
-		where = m.Getenv("RATCHET_DB")
+	where, err := m.dbLocation(flagValue)
+	if err != nil {
+		return nil, err
 	}
 	if isPostgresDSN(where) {
 		s, err := postgres.Open(ctx, where)
@@ -40,17 +42,6 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 			return nil, fmt.Errorf("run database (PostgreSQL): %w", err)
 		}
 		return s, nil
-	}
-	if where == "" {
-		dir := m.Getenv("XDG_STATE_HOME")
-		if dir == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				return nil, fmt.Errorf("run database: %w (set RATCHET_DB or --db)", err)
-			}
-			dir = filepath.Join(home, ".local", "state")
-		}
-		where = filepath.Join(dir, "ratchet", "ratchet.db")
 	}
 	if err := os.MkdirAll(filepath.Dir(where), 0o700); err != nil {
 		return nil, fmt.Errorf("run database: %w", err)
@@ -61,6 +52,49 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 	}
 	return s, nil
 }
+
+// dbLocation is the run database openStore opens: a SQLite file's path or
+// a PostgreSQL DSN.
+func (m *Main) dbLocation(flagValue string) (string, error) {
+	where := flagValue
+	if where == "" {
+		where = m.Getenv("RATCHET_DB")
+	}
+	if where != "" {
+		return where, nil
+	}
+	dir := m.Getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("run database: %w (set RATCHET_DB or --db)", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "ratchet", "ratchet.db"), nil
+}
+
+// shownDB is the run database's location as it may be printed: a DSN's
+// password is masked.
+func (m *Main) shownDB(flagValue string) string {
+	where, err := m.dbLocation(flagValue)
+	if err != nil {
+		return ""
+	}
+	if !isPostgresDSN(where) {
+		if abs, err := filepath.Abs(where); err == nil {
+			return abs
+		}
+		return where
+	}
+	if u, err := url.Parse(where); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	return passwordField.ReplaceAllString(where, "password=xxxxx")
+}
+
+// passwordField is a password in a libpq key=value DSN.
+var passwordField = regexp.MustCompile(`password=('(\\.|[^'])*'|\S+)`)
 
 // isPostgresDSN tells a PostgreSQL DSN, as a URL or as libpq's key=value
 // pairs, from a SQLite file path.
@@ -151,10 +185,10 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		return exitInfra
 	}
 	defer db.Close()
-	row, err := db.Run(ctx, pos[0])
+	row, err := findRun(ctx, db, pos[0])
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
-		return exitUsage
+		return runErrCode(err)
 	}
 	var info taskInfo
 	if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
@@ -181,9 +215,9 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 // lsCmd lists stored runs.
 func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	var (
-		db, status, label string
-		limit             int
-		asJSON            bool
+		db, status, label, since string
+		limit                    int
+		asJSON                   bool
 	)
 	fs := flag.NewFlagSet("ratchet ls", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -191,6 +225,7 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&status, "status", "", "only runs with these statuses, comma-separated; a trailing colon matches a family (exhausted:, stalled:)")
 	fs.StringVar(&label, "label", "", "only runs with this label")
 	fs.IntVar(&limit, "limit", 20, "at most this many runs, newest first (0 for all)")
+	fs.StringVar(&since, "since", "", "only runs started within this long (1h, 30m, 7d)")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	setUsage(fs, "Usage: ratchet ls [flags]\n\nLists runs, newest first: status, goal, steps, cost and age.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
@@ -200,6 +235,15 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	if len(pos) != 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	var window time.Duration
+	if since != "" {
+		d, err := parseAge(since)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet ls: --since: %v\n", err)
+			return exitUsage
+		}
+		window = d
 	}
 	s, err := m.openStore(ctx, db)
 	if err != nil {
@@ -211,10 +255,25 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	if status != "" {
 		filter.Status = strings.Split(status, ",")
 	}
+	if window > 0 {
+		filter.Limit = 0 // the cap applies after the time filter
+	}
 	runs, err := s.ListRuns(ctx, filter)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet ls: %v\n", err)
 		return exitInfra
+	}
+	if window > 0 {
+		cutoff := time.Now().Add(-window)
+		// Newest first, so the runs inside the window are a prefix.
+		n := 0
+		for n < len(runs) && !runs[n].Created.Before(cutoff) {
+			n++
+		}
+		runs = runs[:n]
+		if limit > 0 && len(runs) > limit {
+			runs = runs[:limit]
+		}
 	}
 	if asJSON {
 		type row struct {
@@ -227,10 +286,12 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 			Question   string    `json:"question,omitempty"`
 			Created    time.Time `json:"created"`
 			Updated    time.Time `json:"updated"`
+			// Interrupted: running, but the process carrying it out is gone.
+			Interrupted bool `json:"interrupted,omitempty"`
 		}
 		out := make([]row, len(runs))
 		for i, r := range runs {
-			out[i] = row{r.ID, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated}
+			out[i] = row{r.ID, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now())}
 		}
 		return m.printJSON("ratchet ls", out)
 	}
@@ -238,13 +299,30 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	fmt.Fprintln(tw, "RUN\tSTATUS\tSTEPS\tCOST\tAGE\tGOAL")
 	now := time.Now()
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, r.Status, r.Steps, budget.Micros(r.CostMicros), age(now.Sub(r.Created)), oneLine(r.Goal, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, shownStatus(r, now), r.Steps, budget.Micros(r.CostMicros), age(now.Sub(r.Created)), oneLine(r.Goal, 60))
 	}
 	tw.Flush()
 	if len(runs) == 0 {
 		fmt.Fprintln(m.Stderr, "no runs match")
 	}
 	return exitDone
+}
+
+// interrupted tells a run that says running but whose process is gone.
+func interrupted(r store.Run, now time.Time) bool {
+	if r.Status != store.StatusRunning || onTemporal(r) {
+		return false
+	}
+	live, _ := runner.LeaseState(r, now)
+	return !live
+}
+
+// shownStatus is a run's status as ls and show print it.
+func shownStatus(r store.Run, now time.Time) string {
+	if interrupted(r, now) {
+		return "interrupted"
+	}
+	return r.Status
 }
 
 func age(d time.Duration) string {
@@ -303,10 +381,10 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	defer s.Close()
-	row, err := s.Run(ctx, pos[0])
+	row, err := findRun(ctx, s, pos[0])
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
-		return exitUsage
+		return runErrCode(err)
 	}
 	if events {
 		entries, err := s.Entries(ctx, row.ID, 0)
@@ -340,7 +418,7 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 		}{row.ID, row.Status, row.Goal, row.Labels, row.Question, row.Created, res})
 	}
 	w := m.Stdout
-	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, row.Status, oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
+	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, shownStatus(row, time.Now()), oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
 	if len(row.Labels) > 0 {
 		fmt.Fprintf(w, "labels:  %s\n", strings.Join(row.Labels, ", "))
 	}
@@ -348,7 +426,12 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 		fmt.Fprintf(w, "waiting: %s\n", row.Question)
 	}
 	if res == nil {
-		fmt.Fprintf(w, "steps:   %d so far (no Result yet; 'ratchet resume %s' carries it on if its process stopped)\n", row.Steps, row.ID)
+		if interrupted(row, time.Now()) {
+			_, holder := runner.LeaseState(row, time.Now())
+			fmt.Fprintf(w, "steps:   %d so far; interrupted: %s is gone ('ratchet resume %s' carries it on)\n", row.Steps, holder, row.ID)
+		} else {
+			fmt.Fprintf(w, "steps:   %d so far (no Result yet)\n", row.Steps)
+		}
 		return exitDone
 	}
 	fmt.Fprintf(w, "reason:  %s\n", res.Reason)

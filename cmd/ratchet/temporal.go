@@ -34,6 +34,13 @@ func dialTemporal(ctx context.Context, hostPort, namespace string, w io.Writer) 
 	return c, nil
 }
 
+// onTemporal says r runs on Temporal workers: no process of ours holds
+// its lease, and it is never interrupted while Temporal carries it on.
+func onTemporal(r store.Run) bool {
+	var info taskInfo
+	return json.Unmarshal(r.Task, &info) == nil && info.Temporal != ""
+}
+
 // workerCmd serves a task queue: it carries out the commands of the runs
 // started on it with ratchet run --temporal.
 func (m *Main) workerCmd(ctx context.Context, args []string) int {
@@ -195,7 +202,13 @@ func (m *Main) report(name, runID string, res loop.Result, err error, f runFlags
 	case f.json:
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		// As carryOn prints it: the Result, and where to find the run.
+		out := struct {
+			Run string `json:"run"`
+			DB  string `json:"db"`
+			loop.Result
+		}{runID, m.shownDB(f.db), res}
+		if err := enc.Encode(out); err != nil {
 			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}
@@ -205,9 +218,7 @@ func (m *Main) report(name, runID string, res loop.Result, err error, f runFlags
 			fmt.Fprintf(m.Stdout, "answer: %s\n", oneLine(res.Best.Answer, 200))
 		}
 	}
-	if !f.quiet {
-		fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", runID, runID)
-	}
+	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", runID, runID)
 	switch {
 	case res.Status == loop.Failed:
 		return exitInfra

@@ -46,6 +46,9 @@ func copyRun(r store.Run) store.Run {
 	r.Labels = slices.Clone(r.Labels)
 	r.Task, r.Result = clone(r.Task), clone(r.Result)
 	r.Created, r.Updated = at(r.Created), at(r.Updated)
+	if !r.Heartbeat.IsZero() {
+		r.Heartbeat = at(r.Heartbeat)
+	}
 	return r
 }
 
@@ -117,6 +120,12 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error 
 	}
 	if !u.Updated.IsZero() {
 		r.info.Updated = at(u.Updated)
+	}
+	if u.Holder != nil {
+		r.info.Holder = *u.Holder
+	}
+	if !u.Heartbeat.IsZero() {
+		r.info.Heartbeat = at(u.Heartbeat)
 	}
 	return nil
 }
@@ -254,6 +263,20 @@ func (s *Store) LatestSnapshot(ctx context.Context, id string) (store.Snapshot, 
 		return store.Snapshot{}, fmt.Errorf("run %q snapshot: %w", id, store.ErrNotFound)
 	}
 	return store.Snapshot{Seq: r.snap.Seq, Data: clone(r.snap.Data)}, nil
+}
+
+// DeleteRun implements store.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(id); err != nil {
+		return err
+	}
+	delete(s.runs, id)
+	return nil
 }
 
 func (s *Store) Close() error { return nil }

@@ -127,10 +127,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return errors.New("postgres: create run: empty ID")
 	}
 	tag, err := s.pool.Exec(ctx, `INSERT INTO runs
-		(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
+		(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING`,
 		r.ID, r.Parent, r.Goal, nonNil(r.Labels), r.Status, r.Question, r.Task, r.Result,
-		r.Steps, r.CostMicros, r.Created, r.Updated)
+		r.Steps, r.CostMicros, r.Created, r.Updated, r.Holder, nullTime(r.Heartbeat))
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrExists
 	}
@@ -140,13 +140,19 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	return nil
 }
 
-const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated`
+const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat`
 
 func scanRun(row pgx.Row) (store.Run, error) {
-	var r store.Run
+	var (
+		r         store.Run
+		heartbeat *time.Time
+	)
 	if err := row.Scan(&r.ID, &r.Parent, &r.Goal, &r.Labels, &r.Status, &r.Question, &r.Task, &r.Result,
-		&r.Steps, &r.CostMicros, &r.Created, &r.Updated); err != nil {
+		&r.Steps, &r.CostMicros, &r.Created, &r.Updated, &r.Holder, &heartbeat); err != nil {
 		return store.Run{}, err
+	}
+	if heartbeat != nil {
+		r.Heartbeat = heartbeat.UTC()
 	}
 	if len(r.Labels) == 0 {
 		r.Labels = nil
@@ -154,6 +160,14 @@ func scanRun(row pgx.Row) (store.Run, error) {
 	r.Created = r.Created.UTC()
 	r.Updated = r.Updated.UTC()
 	return r, nil
+}
+
+// nullTime stores the zero time (no heartbeat yet) as NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // Run implements store.Store.
@@ -166,6 +180,22 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 		return store.Run{}, fmt.Errorf("postgres: run %q: %w", id, err)
 	}
 	return r, nil
+}
+
+// DeleteRun implements store.Store. One statement deletes the run and, by
+// its data-modifying CTEs, the entries and snapshots that reference it.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `WITH
+		e AS (DELETE FROM entries WHERE run = $1),
+		sn AS (DELETE FROM snapshots WHERE run = $1)
+		DELETE FROM runs WHERE id = $1`, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: delete run %q: %w", id, err)
+	}
+	return nil
 }
 
 // UpdateRun implements store.Store.

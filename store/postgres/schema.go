@@ -51,6 +51,9 @@ var migrations = []string{
 		seq  bigint NOT NULL,
 		data bytea  NOT NULL
 	);`,
+	// 2: the lease of the process carrying a run out.
+	`ALTER TABLE runs ADD COLUMN holder text NOT NULL DEFAULT '',
+		ADD COLUMN heartbeat timestamptz;`,
 }
 
 // migrateLock is the advisory lock key that serializes migrations of one

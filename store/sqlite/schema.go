@@ -52,6 +52,9 @@ var migrations = []string{
 		seq  INTEGER NOT NULL,
 		data BLOB    NOT NULL
 	) WITHOUT ROWID;`,
+	// 2: the lease of the process carrying a run out.
+	`ALTER TABLE runs ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN heartbeat INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrate brings the database on c to the newest schema in one immediate

@@ -198,10 +198,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	}
 	err = s.w.do(ctx, func(t tx) error {
 		res, err := t.exec(`INSERT INTO runs
-			(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.Parent, r.Goal, string(labels), r.Status, r.Question, r.Task, r.Result,
-			r.Steps, r.CostMicros, r.Created.UnixMicro(), r.Updated.UnixMicro())
+			r.Steps, r.CostMicros, r.Created.UnixMicro(), r.Updated.UnixMicro(), r.Holder, toMicros(r.Heartbeat))
 		if err != nil {
 			return err
 		}
@@ -223,7 +223,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	return nil
 }
 
-const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated`
+const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat`
 
 type scanner interface{ Scan(...any) error }
 
@@ -232,9 +232,10 @@ func scanRun(sc scanner) (store.Run, error) {
 		r                store.Run
 		labels           string
 		created, updated int64
+		heartbeat        int64
 	)
 	if err := sc.Scan(&r.ID, &r.Parent, &r.Goal, &labels, &r.Status, &r.Question, &r.Task, &r.Result,
-		&r.Steps, &r.CostMicros, &created, &updated); err != nil {
+		&r.Steps, &r.CostMicros, &created, &updated, &r.Holder, &heartbeat); err != nil {
 		return store.Run{}, err
 	}
 	if err := json.Unmarshal([]byte(labels), &r.Labels); err != nil {
@@ -245,7 +246,39 @@ func scanRun(sc scanner) (store.Run, error) {
 	}
 	r.Created = fromMicros(created)
 	r.Updated = fromMicros(updated)
+	if heartbeat != 0 {
+		r.Heartbeat = fromMicros(heartbeat)
+	}
 	return r, nil
+}
+
+// DeleteRun implements store.Store.
+func (s *Store) DeleteRun(ctx context.Context, id string) error {
+	err := s.w.do(ctx, func(t tx) error {
+		for _, q := range []string{
+			`DELETE FROM entries WHERE run = ?`,
+			`DELETE FROM snapshots WHERE run = ?`,
+			`DELETE FROM run_labels WHERE run = ?`,
+		} {
+			if _, err := t.exec(q, id); err != nil {
+				return err
+			}
+		}
+		res, err := t.exec(`DELETE FROM runs WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return store.ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: delete run %q: %w", id, err)
+	}
+	return nil
 }
 
 // Run implements store.Store.
@@ -268,7 +301,7 @@ func (s *Store) UpdateRun(ctx context.Context, id string, u store.Update) error 
 	)
 	u.Columns(func(col string, v any) {
 		if t, ok := v.(time.Time); ok {
-			v = t.UnixMicro() // times are stored as microseconds
+			v = toMicros(t) // times are stored as microseconds
 		}
 		set = append(set, col+" = ?")
 		args = append(args, v)
@@ -500,6 +533,14 @@ func (s *Store) LatestSnapshot(ctx context.Context, run string) (store.Snapshot,
 
 // fromMicros is the inverse of time.Time.UnixMicro, in UTC.
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// toMicros stores a time; the zero time (no heartbeat yet) is 0.
+func toMicros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
 
 // nonNil turns nil into an empty value, for NOT NULL columns.
 func nonNil[T any](s []T) []T {

@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"Times", testTimes},
 		{"CancelledAppend", testCancelledAppend},
 		{"ConcurrentRuns", testConcurrentRuns},
+		{"Delete", testDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,6 +206,11 @@ func testUpdate(t *testing.T, s store.Store) {
 		r.Question = "q0"
 	})
 	mustCreate(t, s, orig)
+	held := run("run-held", base, func(r *store.Run) { r.Holder, r.Heartbeat = "7@host-b", base.Add(time.Second) })
+	mustCreate(t, s, held)
+	if got, err := s.Run(ctx, held.ID); err != nil || got.Holder != held.Holder || !got.Heartbeat.Equal(held.Heartbeat) {
+		t.Errorf("a run created with a lease comes back with holder %q heartbeat %v (%v); want %q %v", got.Holder, got.Heartbeat, err, held.Holder, held.Heartbeat)
+	}
 
 	ptr := func(s string) *string { return &s }
 	i64 := func(n int64) *int64 { return &n }
@@ -226,6 +232,12 @@ func testUpdate(t *testing.T, s store.Store) {
 			}},
 		{"result left alone by nil", store.Update{Status: ptr("failed")},
 			func(r *store.Run) { r.Status = "failed" }},
+		{"lease taken", store.Update{Holder: ptr("4242@host-a"), Heartbeat: base.Add(2 * time.Hour)},
+			func(r *store.Run) { r.Holder, r.Heartbeat = "4242@host-a", base.Add(2*time.Hour) }},
+		{"heartbeat alone", store.Update{Heartbeat: base.Add(3 * time.Hour)},
+			func(r *store.Run) { r.Heartbeat = base.Add(3 * time.Hour) }},
+		{"lease released", store.Update{Holder: ptr("")},
+			func(r *store.Run) { r.Holder = "" }},
 	}
 	want := orig
 	for _, st := range steps {
@@ -515,6 +527,7 @@ func testNotFound(t *testing.T, s store.Store) {
 		{"SaveSnapshot", s.SaveSnapshot(ctx, id, store.Snapshot{Seq: 1, Data: []byte("x")})},
 		{"LatestSnapshot", func() error { _, err := s.LatestSnapshot(ctx, id); return err }()},
 		{"LatestSnapshot of a run without one", func() error { _, err := s.LatestSnapshot(ctx, "exists"); return err }()},
+		{"DeleteRun", s.DeleteRun(ctx, id)},
 	}
 	for _, c := range checks {
 		if !errors.Is(c.err, store.ErrNotFound) {
@@ -523,6 +536,42 @@ func testNotFound(t *testing.T, s store.Store) {
 	}
 	if runs, err := s.ListRuns(ctx, store.Filter{}); err != nil || len(runs) != 1 {
 		t.Errorf("after writes to a missing run, ListRuns = %d runs, %v; want only the existing one", len(runs), err)
+	}
+}
+
+// testDelete: a deleted run leaves nothing behind (row, label, entries,
+// snapshot), its ID can be used again, and other runs are untouched.
+func testDelete(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	doomed := run("doomed", base)
+	doomed.Labels = []string{"gone"}
+	mustCreate(t, s, doomed, run("kept", base))
+	mustAppend(t, s, "doomed", entries(1, 3, "d"))
+	mustAppend(t, s, "kept", entries(1, 2, "k"))
+	if err := s.SaveSnapshot(ctx, "doomed", store.Snapshot{Seq: 2, Data: []byte("snap")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteRun(ctx, "doomed"); err != nil {
+		t.Fatalf("DeleteRun: %v", err)
+	}
+	if _, err := s.Run(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Run after DeleteRun = %v, want ErrNotFound", err)
+	}
+	if err := s.DeleteRun(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("second DeleteRun = %v, want ErrNotFound", err)
+	}
+	mustCreate(t, s, run("doomed", base))
+	if seq, err := s.LastSeq(ctx, "doomed"); err != nil || seq != 0 {
+		t.Errorf("a new run with a deleted run's ID has LastSeq %d, %v; want 0 (no entries left behind)", seq, err)
+	}
+	if _, err := s.LatestSnapshot(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a new run with a deleted run's ID has a snapshot (%v); want ErrNotFound", err)
+	}
+	if runs, err := s.ListRuns(ctx, store.Filter{Label: "gone"}); err != nil || len(runs) != 0 {
+		t.Errorf("ListRuns by the deleted run's label = %d runs, %v; want none (the new run has no labels)", len(runs), err)
+	}
+	if got, err := s.Entries(ctx, "kept", 0); err != nil || len(got) != 2 {
+		t.Errorf("the other run's entries after DeleteRun = %d, %v; want 2", len(got), err)
 	}
 }
 

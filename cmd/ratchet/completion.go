@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ratchetloop/ratchet/store"
+)
+
+// commands are the subcommands completion offers, in usage order.
+var commands = []string{"run", "ls", "show", "rm", "gc", "resume", "answer", "approve", "deny",
+	"verify", "replay", "sim", "eval", "doctor", "completion", "version", "help"}
+
+// runArgCommands take a run as their first argument.
+var runArgCommands = []string{"show", "rm", "resume", "answer", "approve", "deny", "replay"}
+
+// completionCmd prints a completion script for a shell. The scripts
+// complete subcommands, task files for run and verify, and run IDs (asked
+// of 'ratchet __runs', which prints the newest IDs) where a run is wanted.
+func (m *Main) completionCmd(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(m.Stderr, "Usage: ratchet completion bash|zsh|fish\n\n  bash: source <(ratchet completion bash)\n  zsh:  source <(ratchet completion zsh)\n  fish: ratchet completion fish | source")
+		return exitUsage
+	}
+	cmds, runCmds := strings.Join(commands, " "), strings.Join(runArgCommands, " ")
+	switch args[0] {
+	case "bash":
+		fmt.Fprintf(m.Stdout, bashCompletion, cmds, strings.ReplaceAll(runCmds, " ", "|"))
+	case "zsh":
+		fmt.Fprintf(m.Stdout, "autoload -U +X bashcompinit && bashcompinit\n"+bashCompletion, cmds, strings.ReplaceAll(runCmds, " ", "|"))
+	case "fish":
+		fmt.Fprintf(m.Stdout, fishCompletion, cmds, runCmds)
+	default:
+		fmt.Fprintf(m.Stderr, "ratchet completion: unknown shell %q (want bash, zsh or fish)\n", args[0])
+		return exitUsage
+	}
+	return exitDone
+}
+
+const bashCompletion = `# ratchet completion for bash (and zsh through bashcompinit)
+_ratchet() {
+	local cur=${COMP_WORDS[COMP_CWORD]}
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		COMPREPLY=($(compgen -W "%s" -- "$cur"))
+		return
+	fi
+	case "${COMP_WORDS[1]}" in
+	%s)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W "last $(ratchet __runs 2>/dev/null)" -- "$cur"))
+		fi ;;
+	completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
+	*) COMPREPLY=($(compgen -f -- "$cur")) ;;
+	esac
+}
+complete -o default -F _ratchet ratchet
+`
+
+const fishCompletion = `# ratchet completion for fish
+complete -c ratchet -f -n '__fish_use_subcommand' -a '%s'
+complete -c ratchet -f -n '__fish_seen_subcommand_from %s' -a 'last (ratchet __runs 2>/dev/null)'
+complete -c ratchet -f -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'
+complete -c ratchet -F -n '__fish_seen_subcommand_from run verify eval'
+`
+
+// runsForCompletion prints the IDs of the newest runs, one a line, for
+// the completion scripts; it prints nothing when the database is missing.
+func (m *Main) runsForCompletion(ctx context.Context) int {
+	s, err := m.openStore(ctx, "")
+	if err != nil {
+		return exitInfra
+	}
+	defer s.Close()
+	runs, err := s.ListRuns(ctx, store.Filter{Limit: 50})
+	if err != nil {
+		return exitInfra
+	}
+	for _, r := range runs {
+		fmt.Fprintln(m.Stdout, r.ID)
+	}
+	return exitDone
+}

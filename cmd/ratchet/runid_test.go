@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/store/memory"
+)
+
+func TestFindRun(t *testing.T) {
+	ctx := context.Background()
+	s := memory.New()
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for i, r := range []store.Run{
+		{ID: "run-a1", Status: "done"},
+		{ID: "run-a2", Status: "done"},
+		{ID: "run-b7", Status: "done"},
+		{ID: "run-b7/c1", Parent: "run-b7", Status: "done"}, // newest, but a sub-agent's
+	} {
+		r.Created = t0.Add(time.Duration(i) * time.Minute)
+		r.Updated = r.Created
+		if err := s.CreateRun(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ arg, want, err string }{
+		{arg: "run-a1", want: "run-a1"},
+		{arg: "run-b", want: "run-b7"},      // not ambiguous with its sub-agent run-b7/c1
+		{arg: "run-b7/", want: "run-b7/c1"}, // no top-level run matches: sub-agents do
+		{arg: "run-b7", want: "run-b7"},
+		{arg: "run-b7/c1", want: "run-b7/c1"},
+		{arg: "last", want: "run-b7"},
+		{arg: "run-a", err: "run-a is the start of 2 run IDs (run-a2, run-a1); type more of it"},
+		{arg: "zzz", err: "no run zzz in DB (ratchet ls lists runs)"},
+		{arg: "", err: "an empty run ID"},
+	} {
+		got, err := findRun(ctx, s, tc.arg)
+		switch {
+		case tc.err != "":
+			if err == nil || err.Error() != tc.err || runErrCode(err) != exitUsage {
+				t.Errorf("findRun(%q) = %q, %v; want the error %q (exit %d)", tc.arg, got.ID, err, tc.err, exitUsage)
+			}
+		case err != nil || got.ID != tc.want:
+			t.Errorf("findRun(%q) = %q, %v; want %q", tc.arg, got.ID, err, tc.want)
+		}
+	}
+}
+
+// TestRunsByIDPrefixRmAndGC: runs are found by prefix and "last"; rm and gc
+// delete finished runs and never a running one.
+func TestRunsByIDPrefixRmAndGC(t *testing.T) {
+	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+	first := run(t, env, "run", "--quiet", quickstart)
+	first.wantCode(t, exitDone)
+	id := regexp.MustCompile(`(?m)^run: (\S+) `).FindStringSubmatch(first.stderr)[1]
+
+	show := run(t, env, "show", "last")
+	show.wantCode(t, exitDone)
+	if !strings.Contains(show.stdout, "run:     "+id+"\n") {
+		t.Errorf("show last does not show %s:\n%v", id, show)
+	}
+	if c := run(t, env, "replay", id[:len(id)-3]); c.code != exitDone || !strings.Contains(c.stdout, "identical") {
+		t.Errorf("replay by prefix: %v", c)
+	}
+	if c := run(t, env, "show", "nope"); c.code != exitUsage || !strings.Contains(c.stderr, "no run nope in DB (ratchet ls lists runs)") {
+		t.Errorf("show of an unknown run: %v", c)
+	}
+	if c := run(t, env, "ls", "--since", "1h"); !strings.Contains(c.stdout, id) {
+		t.Errorf("ls --since 1h lacks the run just made: %v", c)
+	}
+	if c := run(t, env, "ls", "--since", "soon"); c.code != exitUsage || strings.Contains(c.stderr, "Usage") {
+		t.Errorf("a bad --since should be one line and exit 2: %v", c)
+	}
+
+	// A running run (a process that holds it) is kept by rm and gc.
+	ctx := context.Background()
+	m := &Main{Getenv: func(k string) string { return env[k] }}
+	s, err := m.openStore(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	host, _ := os.Hostname()
+	me := strconv.Itoa(os.Getpid()) + "@" + host // this test process: alive
+	if err := s.CreateRun(ctx, store.Run{ID: "run-live", Status: store.StatusRunning, Created: old, Updated: old, Holder: me, Heartbeat: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	// A run whose process died: it says running, but nobody carries it out.
+	if err := s.CreateRun(ctx, store.Run{ID: "run-dead", Status: store.StatusRunning, Created: old, Updated: old, Holder: "2147483646@" + host, Heartbeat: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if c := run(t, env, "rm", "run-live"); c.code != exitUsage || !strings.Contains(c.stderr, "run-live is running") {
+		t.Errorf("rm of a running run: %v", c)
+	}
+	if c := run(t, env, "gc", "--older-than", "1d"); c.code != exitDone || !strings.Contains(c.stderr, "deleted 0 run(s)") {
+		t.Errorf("gc deleted a running run or the fresh one: %v", c)
+	}
+	if c := run(t, env, "gc", "--older-than", "0s", "--dry-run"); !strings.Contains(c.stdout, "would delete "+id) || strings.Contains(c.stdout, "run-live") {
+		t.Errorf("gc --dry-run: %v", c)
+	}
+	ls := run(t, env, "ls")
+	if !regexp.MustCompile(`run-dead +interrupted`).MatchString(ls.stdout) || !regexp.MustCompile(`run-live +running`).MatchString(ls.stdout) {
+		t.Errorf("ls should show the dead run interrupted and the live one running:\n%s", ls.stdout)
+	}
+	if c := run(t, env, "show", "run-dead"); !strings.Contains(c.stdout, "status:  interrupted\n") || !strings.Contains(c.stdout, "'ratchet resume run-dead' carries it on") {
+		t.Errorf("show of an interrupted run: %v", c)
+	}
+	if c := run(t, env, "rm", "run-dead"); c.code != exitDone {
+		t.Errorf("rm of an interrupted run: %v", c)
+	}
+	if c := run(t, env, "rm", id); c.code != exitDone || c.stdout != "deleted "+id+"\n" {
+		t.Errorf("rm: %v", c)
+	}
+	if c := run(t, env, "ls"); strings.Contains(c.stdout, id) || !strings.Contains(c.stdout, "run-live") {
+		t.Errorf("after rm, ls: %v", c)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		c := run(t, nil, "completion", sh)
+		c.wantCode(t, exitDone)
+		if !strings.Contains(c.stdout, "ratchet __runs") || !strings.Contains(c.stdout, "resume") {
+			t.Errorf("%s completion lacks run IDs or subcommands:\n%s", sh, c.stdout)
+		}
+	}
+	run(t, nil, "completion", "tcsh").wantCode(t, exitUsage)
+}
