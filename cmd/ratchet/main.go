@@ -61,7 +61,7 @@ Usage:
   ratchet replay RUN|LOG.jsonl    re-drive the core over a recorded run; exit 1 if it diverges
   ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet eval run|compare|report|add  run eval suites, compare results, gate on regressions
-  ratchet worker --temporal HOST:PORT --task-queue Q   carry out runs started with 'ratchet run --temporal'
+  ratchet worker --temporal H:P --task-queue Q  carry out runs started with run --temporal
   ratchet doctor [--model MODEL]  check the sandbox, test runners, database and keys, with fixes
   ratchet completion bash|zsh|fish  print a shell completion script
   ratchet version                 print the version
