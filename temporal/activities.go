@@ -552,6 +552,7 @@ type Registry interface {
 // Register registers the run workflow and a's activities with r.
 func Register(r Registry, a *Activities) {
 	r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	r.RegisterWorkflowWithOptions(SuiteWorkflow, workflow.RegisterOptions{Name: SuiteWorkflowName})
 	for name, fn := range map[string]any{
 		activityModel: a.Model, activityTool: a.Tool, activityCheck: a.Check,
 		activitySave: a.Save, activityFinish: a.Finish,

@@ -102,7 +102,7 @@ func Start(ctx context.Context, c client.Client, s store.Store, task runner.Task
 	if err != nil {
 		return nil, err
 	}
-	if err := Begin(ctx, s, in, opts, time.Now()); err != nil {
+	if err := Begin(ctx, s, in, opts, nowUTC()); err != nil {
 		return nil, err
 	}
 	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -111,15 +111,22 @@ func Start(ctx context.Context, c client.Client, s store.Store, task runner.Task
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 	}, WorkflowName, in)
 	if err != nil {
-		// The row must not say running for a run nothing drives.
-		res := loop.Result{Status: loop.Failed, Reason: "temporal: the workflow could not start: " + err.Error(), Limits: in.Spec.Budget.WithDefaults()}
-		if data, jerr := json.Marshal(res); jerr == nil {
-			status := string(res.Status)
-			_ = s.UpdateRun(context.WithoutCancel(ctx), opts.RunID, store.Update{Status: &status, Result: data, Updated: time.Now().UTC()})
-		}
+		failStart(ctx, s, in, err)
 		return nil, fmt.Errorf("temporal: starting the workflow: %w", err)
 	}
 	return run, nil
+}
+
+func nowUTC() time.Time { return time.Now().UTC() }
+
+// failStart ends the row of a run whose workflow could not start: it must
+// not say running when nothing drives it.
+func failStart(ctx context.Context, s store.Store, in Input, err error) {
+	res := loop.Result{Status: loop.Failed, Reason: "temporal: the workflow could not start: " + err.Error(), Limits: in.Spec.Budget.WithDefaults()}
+	if data, jerr := json.Marshal(res); jerr == nil {
+		status := string(res.Status)
+		_ = s.UpdateRun(context.WithoutCancel(ctx), in.Run, store.Update{Status: &status, Result: data, Updated: time.Now().UTC()})
+	}
 }
 
 // SendAnswer answers the question run is awaiting, as ratchet answer,

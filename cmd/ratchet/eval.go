@@ -144,21 +144,12 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		cfg.Progress, cfg.Live = m.Stderr, isTerminal(m.Stderr)
 	}
 	if tf.temporal != "" {
-		db, err := m.openStore(ctx, tf.db)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
-			return exitInfra
-		}
-		defer db.Close()
-		c, err := dialTemporal(ctx, tf.temporal, tf.namespace, m.Stderr)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
-			return exitInfra
-		}
-		defer c.Close()
 		tf.unsafeSandbox = *unsafeSandbox
-		te := &temporalEval{m: m, c: c, db: db, queue: tf.taskQueue, label: suite.Label, f: tf}
-		cfg.Load, cfg.Run = te.load(suite, *mdl), te.run
+		done, code := m.evalOnTemporal(ctx, &cfg, suite, *mdl, tf)
+		if code != exitDone {
+			return code
+		}
+		defer done()
 	}
 	out, runErr := eval.Run(ctx, suite, cfg)
 	for _, err := range out.LoadErrors {

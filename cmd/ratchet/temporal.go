@@ -262,15 +262,50 @@ func (m *Main) answerTemporal(ctx context.Context, name string, db store.Store, 
 }
 
 // temporalEval is how ratchet eval run --temporal carries out a suite's
-// runs: each (case, repeat) is a run workflow on the workers, at most the
-// suite's concurrency at once, recorded in the run database like any run.
+// runs: each (case, repeat) is a run workflow on the workers, a child of
+// the eval's suite workflow, at most the suite's concurrency at once,
+// recorded in the run database like any run.
 type temporalEval struct {
 	m     *Main
 	c     client.Client
+	suite *temporal.Suite
 	db    store.Store
 	queue string
 	label string
 	f     runFlags
+}
+
+// evalOnTemporal sets cfg to run the suite's task cases on Temporal, as
+// children of one suite workflow; done closes the suite workflow and what
+// was opened for it.
+func (m *Main) evalOnTemporal(ctx context.Context, cfg *eval.Config, suite *eval.Suite, modelFlag string, f runFlags) (done func(), code int) {
+	db, err := m.openStore(ctx, f.db)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return nil, exitInfra
+	}
+	c, err := dialTemporal(ctx, f.temporal, f.namespace, m.Stderr)
+	if err != nil {
+		db.Close()
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return nil, exitInfra
+	}
+	parent, err := temporal.StartSuite(ctx, c, "suite-"+suite.Label+"-"+time.Now().UTC().Format("20060102-150405.000000"), f.taskQueue)
+	if err != nil {
+		c.Close()
+		db.Close()
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return nil, exitInfra
+	}
+	te := &temporalEval{m: m, c: c, suite: parent, db: db, queue: f.taskQueue, label: suite.Label, f: f}
+	cfg.Load, cfg.Run = te.load(suite, modelFlag), te.run
+	return func() {
+		if err := parent.Close(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: closing the suite workflow: %v\n", err)
+		}
+		c.Close()
+		db.Close()
+	}, exitDone
 }
 
 // load builds a case's job as ratchet run builds a task file's, which is
@@ -323,8 +358,8 @@ func (e *temporalEval) run(ctx context.Context, job eval.Job, runID string, log 
 	// A second eval run with the same label runs again what was cut short:
 	// its workflow must have an ID of its own.
 	id := runID + "@" + time.Now().UTC().Format("20060102-150405.000000")
-	run, err := temporal.Start(ctx, e.c, e.db, job.Task, temporal.StartOptions{
-		RunID: id, TaskQueue: e.queue, TaskInfo: job.Info, Labels: []string{e.label}, Human: false,
+	run, err := e.suite.Start(ctx, e.db, job.Task, temporal.StartOptions{
+		RunID: id, TaskInfo: job.Info, Labels: []string{e.label}, Human: false,
 	})
 	if err != nil {
 		return loop.Result{}, err

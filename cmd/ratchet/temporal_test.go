@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 
 	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/loop"
@@ -156,9 +160,30 @@ func testTemporalEval(t *testing.T, c *temporalCLI) {
 	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 3 {
 		t.Fatalf("ratchet ls --json --label temporal: %v %s", err, ls)
 	}
+	tc, err := client.Dial(client.Options{HostPort: c.addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	parents := map[string]bool{}
 	for _, r := range rows {
 		if r.Status != "done" {
 			t.Errorf("run %s: %s", r.ID, r.Status)
+		}
+		desc, err := tc.DescribeWorkflow(context.Background(), r.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		parents[desc.RawResponse.GetWorkflowExecutionInfo().GetParentExecution().GetWorkflowId()] = true
+	}
+	// One suite workflow is every run's parent, and it has ended.
+	if len(parents) != 1 || parents[""] {
+		t.Fatalf("the runs' parents: %v, want one suite workflow", parents)
+	}
+	for p := range parents {
+		var n int
+		if err := tc.GetWorkflow(context.Background(), p, "").Get(context.Background(), &n); err != nil || n != 3 {
+			t.Errorf("suite workflow %s: %d children (%v), want 3", p, n, err)
 		}
 	}
 	// A local eval of the same suite agrees.
