@@ -365,3 +365,38 @@ func TestIdempotentRetried(t *testing.T) {
 		t.Errorf("the idempotent call was attempted %d times, want 2", got)
 	}
 }
+
+// TestSuiteWorkflow: a run started by the child Update is a child of the
+// suite workflow, which ends once it is closed and its children have.
+func TestSuiteWorkflow(t *testing.T) {
+	turns := []scripted.Turn{{Tools: []scripted.ToolCall{addCall(2, 3)}}, {Finish: finish("5")}}
+	e := newEnv(t, baseTask(), newModel(t, turns...), false)
+	var childErr error
+	e.RegisterDelayedCallback(func() {
+		e.UpdateWorkflow(temporal.UpdateChild, "c1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { childErr = err }, OnAccept: func() {}, OnComplete: func(_ any, err error) {
+				if childErr == nil {
+					childErr = err
+				}
+			},
+		}, e.in)
+		e.UpdateWorkflow(temporal.UpdateClose, "close", &testsuite.TestUpdateCallback{
+			OnReject: func(error) {}, OnAccept: func() {}, OnComplete: func(any, error) {},
+		})
+	}, time.Second)
+	e.ExecuteWorkflow(temporal.SuiteWorkflowName)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := e.GetWorkflowResult(&n); err != nil || n != 1 {
+		t.Fatalf("suite result %d (%v), want 1 child", n, err)
+	}
+	if childErr != nil {
+		t.Errorf("starting the child: %v", childErr)
+	}
+	row, err := e.store.Run(context.Background(), "t1")
+	if err != nil || row.Status != string(loop.Done) {
+		t.Errorf("the child's row: %q (%v), want done", row.Status, err)
+	}
+}
