@@ -57,6 +57,13 @@ fi
 # The CLI's terminal tests run it in tmux.
 command -v tmux >/dev/null || apt_install tmux
 
+# The Temporal tests run the CLI's dev server. It is built once per machine
+# into the tools cache (about 3 minutes); internal/testenv looks for it there.
+temporal_version=v1.5.1
+temporal_dir="$HOME/.cache/ratchet/tools/temporal-$temporal_version"
+[ -x "$temporal_dir/temporal" ] ||
+	GOBIN="$temporal_dir" go install "github.com/temporalio/cli/cmd/temporal@$temporal_version"
+
 go version
 
 echo "== go vet"

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/redact"
@@ -32,6 +33,8 @@ type Job struct {
 	// CheckStrength is the strength of the task's gate checks, when
 	// measured; it is copied into the record.
 	CheckStrength *float64
+	// Info is what rebuilds the task elsewhere (Config.Run may need it).
+	Info []byte
 }
 
 // Config says how to run a suite. Store is required; Load is required when
@@ -57,6 +60,10 @@ type Config struct {
 	// Redactor knows the secrets the runs hold (runner.Config.Redactor):
 	// their logs and results never show them.
 	Redactor *redact.Redactor
+	// Run, when set, carries out a task case's job instead of runner.Run
+	// in this process (on Temporal workers, say); it writes the run's JSONL
+	// log to log when log is not nil. Sim cases run here either way.
+	Run func(ctx context.Context, job Job, runID string, log io.Writer) (loop.Result, error)
 }
 
 // Outcome is what Run did.
@@ -224,11 +231,26 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 		rcfg.Observers = []observe.Observer{jl}
 	}
 	start := cfg.Now()
-	res, runErr := runner.Run(ctx, job.Task, rcfg)
+	var res loop.Result
+	var runErr error
+	elsewhere := cfg.Run != nil && c.Sim == nil // sim cases always run here
+	if elsewhere {
+		var w io.Writer
+		if logW != nil {
+			w = logW
+		}
+		res, runErr = cfg.Run(ctx, job, rcfg.RunID, w)
+	} else {
+		res, runErr = runner.Run(ctx, job.Task, rcfg)
+	}
 	rec.Wall = cfg.Now().Sub(start)
 	rec.Finished = cfg.Now().UTC()
-	if jl != nil {
-		if err := errors.Join(jl.Flush(), logW.Close()); err != nil {
+	if logW != nil {
+		flush := error(nil)
+		if !elsewhere {
+			flush = jl.Flush()
+		}
+		if err := errors.Join(flush, logW.Close()); err != nil {
 			return nil, fmt.Errorf("eval: event log of %s: %w", c.Name, err)
 		}
 	}

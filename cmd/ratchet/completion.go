@@ -10,7 +10,7 @@ import (
 
 // commands are the subcommands completion offers, in usage order.
 var commands = []string{"run", "ls", "show", "rm", "gc", "resume", "answer", "approve", "deny",
-	"verify", "replay", "sim", "eval", "doctor", "completion", "version", "help"}
+	"verify", "replay", "sim", "eval", "worker", "doctor", "completion", "version", "help"}
 
 // runArgCommands take a run as their first argument.
 var runArgCommands = []string{"show", "rm", "resume", "answer", "approve", "deny", "replay"}

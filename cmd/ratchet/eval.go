@@ -88,6 +88,11 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	noLogs := fs.Bool("no-logs", false, "do not keep each run's event log")
 	quiet := fs.Bool("quiet", false, "no progress display")
 	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
+	var tf runFlags // --temporal: where the runs go (temporal.go)
+	fs.StringVar(&tf.temporal, "temporal", "", "run the cases on Temporal workers (ratchet worker) at this server, HOST:PORT; see docs/temporal.md")
+	fs.StringVar(&tf.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
+	fs.StringVar(&tf.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
+	fs.StringVar(&tf.db, "db", "", "with --temporal: the run database the workers share (default $RATCHET_DB, else "+defaultDBHint+")")
 	setUsage(fs, "Usage: ratchet eval run SUITE.yaml [flags]\n\nRuns every case of the suite its number of repeats, stores each run in the\nresult directory as it finishes, and prints the metrics. Interrupted, it keeps\nwhat finished; run it again with the same label to do only the rest.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
@@ -95,6 +100,10 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	}
 	if len(pos) != 1 {
 		fmt.Fprintln(m.Stderr, "ratchet eval run: want exactly one suite file")
+		return exitUsage
+	}
+	if (tf.temporal == "") != (tf.taskQueue == "") {
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --temporal and --task-queue go together")
 		return exitUsage
 	}
 	if *conc < 0 {
@@ -132,6 +141,14 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	}
 	if !*quiet {
 		cfg.Progress, cfg.Live = m.Stderr, isTerminal(m.Stderr)
+	}
+	if tf.temporal != "" {
+		tf.unsafeSandbox = *unsafeSandbox
+		done, code := m.evalOnTemporal(ctx, &cfg, suite, *mdl, tf)
+		if code != exitDone {
+			return code
+		}
+		defer done()
 	}
 	out, runErr := eval.Run(ctx, suite, cfg)
 	for _, err := range out.LoadErrors {

@@ -51,6 +51,10 @@ type Main struct {
 	// Everything printed goes through it.
 	secrets *redact.Redactor
 
+	// noModelRetry opens models without transport retries (a Temporal
+	// worker's activities retry instead).
+	noModelRetry bool
+
 	// notices, when set, is where notices printed during a run go (a
 	// model's), so that they land above the live status line, not on it.
 	notices io.Writer
@@ -85,6 +89,7 @@ Usage:
   ratchet sim [flags]             simulate checked and unchecked chains of steps on the engine
   ratchet eval run|compare|report|add  run eval suites, compare results, gate on regressions
   ratchet ui [flags]              browse runs and evals, follow live runs, answer waiting ones
+  ratchet worker --temporal H:P --task-queue Q  carry out runs started with run --temporal
   ratchet doctor [--model MODEL]  check the sandbox, test runners, database and keys, with fixes
   ratchet completion bash|zsh|fish  print a shell completion script
   ratchet version                 print the version
@@ -134,6 +139,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.evalCmd(ctx, args[1:])
 	case "ui":
 		return m.uiCmd(ctx, args[1:])
+	case "worker":
+		return m.workerCmd(ctx, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, "ratchet", version())
 		return exitDone

@@ -50,6 +50,11 @@ type runFlags struct {
 	// the workspace copy a resumed run goes on working in.
 	taskFile  string
 	workspace string
+	// temporal (HOST:PORT), namespace and taskQueue run the task on
+	// Temporal workers instead of in this process (temporal.go).
+	temporal  string
+	namespace string
+	taskQueue string
 }
 
 func (m *Main) runUsage(fs *flag.FlagSet) func() {
@@ -156,6 +161,9 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
 	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars, e.g. 0.25")
 	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
+	fs.StringVar(&f.temporal, "temporal", "", "run on Temporal workers (ratchet worker) at this server, HOST:PORT, instead of in this process; see docs/temporal.md")
+	fs.StringVar(&f.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
+	fs.StringVar(&f.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
@@ -164,6 +172,14 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		for _, err := range errs {
 			fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
 		}
+		return exitUsage
+	}
+	if (f.temporal == "") != (f.taskQueue == "") {
+		fmt.Fprintln(m.Stderr, "ratchet run: --temporal and --task-queue go together")
+		return exitUsage
+	}
+	if f.temporal != "" && f.record != "" {
+		fmt.Fprintln(m.Stderr, "ratchet run: --record records a run in this process; it does not go with --temporal")
 		return exitUsage
 	}
 	if len(pos) != 1 {
@@ -192,6 +208,10 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
+	if f.temporal != "" {
+		built.Close() // the workers build the run themselves
+		return m.runTemporal(ctx, built.Task, db, runID, info, f)
+	}
 	cfg := built.Runner()
 	cfg.RunID, cfg.Store, cfg.Labels, cfg.TaskInfo = runID, db, f.labels, info
 	var rec *scripted.Recorder
@@ -459,7 +479,11 @@ func (m *Main) openModel(spec, base string) (model.Model, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: %s", provider.Options)
 	}
-	return provider.Open(spec, provider.Config{Dir: base, Stream: m.Getenv("RATCHET_NO_STREAM") == "", Notice: noticeWriter{m}, Getenv: m.Getenv})
+	cfg := provider.Config{Dir: base, Stream: m.Getenv("RATCHET_NO_STREAM") == "", Notice: noticeWriter{m}, Getenv: m.Getenv}
+	if m.noModelRetry {
+		cfg.Retry.MaxAttempts = 1
+	}
+	return provider.Open(spec, cfg)
 }
 
 // writeRecording writes a recorded run's turns, secrets redacted, to path

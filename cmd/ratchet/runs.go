@@ -124,12 +124,18 @@ type taskInfo struct {
 	Tokens        int64         `json:"tokens,omitempty"`
 	Cost          float64       `json:"cost,omitempty"`
 	Time          time.Duration `json:"time,omitempty"`
+	// Temporal, Namespace and TaskQueue say where a run started with
+	// --temporal runs: answers go to its workflow there.
+	Temporal  string `json:"temporal,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	TaskQueue string `json:"task_queue,omitempty"`
 }
 
 func (f runFlags) info() taskInfo {
 	return taskInfo{
 		TaskFile: f.taskFile, Workspace: f.workspace, Model: f.model, UnsafeSandbox: f.unsafeSandbox,
 		Steps: f.steps, ModelCalls: f.modelCalls, ToolCalls: f.toolCalls, Tokens: f.tokens, Cost: f.cost, Time: f.time,
+		Temporal: f.temporal, Namespace: f.namespace, TaskQueue: f.taskQueue,
 	}
 }
 
@@ -185,6 +191,13 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
 		return runErrCode(err)
+	}
+	var info taskInfo
+	if json.Unmarshal(row.Task, &info) == nil && info.Temporal != "" {
+		// Its workflow carries it on: the answer goes there.
+		rf := info.flags()
+		rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
+		return m.answerTemporal(ctx, name, db, row, info, opts, rf)
 	}
 	sr, err := m.storedRun(ctx, db, row.ID, f)
 	if err != nil {
@@ -327,7 +340,7 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 
 // interrupted tells a run that says running but whose process is gone.
 func interrupted(r store.Run, now time.Time) bool {
-	if r.Status != store.StatusRunning {
+	if r.Status != store.StatusRunning || onTemporal(r) {
 		return false
 	}
 	live, _ := runner.LeaseState(r, now)

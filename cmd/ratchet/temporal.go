@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/temporal"
+)
+
+// dialTemporal connects to a Temporal server. The SDK's log goes to w at
+// warning level and above.
+func dialTemporal(ctx context.Context, hostPort, namespace string, w io.Writer) (client.Client, error) {
+	logger := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.DialContext(ctx, client.Options{HostPort: hostPort, Namespace: namespace, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("temporal server %s: %w", hostPort, err)
+	}
+	return c, nil
+}
+
+// onTemporal says r runs on Temporal workers: no process of ours holds
+// its lease, and it is never interrupted while Temporal carries it on.
+func onTemporal(r store.Run) bool {
+	var info taskInfo
+	return json.Unmarshal(r.Task, &info) == nil && info.Temporal != ""
+}
+
+// workerCmd serves a task queue: it carries out the commands of the runs
+// started on it with ratchet run --temporal.
+func (m *Main) workerCmd(ctx context.Context, args []string) int {
+	var hostPort, queue, namespace, db string
+	var unsafeSandbox bool
+	fs := flag.NewFlagSet("ratchet worker", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.StringVar(&hostPort, "temporal", "", "the Temporal server, HOST:PORT (required)")
+	fs.StringVar(&queue, "task-queue", "", "the task queue to serve (required)")
+	fs.StringVar(&namespace, "namespace", "default", "the Temporal namespace")
+	fs.StringVar(&db, "db", "", "the run database every worker and starter shares: a postgres:// DSN for workers on several machines (default $RATCHET_DB, else "+defaultDBHint+")")
+	fs.BoolVar(&unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
+	setUsage(fs, `Usage: ratchet worker --temporal HOST:PORT --task-queue Q [flags]
+
+Serves a Temporal task queue: carries out the model calls, tool calls and
+checks of the runs started with 'ratchet run --temporal' on that queue, and
+records their entries in the run database. Run as many workers as you like,
+on as many machines; each needs the task files (at the paths the runs were
+started with) and the run database. See docs/temporal.md.
+
+Flags:
+`)
+	pos, code, done := parseCommand(fs, args)
+	if done {
+		return code
+	}
+	var problems []string
+	if hostPort == "" {
+		problems = append(problems, "--temporal HOST:PORT is required")
+	}
+	if queue == "" {
+		problems = append(problems, "--task-queue is required")
+	}
+	if len(pos) > 0 {
+		problems = append(problems, fmt.Sprintf("unexpected arguments: %q", pos))
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintf(m.Stderr, "ratchet worker: %s\n", p)
+		}
+		return exitUsage
+	}
+	st, err := m.openStore(ctx, db)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet worker: %v\n", err)
+		return exitInfra
+	}
+	defer st.Close()
+	c, err := dialTemporal(ctx, hostPort, namespace, m.Stderr)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet worker: %v\n", err)
+		return exitInfra
+	}
+	defer c.Close()
+	// Models are opened without transport retries: the activity's retry
+	// policy retries them, within the run's deadline.
+	m.noModelRetry = true
+	acts := temporal.NewActivities(st, func(ctx context.Context, row store.Run) (temporal.Live, error) {
+		var info taskInfo
+		if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
+			return temporal.Live{}, fmt.Errorf("run %s was not started by 'ratchet run --temporal' (its row keeps no task file)", row.ID)
+		}
+		rf := info.flags()
+		rf.quiet = true
+		rf.unsafeSandbox = rf.unsafeSandbox || unsafeSandbox
+		built, err := m.build(ctx, info.TaskFile, &rf)
+		if err != nil {
+			return temporal.Live{}, err
+		}
+		return temporal.Live{Task: built.Task, Model: built.Model, Exec: built.Exec, Close: built.Close}, nil
+	})
+	defer acts.Close()
+	w := worker.New(c, queue, worker.Options{})
+	temporal.Register(w, acts)
+	fmt.Fprintf(m.Stderr, "ratchet worker: serving task queue %s on %s\n", queue, hostPort)
+	stop := make(chan any)
+	go func() {
+		<-ctx.Done()
+		close(stop)
+	}()
+	if err := w.Run(stop); err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet worker: %v\n", err)
+		return exitInfra
+	}
+	return exitDone
+}
+
+// runTemporal starts a loaded task's run on Temporal and follows it to its
+// end, as ratchet run does locally.
+func (m *Main) runTemporal(ctx context.Context, task runner.Task, db store.Store, runID string, info []byte, f runFlags) int {
+	c, err := dialTemporal(ctx, f.temporal, f.namespace, m.Stderr)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		return exitInfra
+	}
+	defer c.Close()
+	_, err = temporal.Start(ctx, c, db, task, temporal.StartOptions{
+		RunID: runID, TaskQueue: f.taskQueue, TaskInfo: info, Labels: f.labels, Human: !f.noWait,
+	})
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		return exitUsage
+	}
+	if !f.quiet {
+		fmt.Fprintf(m.Stderr, "ratchet run: run %s started on Temporal (task queue %s)\n", runID, f.taskQueue)
+	}
+	return m.follow(ctx, "ratchet run", c, db, runID, f)
+}
+
+// follow waits for a Temporal run to end or to wait for a person, and
+// reports it as carryOn reports a local run. Interrupting it cancels the
+// run, as Ctrl-C cancels a local one.
+func (m *Main) follow(ctx context.Context, name string, c client.Client, db store.Store, runID string, f runFlags) int {
+	type outcome struct {
+		res loop.Result
+		err error
+	}
+	got := make(chan outcome, 1)
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		var o outcome
+		o.err = c.GetWorkflow(wctx, runID, "").Get(wctx, &o.res)
+		got <- o
+	}()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	cancelled := false
+	for {
+		select {
+		case o := <-got:
+			return m.report(name, runID, o.res, o.err, f)
+		case <-ctx.Done():
+			if !cancelled {
+				cancelled = true
+				if err := c.CancelWorkflow(wctx, runID, ""); err != nil {
+					fmt.Fprintf(m.Stderr, "%s: cancelling run %s: %v\n", name, runID, err)
+					return exitInfra
+				}
+			}
+		case <-tick.C:
+			row, err := db.Run(wctx, runID)
+			if err == nil && row.Status == store.StatusAwaitingInput {
+				fmt.Fprintf(m.Stderr, "%s: run %s is waiting for a person:\n  %s\n", name, runID, row.Question)
+				fmt.Fprintf(m.Stderr, "reply with: ratchet answer %[1]s \"...\"  (or, for an approval: ratchet approve %[1]s / ratchet deny %[1]s \"why\")\n", runID)
+				return exitWaiting
+			}
+		}
+	}
+}
+
+// report prints how a Temporal run ended and returns the exit code.
+func (m *Main) report(name, runID string, res loop.Result, err error, f runFlags) int {
+	if err != nil && res.Status == "" {
+		fmt.Fprintf(m.Stderr, "%s: run %s: %v\n", name, runID, err)
+		return exitInfra
+	}
+	switch {
+	case f.json:
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		// As carryOn prints it: the Result, and where to find the run.
+		out := struct {
+			Run string `json:"run"`
+			DB  string `json:"db"`
+			loop.Result
+		}{runID, m.shownDB(f.db), res}
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
+			return exitInfra
+		}
+	default:
+		fmt.Fprintf(m.Stdout, "%s: %s\n", res.Status, res.Reason)
+		if !f.quiet && res.Best != nil {
+			fmt.Fprintf(m.Stdout, "answer: %s\n", oneLine(res.Best.Answer, 200))
+		}
+	}
+	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", runID, runID)
+	switch {
+	case res.Status == loop.Failed:
+		return exitInfra
+	case res.Status == loop.Done:
+		return exitDone
+	}
+	return exitNotDone
+}
+
+// answerTemporal answers a Temporal run's question with the answer
+// Update and follows the run on.
+func (m *Main) answerTemporal(ctx context.Context, name string, db store.Store, row store.Run, info taskInfo, opts runner.ResumeOptions, f runFlags) int {
+	if name == "resume" {
+		fmt.Fprintf(m.Stderr, "ratchet resume: run %s runs on Temporal (%s, task queue %s): its workers carry it on, so there is nothing to resume; start a worker if none serves that queue\n", row.ID, info.Temporal, info.TaskQueue)
+		return exitUsage
+	}
+	c, err := dialTemporal(ctx, info.Temporal, info.Namespace, m.Stderr)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
+		return exitInfra
+	}
+	defer c.Close()
+	a := temporal.Answer{Approved: opts.Approved}
+	if opts.Answer != nil {
+		a.Text = *opts.Answer
+	}
+	if err := temporal.SendAnswer(ctx, c, row.ID, a); err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
+		return exitUsage
+	}
+	f.temporal, f.namespace, f.taskQueue = info.Temporal, info.Namespace, info.TaskQueue
+	// The row says running again once a worker has written the answer.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if r, err := db.Run(ctx, row.ID); err != nil || r.Status != store.StatusAwaitingInput {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return m.follow(ctx, "ratchet "+name, c, db, row.ID, f)
+}
+
+// temporalEval is how ratchet eval run --temporal carries out a suite's
+// runs: each (case, repeat) is a run workflow on the workers, a child of
+// the eval's suite workflow, at most the suite's concurrency at once,
+// recorded in the run database like any run.
+type temporalEval struct {
+	m     *Main
+	c     client.Client
+	suite *temporal.Suite
+	db    store.Store
+	queue string
+	label string
+	f     runFlags
+}
+
+// evalOnTemporal sets cfg to run the suite's task cases on Temporal, as
+// children of one suite workflow; done closes the suite workflow and what
+// was opened for it.
+func (m *Main) evalOnTemporal(ctx context.Context, cfg *eval.Config, suite *eval.Suite, modelFlag string, f runFlags) (done func(), code int) {
+	db, err := m.openStore(ctx, f.db)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return nil, exitInfra
+	}
+	c, err := dialTemporal(ctx, f.temporal, f.namespace, m.Stderr)
+	if err != nil {
+		db.Close()
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return nil, exitInfra
+	}
+	parent, err := temporal.StartSuite(ctx, c, "suite-"+suite.Label+"-"+time.Now().UTC().Format("20060102-150405.000000"), f.taskQueue)
+	if err != nil {
+		c.Close()
+		db.Close()
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return nil, exitInfra
+	}
+	te := &temporalEval{m: m, c: c, suite: parent, db: db, queue: f.taskQueue, label: suite.Label, f: f}
+	cfg.Load, cfg.Run = te.load(suite, modelFlag), te.run
+	return func() {
+		if err := parent.Close(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: closing the suite workflow: %v\n", err)
+		}
+		c.Close()
+		db.Close()
+	}, exitDone
+}
+
+// load builds a case's job as ratchet run builds a task file's, which is
+// what the workers build again from the job's Info.
+func (e *temporalEval) load(s *eval.Suite, modelFlag string) func(context.Context, eval.Case, int) (eval.Job, error) {
+	return func(ctx context.Context, c eval.Case, _ int) (eval.Job, error) {
+		if c.Task == nil || c.TaskPath == "" {
+			return eval.Job{}, errors.New("an inline task cannot run on Temporal: its workers build tasks from task files; move it to a file")
+		}
+		rf := e.f
+		rf.quiet = true
+		switch {
+		case modelFlag != "":
+			rf.model = modelFlag
+		case c.Model != "":
+			rf.model = absModel(c.Model, s.Dir)
+		case s.Model != "":
+			rf.model = absModel(s.Model, s.Dir)
+		}
+		abs, err := filepath.Abs(c.Task.Path)
+		if err != nil {
+			return eval.Job{}, err
+		}
+		rf.taskFile = abs
+		built, err := e.m.build(ctx, abs, &rf)
+		if err != nil {
+			return eval.Job{}, err
+		}
+		info, err := json.Marshal(rf.info())
+		if err != nil {
+			built.Close()
+			return eval.Job{}, err
+		}
+		return eval.Job{Task: built.Task, Exec: built.Exec, Model: built.Model, ModelName: modelName(rf.model, built.Model), Close: built.Close, Info: info}, nil
+	}
+}
+
+// absModel makes a scripted model's file absolute against base (the
+// suite's directory), as a worker elsewhere must find it.
+func absModel(spec, base string) string {
+	if file, ok := strings.CutPrefix(spec, "scripted:"); ok && !filepath.IsAbs(file) {
+		return "scripted:" + filepath.Join(base, file)
+	}
+	return spec
+}
+
+// run starts a job's run workflow and waits for its Result; cancelling
+// ctx cancels the run.
+func (e *temporalEval) run(ctx context.Context, job eval.Job, runID string, log io.Writer) (loop.Result, error) {
+	// A second eval run with the same label runs again what was cut short:
+	// its workflow must have an ID of its own.
+	id := runID + "@" + time.Now().UTC().Format("20060102-150405.000000")
+	run, err := e.suite.Start(ctx, e.db, job.Task, temporal.StartOptions{
+		RunID: id, TaskInfo: job.Info, Labels: []string{e.label}, Human: false,
+	})
+	if err != nil {
+		return loop.Result{}, err
+	}
+	var res loop.Result
+	if err := run.Get(ctx, &res); err != nil {
+		if ctx.Err() != nil {
+			_ = e.c.CancelWorkflow(context.WithoutCancel(ctx), id, "")
+			return loop.Result{Status: loop.Cancelled, Reason: "the eval was interrupted"}, ctx.Err()
+		}
+		return loop.Result{}, err
+	}
+	if log != nil {
+		// The run database holds its log in JSONL's form.
+		entries, err := e.db.Entries(ctx, id, 0)
+		if err != nil {
+			return res, err
+		}
+		for _, en := range entries {
+			if _, err := log.Write(append(en.Data, '\n')); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}

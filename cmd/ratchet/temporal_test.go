@@ -1,0 +1,333 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/ratchetloop/ratchet/internal/testenv"
+	"github.com/ratchetloop/ratchet/loop"
+)
+
+// temporalCLI is the built ratchet binary and a directory holding the
+// Temporal test's task files, its workspace and its run database, shared
+// by every process the test starts.
+type temporalCLI struct {
+	bin, dir, db, addr string
+}
+
+func newTemporalCLI(t *testing.T, bin, addr string) *temporalCLI {
+	t.Helper()
+	dir := t.TempDir()
+	for _, f := range []string{"task.yaml", "approve.yaml", "turns.yaml", "simple.yaml", "simple-turns.yaml", "suite.yaml"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "temporal", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &temporalCLI{bin: bin, dir: dir, db: filepath.Join(dir, "runs.db"), addr: addr}
+}
+
+func (c *temporalCLI) command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.Dir = c.dir
+	cmd.Env = append(os.Environ(), "RATCHET_DB="+c.db, "RATCHET_NO_STREAM=1")
+	return cmd
+}
+
+// run runs the CLI to its end and returns its exit code and output.
+func (c *temporalCLI) run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := c.command(ctx, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if err != nil && cmd.ProcessState == nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
+// worker starts 'ratchet worker' on the test's queue; it is killed when
+// the test ends if it is still running.
+func (c *temporalCLI) worker(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := c.command(context.Background(), "worker", "--temporal", c.addr, "--task-queue", "e2e")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("worker output:\n%s", out.String())
+		}
+	})
+	return cmd
+}
+
+func (c *temporalCLI) journal(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(c.dir, "workspace", "journal.txt"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func decodeResult(t *testing.T, out string) loop.Result {
+	t.Helper()
+	var res loop.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("the Result JSON: %v\n%s", err, out)
+	}
+	res.Usage.Time = 0
+	return res
+}
+
+// TestTemporal runs the CLI against one real Temporal dev server.
+func TestTemporal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	addr := testenv.TemporalServer(t)
+	bin := filepath.Join(t.TempDir(), "ratchet")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	t.Run("worker killed", func(t *testing.T) { testTemporalWorkerKilled(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("approve", func(t *testing.T) { testTemporalApprove(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("eval", func(t *testing.T) { testTemporalEval(t, newTemporalCLI(t, bin, addr)) })
+}
+
+// testTemporalEval: ratchet eval run --temporal runs every repeat of a
+// case as a run workflow on the workers; the records and the run database
+// say what a local eval run says.
+func testTemporalEval(t *testing.T, c *temporalCLI) {
+	c.worker(t)
+	code, out, errOut := c.run(t, "eval", "run", "--temporal", c.addr, "--task-queue", "e2e", "--json", "--quiet", "--dir", filepath.Join(c.dir, "eval"), "suite.yaml")
+	if code != exitDone {
+		t.Fatalf("ratchet eval run --temporal: exit %d:\n%s%s", code, out, errOut)
+	}
+	type summary struct {
+		Records int `json:"records"`
+		Suite   struct {
+			Runs      int             `json:"runs"`
+			Success   json.RawMessage `json:"success"`
+			FirstPass json.RawMessage `json:"first_attempt_pass"`
+			Iter      json.RawMessage `json:"iterations"`
+		} `json:"suite"`
+	}
+	var remote summary
+	if err := json.Unmarshal([]byte(out), &remote); err != nil || remote.Records != 3 {
+		t.Fatalf("%v: %d records\n%s", err, remote.Records, out)
+	}
+	_, ls, _ := c.run(t, "ls", "--json", "--label", "temporal")
+	var rows []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 3 {
+		t.Fatalf("ratchet ls --json --label temporal: %v %s", err, ls)
+	}
+	tc, err := client.Dial(client.Options{HostPort: c.addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	parents := map[string]bool{}
+	for _, r := range rows {
+		if r.Status != "done" {
+			t.Errorf("run %s: %s", r.ID, r.Status)
+		}
+		desc, err := tc.DescribeWorkflow(context.Background(), r.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		parents[desc.RawResponse.GetWorkflowExecutionInfo().GetParentExecution().GetWorkflowId()] = true
+	}
+	// One suite workflow is every run's parent, and it has ended.
+	if len(parents) != 1 || parents[""] {
+		t.Fatalf("the runs' parents: %v, want one suite workflow", parents)
+	}
+	for p := range parents {
+		var n int
+		if err := tc.GetWorkflow(context.Background(), p, "").Get(context.Background(), &n); err != nil || n != 3 {
+			t.Errorf("suite workflow %s: %d children (%v), want 3", p, n, err)
+		}
+	}
+	// A local eval of the same suite agrees.
+	code, localOut, localErr := c.run(t, "eval", "run", "--json", "--quiet", "--dir", filepath.Join(c.dir, "eval-local"), "suite.yaml")
+	if code != exitDone {
+		t.Fatalf("local eval: exit %d:\n%s", code, localErr)
+	}
+	var local summary
+	if err := json.Unmarshal([]byte(localOut), &local); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(local.Suite, remote.Suite, cmp.Comparer(func(a, b json.RawMessage) bool { return string(a) == string(b) })); d != "" {
+		t.Errorf("the suite's metrics differ (-local +temporal):\n%s", d)
+	}
+}
+
+// testTemporalWorkerKilled runs a task on a real Temporal dev server with
+// 'ratchet run --temporal', kills its worker with SIGKILL in the middle of
+// the run, and lets a second worker finish it. The run ends as the same
+// task run locally ends, no append (not safe to run twice) happens twice,
+// and ls, show and replay read the run from the database like a local one.
+func testTemporalWorkerKilled(t *testing.T, c *temporalCLI) {
+	first := c.worker(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run := c.command(ctx, "run", "--temporal", c.addr, "--task-queue", "e2e", "--json", "task.yaml")
+	var out, errOut bytes.Buffer
+	run.Stdout, run.Stderr = &out, &errOut
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Once the first append is in, the worker is in the second turn's
+	// model call (1.5 s long): kill it there.
+	deadline := time.Now().Add(time.Minute)
+	for c.journal(t) == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first append never happened; run output:\n%s%s", out.String(), errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	c.worker(t)
+	err := run.Wait()
+	if code := run.ProcessState.ExitCode(); err != nil || code != exitDone {
+		t.Fatalf("ratchet run --temporal exited %d (%v):\n%s%s", code, err, out.String(), errOut.String())
+	}
+	got := decodeResult(t, out.String())
+	if j := c.journal(t); j != "one\ntwo\nthree\n" {
+		t.Errorf("journal %q, want each line once", j)
+	}
+
+	// The same task run in this process, in a fresh workspace.
+	if err := os.Remove(filepath.Join(c.dir, "workspace", "journal.txt")); err != nil {
+		t.Fatal(err)
+	}
+	code, localOut, localErr := c.run(t, "run", "--json", "--db", filepath.Join(c.dir, "local.db"), "task.yaml")
+	if code != exitDone {
+		t.Fatalf("local run exited %d:\n%s", code, localErr)
+	}
+	if d := cmp.Diff(decodeResult(t, localOut), got); d != "" {
+		t.Errorf("the Temporal run's Result differs from the local run's (-local +temporal):\n%s", d)
+	}
+
+	// The run database has it, as it has a local run.
+	_, ls, _ := c.run(t, "ls", "--json")
+	var rows []struct {
+		ID, Status string
+	}
+	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 1 || rows[0].Status != "done" {
+		t.Fatalf("ratchet ls --json: %v %s", err, ls)
+	}
+	id := rows[0].ID
+	if code, show, _ := c.run(t, "show", "--json", id); code != 0 || !strings.Contains(show, `"status": "done"`) {
+		t.Errorf("ratchet show --json %s: %d %s", id, code, show)
+	}
+	if code, rep, repErr := c.run(t, "replay", id); code != 0 {
+		t.Errorf("ratchet replay %s: %d %s%s", id, code, rep, repErr)
+	}
+	if code, _, resumeErr := c.run(t, "resume", id); code == 0 || !strings.Contains(resumeErr, "finished") && !strings.Contains(resumeErr, "Temporal") {
+		t.Errorf("ratchet resume of a finished Temporal run: %d %s", code, resumeErr)
+	}
+}
+
+// testTemporalApprove: a Temporal run that asks for an approval leaves
+// 'ratchet run' waiting (exit 4); 'ratchet answer' is refused as for a
+// local run, and 'ratchet approve' carries it on to its end.
+func testTemporalApprove(t *testing.T, c *temporalCLI) {
+	c.worker(t)
+	code, _, errOut := c.run(t, "run", "--temporal", c.addr, "--task-queue", "e2e", "approve.yaml")
+	if code != exitWaiting || !strings.Contains(errOut, "is waiting for a person") {
+		t.Fatalf("ratchet run --temporal: exit %d, want %d waiting:\n%s", code, exitWaiting, errOut)
+	}
+	_, ls, _ := c.run(t, "ls", "--json")
+	var rows []struct{ ID, Status, Question string }
+	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 1 || rows[0].Status != "awaiting_input" {
+		t.Fatalf("ratchet ls --json: %v %s", err, ls)
+	}
+	id := rows[0].ID
+	if code, _, errOut := c.run(t, "answer", id, "yes"); code != exitUsage || !strings.Contains(errOut, "asks for an approval (approve or deny), not an answer") {
+		t.Errorf("ratchet answer to an approval: exit %d:\n%s", code, errOut)
+	}
+	code, out, errOut := c.run(t, "approve", "--json", id)
+	if code != exitDone {
+		t.Fatalf("ratchet approve: exit %d:\n%s%s", code, out, errOut)
+	}
+	if res := decodeResult(t, out); res.Status != loop.Done {
+		t.Errorf("status %s", res.Status)
+	}
+	if j := c.journal(t); j != "one\ntwo\nthree\n" {
+		t.Errorf("journal %q", j)
+	}
+}
+
+// TestTemporalUsage: the Temporal flags are checked before anything is
+// dialled, every problem at once.
+func TestTemporalUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"worker"}, []string{"--temporal HOST:PORT is required", "--task-queue is required"}},
+		{[]string{"worker", "--temporal", "x:1", "extra"}, []string{"--task-queue is required", `unexpected arguments: ["extra"]`}},
+		{[]string{"run", "--temporal", "x:1", "task.yaml"}, []string{"--temporal and --task-queue go together"}},
+		{[]string{"eval", "run", "--task-queue", "q", "suite.yaml"}, []string{"--temporal and --task-queue go together"}},
+	} {
+		var out, errOut bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+		if code := m.Run(context.Background(), tc.args); code != exitUsage {
+			t.Errorf("%v: exit %d, want %d", tc.args, code, exitUsage)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut.String(), w) {
+				t.Errorf("%v: stderr %q lacks %q", tc.args, errOut.String(), w)
+			}
+		}
+	}
+	if got := absModel("scripted:turns.yaml", "/suites"); got != "scripted:/suites/turns.yaml" {
+		t.Errorf("absModel: %s", got)
+	}
+	if got := absModel("anthropic:claude-sonnet-4-5", "/suites"); got != "anthropic:claude-sonnet-4-5" {
+		t.Errorf("absModel: %s", got)
+	}
+}

@@ -1,0 +1,403 @@
+package temporal_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/replay"
+	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/store/memory"
+	"github.com/ratchetloop/ratchet/temporal"
+	"github.com/ratchetloop/ratchet/tool"
+	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
+)
+
+type addIn struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+var add = tool.Func("add", "Add two integers.", func(_ context.Context, in addIn) (int, error) {
+	return in.A + in.B, nil
+}, tool.Idempotent())
+
+// sent counts the calls of send, a tool that is not safe to run twice.
+var sent atomic.Int64
+
+var send = tool.Func("send", "Send a message (not safe to run twice).", func(_ context.Context, in struct {
+	To string `json:"to"`
+}) (string, error) {
+	sent.Add(1)
+	return "sent to " + in.To, nil
+})
+
+// executes is a check with execution provenance: it runs as an activity,
+// where equals runs as a local one.
+var executes = verify.Func{CheckName: "executes", Prov: verify.Execution, Fn: func(_ context.Context, c verify.Candidate) (verify.Verdict, error) {
+	return verify.Verdict{OK: c.Answer != "", Confidence: 1, Detail: "empty answer"}, nil
+}}
+
+func conf(f float64) *float64 { return &f }
+
+func addCall(a, b int) scripted.ToolCall {
+	return scripted.ToolCall{Name: "add", Args: map[string]int{"a": a, "b": b}}
+}
+
+func finish(answer string) *scripted.Finish {
+	return &scripted.Finish{Answer: answer, Confidence: conf(0.95)}
+}
+
+// echo returns n bytes of text ending in "tail-<n>".
+var echo = tool.Func("echo", "Return n bytes of text.", func(_ context.Context, in struct {
+	N int `json:"n"`
+}) (string, error) {
+	tail := fmt.Sprintf("tail-%d", in.N)
+	return strings.Repeat("x", max(in.N-len(tail), 0)) + tail, nil
+}, tool.Idempotent())
+
+func baseTask() runner.Task {
+	return runner.Task{
+		Goal:   "What is 2+3? Use the add tool, then finish.",
+		Tools:  []tool.Tool{add, send, echo},
+		Checks: verify.Tiers{Cheap: []verify.Verifier{executes}, Expensive: []verify.Verifier{check.Equals("5")}},
+		Budget: budget.Limits{Steps: 10, Cost: budget.USD(0.25), Time: time.Hour},
+	}
+}
+
+func newModel(t testing.TB, turns ...scripted.Turn) *scripted.Model {
+	t.Helper()
+	m, err := scripted.New(scripted.Script{Turns: turns}, scripted.Config{Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// env is one in-process test environment with a worker's activities
+// over a memory store.
+type env struct {
+	*testsuite.TestWorkflowEnvironment
+	store *memory.Store
+	acts  *temporal.Activities
+	in    temporal.Input
+}
+
+func newEnv(t *testing.T, task runner.Task, m model.Model, human bool) *env {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quietLogger())
+	te := suite.NewTestWorkflowEnvironment()
+	te.SetTestTimeout(30 * time.Second)
+	st := memory.New()
+	acts := temporal.NewActivities(st, func(context.Context, store.Run) (temporal.Live, error) {
+		return temporal.Live{Task: task, Model: m}, nil
+	})
+	t.Cleanup(acts.Close)
+	temporal.Register(te, acts)
+	opts := temporal.StartOptions{RunID: "t1", TaskQueue: "q", Human: human}
+	in, err := temporal.NewInput(task, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := temporal.Begin(context.Background(), st, in, opts, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return &env{TestWorkflowEnvironment: te, store: st, acts: acts, in: in}
+}
+
+// run executes the workflow to its end and returns its Result.
+func (e *env) run(t *testing.T) loop.Result {
+	t.Helper()
+	e.ExecuteWorkflow(temporal.WorkflowName, e.in)
+	if !e.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	var res loop.Result
+	if err := e.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// localRun runs the same task and script with the local runner.
+func localRun(t *testing.T, task runner.Task, m model.Model) loop.Result {
+	t.Helper()
+	res, err := runner.Run(context.Background(), task, runner.Config{Model: m, RunID: "local", Store: memory.New()})
+	if err != nil && res.Status != loop.Failed {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// withoutTime drops what depends on the clock: wall time used.
+func withoutTime(r loop.Result) loop.Result {
+	r.Usage.Time = 0
+	return r
+}
+
+// checkStored checks that the run's row and log say what the workflow
+// said: the Result on the row, and a log that replays identically.
+func checkStored(t *testing.T, st store.Store, id string, res loop.Result) {
+	t.Helper()
+	row, err := st.Run(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Status != string(res.Status) {
+		t.Errorf("row status %q, workflow result %q", row.Status, res.Status)
+	}
+	var stored loop.Result
+	if err := json.Unmarshal(row.Result, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(res, stored); d != "" {
+		t.Errorf("stored Result differs from the workflow's (-workflow +stored):\n%s", d)
+	}
+	recs, err := runner.LoadLog(context.Background(), st, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Run(recs); err != nil {
+		t.Errorf("the stored log does not replay: %v", err)
+	}
+	last := recs[len(recs)-1]
+	if last.Kind != observe.KindCommand || !strings.Contains(string(last.Command), `"finish"`) {
+		t.Errorf("the log ends with %s %s, not the finish command", last.Kind, last.Command)
+	}
+}
+
+// TestExitStatuses runs one script per exit status through the workflow
+// and through the local runner: the Results are equal (but for wall
+// time), and the stored log replays.
+func TestExitStatuses(t *testing.T) {
+	repeat := func(n int) []scripted.Turn {
+		turns := make([]scripted.Turn, n)
+		for i := range turns {
+			turns[i] = scripted.Turn{Tools: []scripted.ToolCall{addCall(1, 1)}}
+		}
+		return turns
+	}
+	distinct := func(n int) []scripted.Turn {
+		turns := make([]scripted.Turn, n)
+		for i := range turns {
+			turns[i] = scripted.Turn{Tools: []scripted.ToolCall{addCall(i, 1)}}
+		}
+		return turns
+	}
+	for _, tc := range []struct {
+		name   string
+		status loop.Status
+		task   func(*runner.Task)
+		turns  []scripted.Turn
+	}{
+		{name: "done", status: loop.Done, turns: []scripted.Turn{
+			{Text: "Adding.", Tools: []scripted.ToolCall{addCall(2, 3)}},
+			{Expect: []string{"5"}, Finish: finish("6")},
+			{Expect: []string{`expected "5", got "6"`}, Finish: finish("5")},
+		}},
+		{name: "exhausted", status: loop.Exhausted(budget.Steps), task: func(t *runner.Task) { t.Budget.Steps = 3 }, turns: distinct(10)},
+		{name: "stalled", status: loop.Stalled("repeating"), turns: repeat(10)},
+		{name: "escalated", status: loop.Escalated, task: func(t *runner.Task) { t.Policy.Escalate = true }, turns: repeat(10)},
+		{name: "failed", status: loop.Failed, turns: []scripted.Turn{{Error: "the model broke"}}},
+		// A large output crosses to later model calls by reference: the
+		// model still sees all of it (its tail), as in a local run.
+		{name: "large output", status: loop.Done, turns: []scripted.Turn{
+			{Tools: []scripted.ToolCall{{Name: "echo", Args: map[string]int{"n": 3000}}}},
+			{Expect: []string{"tail-3000"}, Tools: []scripted.ToolCall{addCall(2, 3)}},
+			{Expect: []string{"5"}, Finish: finish("5")},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			task := baseTask()
+			if tc.task != nil {
+				tc.task(&task)
+			}
+			e := newEnv(t, task, newModel(t, tc.turns...), false)
+			res := e.run(t)
+			if res.Status != tc.status {
+				t.Fatalf("status %s (%s), want %s", res.Status, res.Reason, tc.status)
+			}
+			local := localRun(t, task, newModel(t, tc.turns...))
+			if d := cmp.Diff(withoutTime(local), withoutTime(res)); d != "" {
+				t.Errorf("the Temporal run's Result differs from the local run's (-local +temporal):\n%s", d)
+			}
+			checkStored(t, e.store, "t1", res)
+		})
+	}
+}
+
+func approvalTask() runner.Task {
+	task := baseTask()
+	task.Permissions = []loop.Permission{{Tool: "send", Action: loop.Ask}}
+	return task
+}
+
+var approvalTurns = []scripted.Turn{
+	{Tools: []scripted.ToolCall{{Name: "send", Args: map[string]string{"to": "ops"}}}},
+	{Tools: []scripted.ToolCall{addCall(2, 3)}},
+	{Finish: finish("5")},
+}
+
+// TestApprovalByUpdate: a call a permission rule asks about waits for the
+// answer Update; an answer of the wrong kind is refused with ratchet
+// approve's message, and an approval runs the call.
+func TestApprovalByUpdate(t *testing.T) {
+	for _, approved := range []bool{true, false} {
+		t.Run(map[bool]string{true: "approve", false: "deny"}[approved], func(t *testing.T) {
+			sent.Store(0)
+			e := newEnv(t, approvalTask(), newModel(t, approvalTurns...), true)
+			var wrongKind, accepted error
+			e.RegisterDelayedCallback(func() {
+				row, err := e.store.Run(context.Background(), "t1")
+				if err != nil || row.Status != store.StatusAwaitingInput || !strings.Contains(row.Question, "send") {
+					t.Errorf("while waiting the row is %q asking %q (%v), want awaiting_input asking about send", row.Status, row.Question, err)
+				}
+				e.UpdateWorkflow(temporal.UpdateAnswer, "u1", &testsuite.TestUpdateCallback{
+					OnReject: func(err error) { wrongKind = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+				}, temporal.Answer{Text: "sure"})
+				e.UpdateWorkflow(temporal.UpdateAnswer, "u2", &testsuite.TestUpdateCallback{
+					OnReject: func(err error) { accepted = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+				}, temporal.Answer{Approved: &approved, Text: "because"})
+			}, time.Minute)
+			res := e.run(t)
+			if res.Status != loop.Done {
+				t.Fatalf("status %s (%s)", res.Status, res.Reason)
+			}
+			if wrongKind == nil || !strings.Contains(wrongKind.Error(), "asks for an approval (approve or deny), not an answer") {
+				t.Errorf("an answer to an approval question: %v, want it refused", wrongKind)
+			}
+			if accepted != nil {
+				t.Errorf("the approval was refused: %v", accepted)
+			}
+			want := int64(0)
+			if approved {
+				want = 1
+			}
+			if got := sent.Load(); got != want {
+				t.Errorf("send ran %d times, want %d", got, want)
+			}
+			row, _ := e.store.Run(context.Background(), "t1")
+			if row.Question != "" {
+				t.Errorf("the finished row still asks %q", row.Question)
+			}
+			checkStored(t, e.store, "t1", res)
+		})
+	}
+}
+
+// TestCancelledWhileWaiting: cancelling the workflow ends the run
+// cancelled, and the Result still reaches the row.
+func TestCancelledWhileWaiting(t *testing.T) {
+	e := newEnv(t, approvalTask(), newModel(t, approvalTurns...), true)
+	e.RegisterDelayedCallback(e.CancelWorkflow, time.Minute)
+	e.ExecuteWorkflow(temporal.WorkflowName, e.in)
+	var res loop.Result
+	if err := e.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != loop.Cancelled {
+		t.Fatalf("status %s (%s), want cancelled", res.Status, res.Reason)
+	}
+	checkStored(t, e.store, "t1", res)
+}
+
+// TestUnknownOutcome: a call of a tool that is not safe to run twice gets
+// one attempt; when it fails without an answer (its worker died) the model
+// is told the outcome is unknown, and the call is not made again.
+func TestUnknownOutcome(t *testing.T) {
+	turns := []scripted.Turn{
+		{Tools: []scripted.ToolCall{{Name: "send", Args: map[string]string{"to": "ops"}}}},
+		{Expect: []string{"The outcome of this call is unknown"}, Finish: finish("5")},
+	}
+	e := newEnv(t, baseTask(), newModel(t, turns...), false)
+	var attempts atomic.Int64
+	e.OnActivity("ratchet.tool", mock.Anything, mock.Anything).Return(func(context.Context, temporal.ToolInput) (loop.ToolOutcome, error) {
+		attempts.Add(1)
+		return loop.ToolOutcome{}, errors.New("the worker died mid-call")
+	})
+	res := e.run(t)
+	if res.Status != loop.Done {
+		t.Fatalf("status %s (%s)", res.Status, res.Reason)
+	}
+	if got := attempts.Load(); got != 1 {
+		t.Errorf("the non-idempotent call was attempted %d times, want 1", got)
+	}
+}
+
+// TestIdempotentRetried: an idempotent tool's failed attempt is retried.
+func TestIdempotentRetried(t *testing.T) {
+	turns := []scripted.Turn{
+		{Tools: []scripted.ToolCall{addCall(2, 3)}},
+		{Expect: []string{"5"}, Finish: finish("5")},
+	}
+	e := newEnv(t, baseTask(), newModel(t, turns...), false)
+	var attempts atomic.Int64
+	e.OnActivity("ratchet.tool", mock.Anything, mock.Anything).Return(func(ctx context.Context, in temporal.ToolInput) (loop.ToolOutcome, error) {
+		if attempts.Add(1) == 1 {
+			return loop.ToolOutcome{}, errors.New("the worker died mid-call")
+		}
+		return e.acts.Tool(ctx, in)
+	})
+	res := e.run(t)
+	if res.Status != loop.Done {
+		t.Fatalf("status %s (%s)", res.Status, res.Reason)
+	}
+	if got := attempts.Load(); got != 2 {
+		t.Errorf("the idempotent call was attempted %d times, want 2", got)
+	}
+}
+
+// TestSuiteWorkflow: a run started by the child Update is a child of the
+// suite workflow, which ends once it is closed and its children have.
+func TestSuiteWorkflow(t *testing.T) {
+	turns := []scripted.Turn{{Tools: []scripted.ToolCall{addCall(2, 3)}}, {Finish: finish("5")}}
+	e := newEnv(t, baseTask(), newModel(t, turns...), false)
+	var childErr error
+	e.RegisterDelayedCallback(func() {
+		e.UpdateWorkflow(temporal.UpdateChild, "c1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { childErr = err }, OnAccept: func() {}, OnComplete: func(_ any, err error) {
+				if childErr == nil {
+					childErr = err
+				}
+			},
+		}, e.in)
+		e.UpdateWorkflow(temporal.UpdateClose, "close", &testsuite.TestUpdateCallback{
+			OnReject: func(error) {}, OnAccept: func() {}, OnComplete: func(any, error) {},
+		})
+	}, time.Second)
+	e.ExecuteWorkflow(temporal.SuiteWorkflowName)
+	if err := e.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := e.GetWorkflowResult(&n); err != nil || n != 1 {
+		t.Fatalf("suite result %d (%v), want 1 child", n, err)
+	}
+	if childErr != nil {
+		t.Errorf("starting the child: %v", childErr)
+	}
+	row, err := e.store.Run(context.Background(), "t1")
+	if err != nil || row.Status != string(loop.Done) {
+		t.Errorf("the child's row: %q (%v), want done", row.Status, err)
+	}
+}
