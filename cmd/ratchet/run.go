@@ -302,7 +302,9 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	}
 	defer tel.shutdown()
 	tel.configure(&cfg)
-	m.secrets.Add(tel.Secrets...) // the OTLP headers' values (API keys)
+	if tel != nil { // nil when telemetry is off
+		m.secrets.Add(tel.Secrets...) // the OTLP headers' values (API keys)
+	}
 	cfg.Redactor = m.secrets
 
 	stopTicking := tick(ticking)
