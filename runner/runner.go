@@ -274,6 +274,8 @@ func (r *run) run(ctx context.Context) (loop.Result, error) {
 // drive feeds queue to the machine and carries out its commands until the
 // run finishes or waits for a person.
 func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error) {
+	bounds := &deadlines{parent: ctx}
+	defer bounds.stop()
 	for len(queue) > 0 {
 		// Appends only write past the queue's end, so the entry may point
 		// into it without a copy.
@@ -302,7 +304,8 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		}
 		// Recorded events are pointed at by the log: the queue is only
 		// appended to, which never writes over them.
-		queue = append(queue, r.carryOutAll(ctx, rd.Commands)...)
+		queue = append(queue, r.carryOutAll(bounds, rd.Commands)...)
+		bounds.batchDone()
 		r.resumed = nil
 		if r.awaiting != "" {
 			return r.wait(ctx)
@@ -358,27 +361,24 @@ func (r *run) now() time.Time { return r.cfg.Now().Round(0) }
 // when alternatives are sampled, several Verify commands when they are
 // checked, a turn's tools beside its sub-agents), in parallel, and returns
 // their events in command order.
-func (r *run) carryOutAll(ctx context.Context, cmds []loop.Command) []loop.Event {
+func (r *run) carryOutAll(bounds *deadlines, cmds []loop.Command) []loop.Event {
 	if len(cmds) == 1 {
-		return r.carryOut(ctx, &cmds[0], false)
+		return r.carryOut(bounds.bound(cmds[0].Deadline), &cmds[0], false)
 	}
 	out := make([][]loop.Event, len(cmds))
 	var wg sync.WaitGroup
 	for i := range cmds {
+		ctx := bounds.bound(cmds[i].Deadline)
 		wg.Go(func() { out[i] = r.carryOut(ctx, &cmds[i], true) })
 	}
 	wg.Wait()
 	return slices.Concat(out...)
 }
 
-// carryOut does c's work within its deadline and returns the events that
-// answer it; inBatch says other commands are carried out beside it.
+// carryOut does c's work under ctx, which is bounded by c's deadline, and
+// returns the events that answer it; inBatch says other commands are
+// carried out beside it.
 func (r *run) carryOut(ctx context.Context, c *loop.Command, inBatch bool) []loop.Event {
-	if !c.Deadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, c.Deadline)
-		defer cancel()
-	}
 	switch c.Type {
 	case loop.CallModel:
 		return []loop.Event{r.callModel(ctx, c)}
