@@ -420,39 +420,29 @@ func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
 }
 
-// callHooks record a model call's transport retries as retry entries and
-// pass its streamed text to the observers that show text.
-type callHooks struct {
-	r    *run
-	id   string
-	text []observe.TextObserver
-}
-
-func (h *callHooks) retry(rt model.Retry) {
-	h.r.recordMu.Lock()
-	defer h.r.recordMu.Unlock()
-	h.r.record(observe.Entry{At: h.r.now(), Kind: observe.KindRetry, Retry: &observe.Retry{Call: h.id, Retry: rt}})
-}
-
-func (h *callHooks) streamed(d string) {
-	for _, to := range h.text {
-		to.ObserveText(h.r.cfg.RunID, h.id, d)
-	}
-}
-
-func (h *callHooks) model(sample bool) model.Hooks {
-	mh := model.Hooks{OnRetry: h.retry}
-	if !sample && len(h.text) > 0 {
-		mh.OnText = h.streamed
-	}
-	return mh
-}
-
-// withHooks returns ctx carrying the hooks of call c. Sampled
-// alternatives run in parallel: their text is not streamed.
+// withHooks returns ctx carrying the hooks of call c: its transport
+// retries are recorded as retry entries, and its streamed text goes to the
+// observers that show text. Sampled alternatives run in parallel: their
+// text is not streamed.
 func (r *run) withHooks(ctx context.Context, c *loop.Command) context.Context {
-	h := &callHooks{r: r, id: c.ID, text: r.text}
-	return model.WithHooks(ctx, h.model(c.Request.Purpose == model.PurposeSample))
+	id := c.ID
+	h := model.Hooks{OnRetry: func(rt model.Retry) { r.recordRetry(id, rt) }}
+	if c.Request.Purpose != model.PurposeSample && len(r.text) > 0 {
+		h.OnText = func(d string) {
+			for _, to := range r.text {
+				to.ObserveText(r.cfg.RunID, id, d)
+			}
+		}
+	}
+	return model.WithHooks(ctx, h)
+}
+
+// recordRetry records a transport retry of call id. Sampled alternatives
+// call it from their own goroutines.
+func (r *run) recordRetry(id string, rt model.Retry) {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	r.record(observe.Entry{At: r.now(), Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
 }
 
 // failure classifies err, naming the time budget when the command's
