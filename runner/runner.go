@@ -303,8 +303,14 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 			return r.abort(err)
 		}
 		// Recorded events are pointed at by the log: the queue is only
-		// appended to, which never writes over them.
-		queue = append(queue, r.carryOutAll(bounds, rd.Commands)...)
+		// appended to, which never writes over them. An empty queue (the
+		// usual case) takes the answers as they are, without a copy.
+		answers := r.carryOutAll(bounds, rd.Commands)
+		if len(queue) == 0 {
+			queue = answers
+		} else {
+			queue = append(queue, answers...)
+		}
 		bounds.batchDone()
 		r.resumed = nil
 		if r.awaiting != "" {
