@@ -406,8 +406,10 @@ func (m *Machine) dispatchTools(closing bool) {
 		return
 	}
 	m.st.Phase = phaseTools
-	for _, c := range cmds {
-		m.emit(c)
+	if len(m.ready.Commands) == 0 {
+		m.ready.Commands = cmds // fresh: the step takes them without a copy
+	} else {
+		m.ready.Commands = append(m.ready.Commands, cmds...)
 	}
 }
 

@@ -345,6 +345,8 @@ func (r *run) run(ctx context.Context) (_ loop.Result, err error) {
 func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error) {
 	// A run left waiting for a person, or broken off, has spans open.
 	defer r.telemetryStopped()
+	bounds := &deadlines{parent: ctx}
+	defer bounds.stop()
 	for len(queue) > 0 {
 		// Appends only write past the queue's end, so the entry may point
 		// into it without a copy.
@@ -373,8 +375,15 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 			return r.abort(err)
 		}
 		// Recorded events are pointed at by the log: the queue is only
-		// appended to, which never writes over them.
-		queue = append(queue, r.carryOutAll(ctx, rd.Commands)...)
+		// appended to, which never writes over them. An empty queue (the
+		// usual case) takes the answers as they are, without a copy.
+		answers := r.carryOutAll(bounds, rd.Commands)
+		if len(queue) == 0 {
+			queue = answers
+		} else {
+			queue = append(queue, answers...)
+		}
+		bounds.batchDone()
 		r.resumed = nil
 		if r.awaiting != "" {
 			return r.wait(ctx)
@@ -430,27 +439,24 @@ func (r *run) now() time.Time { return r.cfg.Now().Round(0) }
 // when alternatives are sampled, several Verify commands when they are
 // checked, a turn's tools beside its sub-agents), in parallel, and returns
 // their events in command order.
-func (r *run) carryOutAll(ctx context.Context, cmds []loop.Command) []loop.Event {
+func (r *run) carryOutAll(bounds *deadlines, cmds []loop.Command) []loop.Event {
 	if len(cmds) == 1 {
-		return r.carryOut(ctx, &cmds[0], false)
+		return r.carryOut(bounds.bound(cmds[0].Deadline), &cmds[0], false)
 	}
 	out := make([][]loop.Event, len(cmds))
 	var wg sync.WaitGroup
 	for i := range cmds {
+		ctx := bounds.bound(cmds[i].Deadline)
 		wg.Go(func() { out[i] = r.carryOut(ctx, &cmds[i], true) })
 	}
 	wg.Wait()
 	return slices.Concat(out...)
 }
 
-// carryOut does c's work within its deadline and returns the events that
-// answer it; inBatch says other commands are carried out beside it.
+// carryOut does c's work under ctx, which is bounded by c's deadline, and
+// returns the events that answer it; inBatch says other commands are
+// carried out beside it.
 func (r *run) carryOut(ctx context.Context, c *loop.Command, inBatch bool) []loop.Event {
-	if !c.Deadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, c.Deadline)
-		defer cancel()
-	}
 	switch c.Type {
 	case loop.CallModel:
 		return []loop.Event{r.callModel(ctx, c)}
@@ -485,69 +491,51 @@ func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
 		}
 	}()
-	hctx, h := r.withHooks(ctx, c)
+	hctx, endText := r.withHooks(ctx, c)
 	resp, err := r.cfg.Model.Generate(hctx, *c.Request)
-	h.endText()
+	endText()
 	if err != nil {
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
 	}
 	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
 }
 
-// callHooks record a model call's transport retries as retry entries and
-// pass its streamed text to the observers that show text.
-type callHooks struct {
-	r    *run
-	id   string
-	text []observe.TextObserver
-	// stream redacts the streamed text, holding back what could be the
-	// start of a secret until the next piece or the call's end.
-	stream redact.Stream
-}
-
-func (h *callHooks) retry(rt model.Retry) {
-	h.r.recordMu.Lock()
-	defer h.r.recordMu.Unlock()
-	h.r.record(observe.Entry{At: h.r.now(), Kind: observe.KindRetry, Retry: &observe.Retry{Call: h.id, Retry: rt}})
-}
-
-func (h *callHooks) streamed(d string) {
-	if d = h.stream.Next(d); d == "" {
-		return
+// withHooks returns ctx carrying the hooks of call c: its transport
+// retries are recorded as retry entries, and its streamed text goes to the
+// observers that show text, redacted as it streams (what could be the
+// start of a secret waits for the next piece). endText shows what was held
+// back once the call is over. Sampled alternatives run in parallel: their
+// text is not streamed.
+func (r *run) withHooks(ctx context.Context, c *loop.Command) (_ context.Context, endText func()) {
+	id := c.ID
+	h := model.Hooks{OnRetry: func(rt model.Retry) { r.recordRetry(id, rt) }}
+	if c.Request.Purpose == model.PurposeSample || len(r.text) == 0 {
+		return model.WithHooks(ctx, h), func() {}
 	}
-	for _, to := range h.text {
-		to.ObserveText(h.r.cfg.RunID, h.id, d)
-	}
-}
-
-func (h *callHooks) model(sample bool) model.Hooks {
-	mh := model.Hooks{OnRetry: h.retry}
-	if !sample && len(h.text) > 0 {
-		mh.OnText = h.streamed
-	}
-	return mh
-}
-
-// withHooks returns ctx carrying the hooks of call c. Sampled
-// alternatives run in parallel: their text is not streamed.
-func (r *run) withHooks(ctx context.Context, c *loop.Command) (context.Context, *callHooks) {
-	h := &callHooks{r: r, id: c.ID, text: r.text, stream: redact.Stream{Redactor: r.cfg.Redactor}}
-	if c.Request.Purpose == model.PurposeSample {
-		h.text = nil
-	}
-	return model.WithHooks(ctx, h.model(c.Request.Purpose == model.PurposeSample)), h
-}
-
-// endText shows what the redacting stream held back once the call is over.
-func (h *callHooks) endText() {
-	if len(h.text) == 0 {
-		return
-	}
-	if rest := h.stream.Flush(); rest != "" {
-		for _, to := range h.text {
-			to.ObserveText(h.r.cfg.RunID, h.id, rest)
+	stream := &redact.Stream{Redactor: r.cfg.Redactor}
+	show := func(d string) {
+		for _, to := range r.text {
+			to.ObserveText(r.cfg.RunID, id, d)
 		}
 	}
+	h.OnText = func(d string) {
+		if d = stream.Next(d); d != "" {
+			show(d)
+		}
+	}
+	return model.WithHooks(ctx, h), func() {
+		if rest := stream.Flush(); rest != "" {
+			show(rest)
+		}
+	}
+}
+
+// recordRetry records a transport retry of call id. Sampled alternatives
+// call it from their own goroutines.
+func (r *run) recordRetry(id string, rt model.Retry) {
+	r.recordMu.Lock()
+	defer r.recordMu.Unlock()
+	r.record(observe.Entry{At: r.now(), Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
 }
 
 // failure classifies err, naming the time budget when the command's
