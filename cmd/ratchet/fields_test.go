@@ -122,6 +122,9 @@ var fieldChecks = map[string]fieldCheck{
 	// and TestEvalReportShowsCheckStrength follow them.
 	"MinStrength": notRun,
 	"Reference":   notRun,
+	// A gate at config time too (TestSelfJudgedGate), and the Result's
+	// self_judged (TestSelfJudgedResult).
+	"AllowSelfReview": notRun,
 	"Dir": {"agent", func(t *testing.T, o *observed) {
 		// The scripted model's file, the workspace and the MCP server's
 		// command resolve against it: the run played its turns.
