@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/observe"
 )
@@ -172,8 +173,12 @@ type NewCase struct {
 	Name string `yaml:"name"`
 	// Task is a task file path (relative to the suite file) or an inline
 	// task mapping.
-	Task     any     `yaml:"task"`
-	Expect   *Expect `yaml:"expect,omitempty"`
+	Task any `yaml:"task"`
+	// Model and Budget are the run's effective model and budget, so that
+	// the case runs as the run did.
+	Model    string      `yaml:"model,omitempty"`
+	Budget   *caseBudget `yaml:"budget,omitempty"`
+	Expect   *Expect     `yaml:"expect,omitempty"`
 	Category string  `yaml:"category,omitempty"`
 	FromRun  string  `yaml:"from_run,omitempty"`
 	// Comment goes on a line of its own above the case.
@@ -201,6 +206,9 @@ func CaseFromRun(d Diagnosis, suitePath, taskPath, wantAnswer, logPath string) (
 			return c, err
 		}
 		c.Task = rel
+		if d.Spec != nil {
+			c.Budget = newCaseBudget(d.Spec.Budget)
+		}
 	case wantAnswer == "":
 		return c, errors.New("the log holds the run's goal but not its checks: pass --task (the task file the run ran) or --expect-answer (an inline case checked with equals)")
 	case d.Spec == nil:
@@ -235,6 +243,40 @@ func CaseFromRun(d Diagnosis, suitePath, taskPath, wantAnswer, logPath string) (
 	}
 	c.Comment = d.Category + ": " + d.Evidence
 	return c, nil
+}
+
+// caseBudget is a case's budget: as a task file writes it.
+type caseBudget struct {
+	Steps        int    `yaml:"steps,omitempty"`
+	ModelCalls   int    `yaml:"model_calls,omitempty"`
+	ToolCalls    int    `yaml:"tool_calls,omitempty"`
+	InputTokens  int64  `yaml:"input_tokens,omitempty"`
+	OutputTokens int64  `yaml:"output_tokens,omitempty"`
+	TotalTokens  int64  `yaml:"total_tokens,omitempty"`
+	Cost         string `yaml:"cost,omitempty"`
+	Time         string `yaml:"time,omitempty"`
+}
+
+// newCaseBudget writes the limits a run had (its logged spec's budget;
+// zero fields were the defaults), nil when all are defaults.
+func newCaseBudget(b budget.Limits) *caseBudget {
+	cb := caseBudget{Steps: b.Steps, ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, InputTokens: b.InputTokens, OutputTokens: b.OutputTokens, TotalTokens: b.TotalTokens}
+	switch {
+	case b.Cost == budget.Unlimited:
+		cb.Cost = "unlimited"
+	case b.Cost != 0:
+		cb.Cost = strconv.FormatFloat(b.Cost.Dollars(), 'f', -1, 64)
+	}
+	switch {
+	case b.Time == budget.Unlimited:
+		cb.Time = "unlimited"
+	case b.Time != 0:
+		cb.Time = b.Time.String()
+	}
+	if cb == (caseBudget{}) {
+		return nil
+	}
+	return &cb
 }
 
 func relTo(dir, path string) (string, error) {

@@ -25,6 +25,9 @@ type Record struct {
 	// Log is the run's JSONL event log, relative to the result directory;
 	// empty when none was kept.
 	Log string `json:"log,omitempty"`
+	// Run is the run's ID in the run database, empty when it was not
+	// recorded there.
+	Run string `json:"run,omitempty"`
 	// CheckStrength is the mutation score of the case's gate checks on its
 	// reference solution (see verify/strength), nil when the case has no
 	// reference: how far its "done" can be trusted.

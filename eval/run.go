@@ -15,6 +15,7 @@ import (
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sim"
+	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
 )
@@ -33,8 +34,20 @@ type Job struct {
 	// CheckStrength is the strength of the task's gate checks, when
 	// measured; it is copied into the record.
 	CheckStrength *float64
-	// Info is what rebuilds the task elsewhere (Config.Run may need it).
+	// Info is what rebuilds the task elsewhere (Config.Run may need it)
+	// and, kept on the run's row in Config.Runs, what ratchet resume
+	// rebuilds it from.
 	Info []byte
+	// Labels tag the run in the run database (RunLabels); Run sets them
+	// before Config.Run sees the job.
+	Labels []string
+}
+
+// RunLabels are the labels of a suite's run in the run database: the
+// suite's label and the case's name, so that ratchet ls --label finds
+// them.
+func RunLabels(label, caseName string) []string {
+	return []string{"eval:" + label, "case:" + caseName}
 }
 
 // Config says how to run a suite. Store is required; Load is required when
@@ -42,6 +55,12 @@ type Job struct {
 // default.
 type Config struct {
 	Store Store
+	// Runs, when set, is the run database each task case's run is recorded
+	// in (runner.Config.Store), labelled RunLabels, so that ratchet ls,
+	// show, replay and resume work on it; nil records none. Sim cases
+	// (thousands of cheap runs, no task file to resume) are not recorded;
+	// with Config.Run, Run records its runs itself.
+	Runs store.Store
 	// Load builds the job for repeat r of a task case (not called for sim
 	// cases). It is called from several goroutines at once.
 	Load func(ctx context.Context, c Case, repeat int) (Job, error)
@@ -220,6 +239,18 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 		rec.Tiers[ch.Name] = ch.Tier
 	}
 	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat), Redactor: cfg.Redactor}
+	elsewhere := cfg.Run != nil && c.Sim == nil // sim cases always run here
+	job.Labels = RunLabels(cfg.Label, c.Name)
+	if cfg.Runs != nil && !elsewhere && c.Sim == nil {
+		// An earlier attempt at this pair, cut short, keeps its ID (ratchet
+		// resume can carry it on): this attempt takes the next free one.
+		id, err := freeRunID(ctx, cfg.Runs, rcfg.RunID)
+		if err != nil {
+			return nil, fmt.Errorf("eval: run database: %w", err)
+		}
+		rcfg.RunID, rcfg.Store, rcfg.Labels, rcfg.TaskInfo = id, cfg.Runs, job.Labels, job.Info
+		rec.Run = id
+	}
 	var logW io.WriteCloser
 	var jl *observe.JSONL
 	if !cfg.NoLogs {
@@ -233,7 +264,6 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 	start := cfg.Now()
 	var res loop.Result
 	var runErr error
-	elsewhere := cfg.Run != nil && c.Sim == nil // sim cases always run here
 	if elsewhere {
 		var w io.Writer
 		if logW != nil {
@@ -267,6 +297,23 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 		rec.Error = runErr.Error()
 	}
 	return rec, nil
+}
+
+// freeRunID is id, or id-2, id-3… when the run database already has it.
+func freeRunID(ctx context.Context, runs store.Store, id string) (string, error) {
+	for n := 1; ; n++ {
+		try := id
+		if n > 1 {
+			try = fmt.Sprintf("%s-%d", id, n)
+		}
+		_, err := runs.Run(ctx, try)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return try, nil
+		case err != nil:
+			return "", err
+		}
+	}
 }
 
 // simJob builds repeat r of a simulated case: step Index+1... of trial r,

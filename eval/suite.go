@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/internal/yamlerr"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/sim"
@@ -44,7 +45,10 @@ type Case struct {
 	Line    int
 	Repeats int
 	// Model, when set, replaces the task file's model.
-	Model  string
+	Model string
+	// Budget's non-zero fields replace the task file's budget (a case made
+	// from a run keeps the run's effective budget).
+	Budget budget.Limits
 	Expect *Expect
 	// Category and FromRun record where a case made by `eval add` came
 	// from.
@@ -263,7 +267,7 @@ func (p *suiteParser) cases(n *yaml.Node) {
 	for i, cn := range p.seq(n, "cases") {
 		c := Case{Line: cn.Line}
 		var task *yaml.Node
-		p.fields(cn, "case", []string{"name", "task", "repeats", "model", "expect", "category", "from_run"}, func(key string, v *yaml.Node) {
+		p.fields(cn, "case", []string{"name", "task", "repeats", "model", "budget", "expect", "category", "from_run"}, func(key string, v *yaml.Node) {
 			switch key {
 			case "name":
 				c.Name = p.str(v, "case name")
@@ -276,6 +280,10 @@ func (p *suiteParser) cases(n *yaml.Node) {
 				c.Repeats = p.int(v, "case repeats", 1, 10_000)
 			case "model":
 				c.Model = p.str(v, "case model")
+			case "budget":
+				b, probs := taskfile.ParseLimits(v, p.file, "case budget")
+				c.Budget = b
+				p.problems = append(p.problems, probs...)
 			case "expect":
 				c.Expect = p.expect(v)
 			case "category":

@@ -963,3 +963,12 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 	}
 	return nil, fmt.Errorf("unknown check kind %q", c.Kind)
 }
+
+// ParseLimits reads a budget mapping (the keys of a task file's budget:)
+// at where in file; an eval suite's case uses it for its budget: override.
+func ParseLimits(n *yaml.Node, file, where string) (budget.Limits, Problems) {
+	p := &parser{file: file, f: &File{}}
+	var b budget.Limits
+	p.limits(n, where, &b)
+	return b, p.problems
+}

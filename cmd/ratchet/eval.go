@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
@@ -92,7 +93,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	fs.StringVar(&tf.temporal, "temporal", "", "run the cases on Temporal workers (ratchet worker) at this server, HOST:PORT; see docs/temporal.md")
 	fs.StringVar(&tf.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
 	fs.StringVar(&tf.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
-	fs.StringVar(&tf.db, "db", "", "with --temporal: the run database the workers share (default $RATCHET_DB, else "+defaultDBHint+")")
+	fs.StringVar(&tf.db, "db", "", "the run database each run is recorded in, labelled eval:LABEL and case:NAME (default $RATCHET_DB, else "+defaultDBHint+");\nwith --temporal, the one the workers share")
 	setUsage(fs, "Usage: ratchet eval run SUITE.yaml [flags]\n\nRuns every case of the suite its number of repeats, stores each run in the\nresult directory as it finishes, and prints the metrics. Interrupted, it keeps\nwhat finished; run it again with the same label to do only the rest.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
@@ -138,6 +139,15 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		NoLogs:      *noLogs,
 		Load:        m.evalLoader(suite, *mdl, *unsafeSandbox),
 		Redactor:    m.secrets,
+	}
+	if tf.temporal == "" { // on Temporal, the workflows record the runs
+		runs, err := m.openStore(ctx, tf.db)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+			return exitInfra
+		}
+		defer runs.Close()
+		cfg.Runs = runs
 	}
 	if !*quiet {
 		cfg.Progress, cfg.Live = m.Stderr, isTerminal(m.Stderr)
@@ -219,6 +229,29 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) f
 		case s.Model != "":
 			cfg.Model, cfg.ModelDir = s.Model, s.Dir
 		}
+		cfg.Budget = c.Budget
+		// What ratchet resume rebuilds the run from: the task file (an
+		// inline case has none to resume from) with the model and budget
+		// the case set.
+		info := taskInfo{Model: cfg.Model, UnsafeSandbox: unsafeSandbox,
+			Steps: c.Budget.Steps, ModelCalls: c.Budget.ModelCalls, ToolCalls: c.Budget.ToolCalls, Tokens: c.Budget.TotalTokens, Cost: c.Budget.Cost.Dollars(), Time: c.Budget.Time}
+		if c.Budget.Cost == budget.Unlimited {
+			info.Cost = budget.Unlimited
+		}
+		if cfg.ModelDir != "" {
+			info.Model = absModel(cfg.Model, cfg.ModelDir)
+		}
+		if c.TaskPath != "" {
+			abs, err := filepath.Abs(c.Task.Path)
+			if err != nil {
+				return eval.Job{}, err
+			}
+			info.TaskFile = abs
+		}
+		infoJSON, err := json.Marshal(info)
+		if err != nil {
+			return eval.Job{}, err
+		}
 		run, err := taskfile.Build(ctx, c.Task, cfg)
 		if err != nil {
 			return eval.Job{}, err
@@ -228,7 +261,7 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) f
 			run.Close()
 			return eval.Job{}, err
 		}
-		return eval.Job{Task: run.Task, Exec: run.Exec, Model: run.Model, ModelName: modelName(run.ModelName, run.Model), Close: run.Close, CheckStrength: checkStrength}, nil
+		return eval.Job{Task: run.Task, Exec: run.Exec, Model: run.Model, ModelName: modelName(run.ModelName, run.Model), Close: run.Close, CheckStrength: checkStrength, Info: infoJSON}, nil
 	}
 }
 
@@ -244,23 +277,21 @@ func (m *Main) openEvalModel(spec, base string, notice io.Writer) (model.Model, 
 	return m.openModel(spec, base)
 }
 
-// recordedTaskFile is the task file a stored run was started from, "" if
-// it kept none.
-func (m *Main) recordedTaskFile(ctx context.Context, id, db string) string {
+// recordedTaskInfo is what a stored run's row keeps of how it was
+// started, empty if it kept nothing.
+func (m *Main) recordedTaskInfo(ctx context.Context, id, db string) taskInfo {
+	var info taskInfo
 	s, err := m.openStore(ctx, db)
 	if err != nil {
-		return ""
+		return info
 	}
 	defer s.Close()
-	row, err := s.Run(ctx, id)
+	row, err := findRun(ctx, s, id)
 	if err != nil {
-		return ""
+		return info
 	}
-	var info taskInfo
-	if json.Unmarshal(row.Task, &info) != nil {
-		return ""
-	}
-	return info.TaskFile
+	_ = json.Unmarshal(row.Task, &info) // a row without task info: nothing kept
+	return info
 }
 
 // modelName names a model in the records: the model string, except that a
@@ -450,17 +481,27 @@ Flags:
 		return exitUsage
 	}
 	logRef := *from
+	var info taskInfo
 	if _, err := os.Stat(*from); err == nil {
 		if abs, err := filepath.Abs(*from); err == nil {
 			logRef = abs
 		}
-	} else if *task == "" {
-		*task = m.recordedTaskFile(ctx, *from, *db)
+	} else {
+		info = m.recordedTaskInfo(ctx, *from, *db)
+		if *task == "" {
+			*task = info.TaskFile
+		}
 	}
 	c, err := eval.CaseFromRun(d, *suitePath, *task, *want, logRef)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval add: %v\n", err)
 		return exitUsage
+	}
+	if info.Model != "" {
+		// The model the run was given (its --model, or its suite's): a
+		// scripted file relative to where it ran, which is here.
+		wd, _ := os.Getwd()
+		c.Model = absModel(info.Model, wd)
 	}
 	if *name != "" {
 		c.Name = *name

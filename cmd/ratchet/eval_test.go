@@ -225,3 +225,72 @@ func TestExampleSuite(t *testing.T) {
 		t.Errorf("models: %v", models)
 	}
 }
+
+// TestEvalRunsAreRuns: an eval's task-case runs are in the run database,
+// labelled, and ls, show, replay and resume know them.
+func TestEvalRunsAreRuns(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "runs.db")
+	env := map[string]string{"RATCHET_EVAL_DIR": t.TempDir(), "RATCHET_DB": dbPath}
+	suite := evalSuite(t, 0.9)
+	run(t, env, "eval", "run", suite, "--quiet").wantCode(t, exitDone)
+
+	ids := func(label string) []string {
+		t.Helper()
+		c := run(t, env, "ls", "--label", label, "--limit", "0", "--json")
+		c.wantCode(t, exitDone)
+		var rows []struct{ ID, Status string }
+		if err := json.Unmarshal([]byte(c.stdout), &rows); err != nil {
+			t.Fatalf("ls --json: %v\n%v", err, c)
+		}
+		var out []string
+		for _, r := range rows {
+			out = append(out, r.ID+" "+r.Status)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{"cli/always-wrong/r0 exhausted:steps", "cli/quickstart/r0 done", "cli/quickstart/r1 done", "cli/quickstart/r2 done"}
+	if got := ids("eval:cli"); !slices.Equal(got, want) {
+		t.Errorf("ls --label eval:cli:\n got %q\nwant %q (the sim cases are not recorded)", got, want)
+	}
+	if got := ids("case:always-wrong"); !slices.Equal(got, want[:1]) {
+		t.Errorf("ls --label case:always-wrong: %q", got)
+	}
+	c := run(t, env, "show", "cli/always-wrong/r0")
+	c.wantCode(t, exitDone)
+	if !strings.Contains(c.stdout, "exhausted:steps") {
+		t.Errorf("show:\n%v", c)
+	}
+	c = run(t, env, "replay", "cli/quickstart/r1")
+	c.wantCode(t, exitDone)
+	if !strings.Contains(c.stdout, "identical") {
+		t.Errorf("replay:\n%v", c)
+	}
+	// Resume rebuilds the task from the row (a finished run is refused as
+	// finished, not as a run it cannot rebuild).
+	c = run(t, env, "resume", "cli/quickstart/r0")
+	if c.code == exitDone || !strings.Contains(c.stderr, "finished") || strings.Contains(c.stderr, "not started by") {
+		t.Errorf("resume of a finished eval run:\n%v", c)
+	}
+	// The results name their runs.
+	recs, err := eval.ReadRecords(filepath.Join(env["RATCHET_EVAL_DIR"], "cli"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, r := range recs {
+		if r.Run != "" {
+			named++
+		}
+	}
+	if named != 4 {
+		t.Errorf("%d records name their run, want 4", named)
+	}
+
+	// The same label in another result directory: the IDs are taken, so
+	// the new attempts take the next ones.
+	run(t, env, "eval", "run", suite, "--quiet", "--dir", t.TempDir()).wantCode(t, exitDone)
+	if got := ids("case:always-wrong"); !slices.Equal(got, []string{"cli/always-wrong/r0 exhausted:steps", "cli/always-wrong/r0-2 exhausted:steps"}) {
+		t.Errorf("after a second attempt: %q", got)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -58,9 +57,6 @@ Flags:
 	return exitDone
 }
 
-// childRunID matches the ID of a sub-agent's run.
-var childRunID = regexp.MustCompile(`^[^/\\]+/c[0-9]+$`)
-
 // records reads a run's log from a JSONL file, or else from the database.
 func (m *Main) records(ctx context.Context, arg, db string) ([]observe.Record, error) {
 	f, err := os.Open(arg)
@@ -74,8 +70,9 @@ func (m *Main) records(ctx context.Context, arg, db string) ([]observe.Record, e
 		// own runs, replayed by their IDs): keep the first run's.
 		return slices.DeleteFunc(recs, func(r observe.Record) bool { return r.Run != recs[0].Run }), nil
 	}
-	child := childRunID.MatchString(arg) // a sub-agent's run: PARENT/cN
-	if !errors.Is(err, os.ErrNotExist) || (strings.ContainsAny(arg, "/\\") && !child) || strings.HasSuffix(arg, ".jsonl") {
+	// Not a file: a run ID, which may hold slashes (a sub-agent's
+	// PARENT/cN, an eval's LABEL/CASE/rN). A missing *.jsonl is a log.
+	if !errors.Is(err, os.ErrNotExist) || strings.HasSuffix(arg, ".jsonl") {
 		return nil, err
 	}
 	s, err := m.openStore(ctx, db)

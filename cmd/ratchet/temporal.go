@@ -271,7 +271,6 @@ type temporalEval struct {
 	suite *temporal.Suite
 	db    store.Store
 	queue string
-	label string
 	f     runFlags
 }
 
@@ -297,7 +296,7 @@ func (m *Main) evalOnTemporal(ctx context.Context, cfg *eval.Config, suite *eval
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
 		return nil, exitInfra
 	}
-	te := &temporalEval{m: m, c: c, suite: parent, db: db, queue: f.taskQueue, label: suite.Label, f: f}
+	te := &temporalEval{m: m, c: c, suite: parent, db: db, queue: f.taskQueue, f: f}
 	cfg.Load, cfg.Run = te.load(suite, modelFlag), te.run
 	return func() {
 		if err := parent.Close(context.WithoutCancel(ctx)); err != nil {
@@ -359,7 +358,7 @@ func (e *temporalEval) run(ctx context.Context, job eval.Job, runID string, log 
 	// its workflow must have an ID of its own.
 	id := runID + "@" + time.Now().UTC().Format("20060102-150405.000000")
 	run, err := e.suite.Start(ctx, e.db, job.Task, temporal.StartOptions{
-		RunID: id, TaskInfo: job.Info, Labels: []string{e.label}, Human: false,
+		RunID: id, TaskInfo: job.Info, Labels: job.Labels, Human: false,
 	})
 	if err != nil {
 		return loop.Result{}, err
