@@ -179,8 +179,8 @@ type NewCase struct {
 	Model    string      `yaml:"model,omitempty"`
 	Budget   *caseBudget `yaml:"budget,omitempty"`
 	Expect   *Expect     `yaml:"expect,omitempty"`
-	Category string  `yaml:"category,omitempty"`
-	FromRun  string  `yaml:"from_run,omitempty"`
+	Category string      `yaml:"category,omitempty"`
+	FromRun  string      `yaml:"from_run,omitempty"`
 	// Comment goes on a line of its own above the case.
 	Comment string `yaml:"-"`
 }
