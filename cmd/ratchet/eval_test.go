@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -150,18 +151,24 @@ func TestEvalAddFromRun(t *testing.T) {
 	c.wantCode(t, exitDone)
 	run(t, nil, "eval", "add", "--from-run", logPath, "--suite", suite, "--category", "bogus").wantCode(t, exitUsage)
 	// A run ID finds its log, and its task file, in the run database.
+	// With the model it was given, which the case keeps.
 	state := t.TempDir()
 	env := map[string]string{"XDG_STATE_HOME": state}
-	c = run(t, env, "run", quickstart, "--steps", "2")
+	wrong := filepath.Join(write(t, map[string]string{"wrong.yaml": wrongTurns}), "wrong.yaml")
+	c = run(t, env, "run", quickstart, "--steps", "3", "--model", "scripted:"+wrong, "--json")
 	c.wantCode(t, exitNotDone)
+	byIDStatus := c.result(t).Status
 	id := regexp.MustCompile(`run: (\S+) `).FindStringSubmatch(c.stderr)
 	if id == nil {
 		t.Fatalf("no run ID:\n%v", c)
 	}
 	c = run(t, env, "eval", "add", "--from-run", id[1], "--suite", suite, "--name", "by-id")
 	c.wantCode(t, exitDone)
-	if data, _ := os.ReadFile(suite); !strings.Contains(string(data), "from_run: "+id[1]) {
-		t.Errorf("suite lacks the run ID:\n%s", data)
+	data, _ = os.ReadFile(suite)
+	for _, want := range []string{"from_run: " + id[1], "model: scripted:" + wrong, "steps: 3", "steps: 2"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("suite lacks %q:\n%s", want, data)
+		}
 	}
 	c = run(t, env, "eval", "add", "--from-run", "run-nope", "--suite", suite)
 	c.wantCode(t, exitUsage)
@@ -169,21 +176,27 @@ func TestEvalAddFromRun(t *testing.T) {
 		t.Errorf("unknown run: %v", c)
 	}
 
-	// The suite runs: the task case, with its full budget, passes.
-	c = run(t, map[string]string{"RATCHET_EVAL_DIR": t.TempDir()}, "eval", "run", suite, "--json", "--quiet", "--model", "scripted:"+filepath.Join(filepath.Dir(quickstart), "turns.yaml"))
+	// The suite runs (the inline case, which names no model, on the
+	// fallback): each case made from a run fails as its run did, with its
+	// budget and model.
+	dir = t.TempDir()
+	turns, _ := filepath.Abs(filepath.Join(filepath.Dir(quickstart), "turns.yaml"))
+	c = run(t, map[string]string{"RATCHET_EVAL_DIR": dir, "RATCHET_MODEL": "scripted:" + turns}, "eval", "run", suite, "--quiet", "--label", "regr")
 	c.wantCode(t, exitDone)
-	var sum eval.Summary
-	if err := json.Unmarshal([]byte(c.stdout), &sum); err != nil {
+	recs, err := eval.ReadRecords(filepath.Join(dir, "regr"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]int{}
-	for _, g := range sum.Cases {
-		got[g.Name] = g.Metrics.Success.K
+	got := map[string]string{}
+	for _, r := range recs {
+		got[r.Case] = string(r.Result.Status) + " " + r.Model
 	}
 	// The inline case has the goal but not the workspace tools (the log
-	// does not say where the workspace was), so only the task case passes.
-	if _, ok := got["from-"+firstRun(t, logPath)]; len(got) != 3 || got["qs-short"] != 1 || got["by-id"] != 1 || !ok {
-		t.Errorf("cases and successes: %v", got)
+	// does not say where the workspace was): it cannot fail as its run did.
+	delete(got, "from-"+firstRun(t, logPath))
+	want := map[string]string{"qs-short": "exhausted:steps scripted:quickstart-recording", "by-id": string(byIDStatus) + " scripted:wrong-every-time"}
+	if !maps.Equal(got, want) {
+		t.Errorf("the cases ended %v, want %v (as their runs did)", got, want)
 	}
 }
 
