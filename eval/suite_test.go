@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/sim"
 	"github.com/ratchetloop/ratchet/taskfile"
@@ -22,6 +23,7 @@ repeats: 2
 concurrency: 3
 cases:
   - task: tasks/add/task.yaml
+    budget: {steps: 4, cost: 0.5}
   - name: inline
     repeats: 5
     expect: {status: "exhausted:steps", not_answer: "4"}
@@ -67,6 +69,9 @@ sim:
 	if s.Label != "nightly" || s.Concurrency != 3 || s.Runs() != 2+5+6 {
 		t.Errorf("suite: label %q, concurrency %d, runs %d", s.Label, s.Concurrency, s.Runs())
 	}
+	if b := s.Cases[0].Budget; b != (budget.Limits{Steps: 4, Cost: budget.USD(0.5)}) {
+		t.Errorf("case budget: %+v", b)
+	}
 	if e := s.Cases[1].Expect; e == nil || e.Status != loop.Status("exhausted:steps") || e.NotAnswer != "4" {
 		t.Errorf("expect: %+v", e)
 	}
@@ -101,6 +106,7 @@ cases:
         steps: many
   - name: y
     task: {goal: g, checks: [{equals: "1"}]}
+    budget: {stepz: 1}
   - category: nope
 sim:
   - name: s
@@ -124,10 +130,11 @@ sim:
 		"suite.yaml:3: unknown field \"colour\" in",
 		"suite.yaml:5: task: open " + filepath.Join(dir, "missing.yaml") + ": no",
 		"suite.yaml:13: budget.steps must be a",
-		"suite.yaml:16: category \"nope\" is not",
-		"suite.yaml:16: case needs task: (a",
-		"suite.yaml:18: sim: p: 2 is",
-		"suite.yaml:21: sim block needs cases:",
+		"suite.yaml:16: unknown field \"stepz\" in",
+		"suite.yaml:17: category \"nope\" is not",
+		"suite.yaml:17: case needs task: (a",
+		"suite.yaml:19: sim: p: 2 is",
+		"suite.yaml:22: sim block needs cases:",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
