@@ -1,12 +1,17 @@
 package eval
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html"
 	"html/template"
 	"io"
 	"math"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ratchetloop/ratchet/budget"
@@ -20,7 +25,21 @@ import (
 //go:embed report.html.tmpl
 var reportTemplate string
 
-var reportTmpl = template.Must(template.New("report").Parse(reportTemplate))
+var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
+	// cell returns cell j of row i: its link and tooltip, when it has them.
+	"cell": func(t table, i, j int) cellLink {
+		if i < len(t.Links) && j < len(t.Links[i]) {
+			return t.Links[i][j]
+		}
+		return cellLink{}
+	},
+	"rowID": func(t table, i int) string {
+		if i < len(t.RowIDs) {
+			return t.RowIDs[i]
+		}
+		return ""
+	},
+}).Parse(reportTemplate))
 
 // Series colours: baseline grey-blue, candidate orange (distinguishable in
 // the common colour-vision deficiencies).
@@ -57,6 +76,79 @@ type table struct {
 	Rows  [][]string
 	// Flags marks rows to highlight: "bad", "good" or "".
 	Flags []string
+	// Links, when set, links cells (Links[row][column]); RowIDs, when set,
+	// are the rows' anchors.
+	Links  [][]cellLink
+	RowIDs []string
+}
+
+// cellLink is where a cell links to and what its tooltip says. Href is
+// built here (an anchor, or a file: URL that url.URL escaped), so
+// html/template may trust it: it would refuse file: URLs.
+type cellLink struct {
+	Href  template.URL
+	Title string
+}
+
+// RunLink is one run of a result set, as the HTML report links it.
+type RunLink struct {
+	Case    string
+	Repeat  int
+	Status  string
+	Success bool
+	// Run is the run's ID in the run database, "" when not recorded.
+	Run string
+	// Href is the run's event log as a file: URL, "" when none was kept.
+	Href string
+}
+
+// RunLinks lists the runs of records, kept in the result directory dir,
+// for the HTML report's links (Summary.Runs).
+func RunLinks(records []Record, dir string) []RunLink {
+	out := make([]RunLink, 0, len(records))
+	for _, r := range records {
+		l := RunLink{Case: r.Case, Repeat: r.Repeat, Status: string(r.Result.Status), Success: r.Success(), Run: r.Run}
+		if r.Log != "" {
+			if abs, err := filepath.Abs(filepath.Join(dir, r.Log)); err == nil {
+				l.Href = (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String()
+			}
+		}
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b RunLink) int {
+		return cmp.Or(strings.Compare(a.Case, b.Case), a.Repeat-b.Repeat)
+	})
+	return out
+}
+
+// runsTable has a row per case and a cell per repeat, each linking to its
+// run's log and naming its run ID; caseAnchor gives each row its anchor.
+func runsTable(runs []RunLink, caseAnchor map[string]string) table {
+	t := table{Title: "Runs", Head: []string{"case"}}
+	row := -1
+	for i, l := range runs {
+		if i == 0 || l.Case != runs[i-1].Case {
+			t.Rows = append(t.Rows, []string{l.Case})
+			t.Links = append(t.Links, []cellLink{{}})
+			t.RowIDs = append(t.RowIDs, caseAnchor[l.Case])
+			t.Flags = append(t.Flags, "")
+			row++
+		}
+		mark := "✗ "
+		if l.Success {
+			mark = "✓ "
+		}
+		title := "no run ID (not in the run database)"
+		if l.Run != "" {
+			title = "run " + l.Run + ": ratchet show " + l.Run
+		}
+		t.Rows[row] = append(t.Rows[row], mark+l.Status)
+		t.Links[row] = append(t.Links[row], cellLink{Href: template.URL(l.Href), Title: title})
+		for len(t.Head) < len(t.Rows[row]) {
+			t.Head = append(t.Head, "r"+strconv.Itoa(len(t.Head)-1))
+		}
+	}
+	return t
 }
 
 // HTMLSummary writes a self-contained report of one result set.
@@ -66,7 +158,19 @@ func HTMLSummary(w io.Writer, s Summary) error {
 	d.Tables = append(d.Tables, summaryTable(m))
 	d.Tables = append(d.Tables, groupTable("Per model", s.Models))
 	d.Charts = SummaryCharts(s)
-	d.Tables = append(d.Tables, groupTable("Per case", s.Cases))
+	cases := groupTable("Per case", s.Cases)
+	if len(s.Runs) > 0 {
+		// Each case links to its row of runs, each run to its log.
+		anchors := map[string]string{}
+		cases.Links = make([][]cellLink, len(s.Cases))
+		for i, g := range s.Cases {
+			anchors[g.Name] = "case-" + strconv.Itoa(i)
+			cases.Links[i] = []cellLink{{Href: template.URL("#" + anchors[g.Name]), Title: "the runs of " + g.Name}}
+		}
+		d.Tables = append(d.Tables, cases, runsTable(s.Runs, anchors))
+	} else {
+		d.Tables = append(d.Tables, cases)
+	}
 	return reportTmpl.Execute(w, d)
 }
 

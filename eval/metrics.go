@@ -374,6 +374,8 @@ type Summary struct {
 	Cases   []Group `json:"cases"`
 	Models  []Group `json:"models"`
 	Records int     `json:"records"`
+	// Runs, when set, are the runs the HTML report links to (RunLinks).
+	Runs []RunLink `json:"-"`
 }
 
 // Summarize computes the suite's metrics, and those of each case and each

@@ -165,6 +165,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
 	}
 	sum := eval.Summarize(suite.Label, out.Records)
+	sum.Runs = eval.RunLinks(out.Records, *dir)
 	if *asJSON {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
@@ -340,6 +341,7 @@ func (m *Main) evalReport(args []string) int {
 		return exitInfra
 	}
 	sum := eval.Summarize(pos[0], recs)
+	sum.Runs = eval.RunLinks(recs, dir)
 	if *asJSON {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")

@@ -245,7 +245,17 @@ func TestEvalRunsAreRuns(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "runs.db")
 	env := map[string]string{"RATCHET_EVAL_DIR": t.TempDir(), "RATCHET_DB": dbPath}
 	suite := evalSuite(t, 0.9)
-	run(t, env, "eval", "run", suite, "--quiet").wantCode(t, exitDone)
+	htmlPath := filepath.Join(t.TempDir(), "report.html")
+	run(t, env, "eval", "run", suite, "--quiet", "--html", htmlPath).wantCode(t, exitDone)
+	// The report links each case to its runs, each run to its log, and
+	// names its run ID.
+	page, _ := os.ReadFile(htmlPath)
+	logHref := "file://" + filepath.ToSlash(filepath.Join(env["RATCHET_EVAL_DIR"], "cli", "logs"))
+	for _, want := range []string{`<a href="#case-0">always-wrong</a>`, `id="case-0"`, `title="run cli/always-wrong/r0: ratchet show cli/always-wrong/r0"><a href="` + logHref, `title="run cli/quickstart/r2: ratchet show cli/quickstart/r2"`} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the HTML report lacks %q:\n%s", want, page[strings.Index(string(page), "<h2>Runs"):])
+		}
+	}
 
 	ids := func(label string) []string {
 		t.Helper()
