@@ -253,7 +253,7 @@ func TestEvalRunsAreRuns(t *testing.T) {
 	logHref := "file://" + filepath.ToSlash(filepath.Join(env["RATCHET_EVAL_DIR"], "cli", "logs"))
 	for _, want := range []string{`<a href="#case-0">always-wrong</a>`, `id="case-0"`, `title="run cli/always-wrong/r0: ratchet show cli/always-wrong/r0"><a href="` + logHref, `title="run cli/quickstart/r2: ratchet show cli/quickstart/r2"`} {
 		if !strings.Contains(string(page), want) {
-			t.Errorf("the HTML report lacks %q:\n%s", want, page[strings.Index(string(page), "<h2>Runs"):])
+			t.Errorf("the HTML report lacks %q:\n%s", want, page[max(0, strings.Index(string(page), "<h2>Runs")):])
 		}
 	}
 
