@@ -155,10 +155,10 @@ func testTemporalEval(t *testing.T, c *temporalCLI) {
 	if err := json.Unmarshal([]byte(out), &remote); err != nil || remote.Records != 3 {
 		t.Fatalf("%v: %d records\n%s", err, remote.Records, out)
 	}
-	_, ls, _ := c.run(t, "ls", "--json", "--label", "temporal")
+	_, ls, _ := c.run(t, "ls", "--json", "--label", "eval:temporal")
 	var rows []struct{ ID, Status string }
 	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 3 {
-		t.Fatalf("ratchet ls --json --label temporal: %v %s", err, ls)
+		t.Fatalf("ratchet ls --json --label eval:temporal: %v %s", err, ls)
 	}
 	tc, err := client.Dial(client.Options{HostPort: c.addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
 	if err != nil {
