@@ -91,6 +91,7 @@ func TestCaseFromRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := NewCase{Name: "from-run-1", Task: "../tasks/t.yaml", Category: "budget", FromRun: "/logs/run-1.jsonl",
+		Budget: &caseBudget{Steps: 3}, // the logged spec's: the run's effective budget
 		Expect: &Expect{Status: loop.Done, NotAnswer: "41"}, Comment: "budget: exhausted:steps: "}
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("case (-want +got):\n%s", diff)
