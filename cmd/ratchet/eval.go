@@ -133,11 +133,14 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	}
 	defer store.Close()
 
+	// The progress display and the runs' notices write from several
+	// goroutines at once.
+	errOut := &lockedWriter{w: m.Stderr}
 	cfg := eval.Config{
 		Store:       store,
 		Concurrency: *conc,
 		NoLogs:      *noLogs,
-		Load:        m.evalLoader(suite, *mdl, *unsafeSandbox),
+		Load:        m.evalLoader(suite, *mdl, *unsafeSandbox, errOut),
 		Redactor:    m.secrets,
 	}
 	if tf.temporal == "" { // on Temporal, the workflows record the runs
@@ -150,7 +153,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		cfg.Runs = runs
 	}
 	if !*quiet {
-		cfg.Progress, cfg.Live = m.Stderr, isTerminal(m.Stderr)
+		cfg.Progress, cfg.Live = errOut, isTerminal(m.Stderr)
 	}
 	if tf.temporal != "" {
 		tf.unsafeSandbox = *unsafeSandbox
@@ -211,8 +214,8 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 // builder that ratchet run uses: its own model (a scripted model plays its
 // turns from the start), its own tools and MCP servers and, for
 // copy_workspace tasks, its own copy of the workspace, removed afterwards.
-func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool) func(context.Context, eval.Case, int) (eval.Job, error) {
-	notice := &onceWriter{w: m.Stderr}
+func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, notices io.Writer) func(context.Context, eval.Case, int) (eval.Job, error) {
+	notice := &onceWriter{w: notices}
 	strengths := &strengthMemo{m: m, byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
@@ -303,6 +306,18 @@ func modelName(spec string, mdl model.Model) string {
 		return "scripted:" + n.Name()
 	}
 	return spec
+}
+
+// lockedWriter serializes the writes of several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // onceWriter passes on its first write only.
