@@ -456,9 +456,11 @@ func (m *Main) evalAdd(ctx context.Context, args []string) int {
 	name := fs.String("name", "", "case name (default from-RUNID)")
 	setUsage(fs, `Usage: ratchet eval add --from-run LOG --suite SUITE.yaml [--task TASK.yaml | --expect-answer A] [flags]
 
-Turns a failed run into a suite case: the run's task, the expected outcome
-(done, and never again the run's wrong answer) and a failure category guessed
-from the log (see docs/eval.md; --category overrides it).
+Turns a failed run into a suite case: the run's task, with the budget it ran
+under and (for a run from the database) the model it was given, so that the
+case fails as the run did; the expected outcome (done, and never again the
+run's wrong answer) and a failure category guessed from the log (see
+docs/eval.md; --category overrides it).
 
 Flags:
 `)
