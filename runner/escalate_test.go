@@ -12,6 +12,8 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/store/memory"
+	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 // TestEscalateRaisesBudget: with escalate, a run about to end
@@ -61,5 +63,44 @@ func TestEscalateRaisesBudget(t *testing.T) {
 	}
 	if _, err := replay.Run(recs); err != nil {
 		t.Errorf("the log does not replay: %v", err)
+	}
+}
+
+// downOnce is a check whose infrastructure is down the first time.
+type downOnce struct {
+	verify.Verifier
+	calls int
+}
+
+func (d *downOnce) Check(ctx context.Context, c verify.Candidate) (verify.Verdict, error) {
+	if d.calls++; d.calls == 1 {
+		return verify.Verdict{}, errors.New("sandbox unavailable: bwrap not found")
+	}
+	return d.Verifier.Check(ctx, c)
+}
+
+// answers is a person who gives these answers in turn.
+type answers []string
+
+func (a *answers) Ask(context.Context, string) (string, error) {
+	next := (*a)[0]
+	*a = (*a)[1:]
+	return next, nil
+}
+
+// TestEscalateCheckDown: with escalate, a check that cannot run asks a
+// person instead of ending the run failed; after "retry" the model is
+// told its answer was not judged, submits it again, and the run is done.
+func TestEscalateCheckDown(t *testing.T) {
+	five := scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}}
+	again := five
+	again.Expect = []string{"Not judged: a check could not run", "answered retry"}
+	task := addTask()
+	task.Checks = verify.Tiers{Expensive: []verify.Verifier{&downOnce{Verifier: check.Equals("5")}}}
+	task.Policy.Escalate = true
+	person := &answers{"retry"}
+	res, err := runner.Run(context.Background(), task, runner.Config{Model: newScripted(t, scripted.Script{Turns: []scripted.Turn{five, again}}), RunID: "d", Human: person})
+	if err != nil || res.Status != loop.Done || res.Asked != 1 || res.Answered != 1 || len(*person) != 0 {
+		t.Fatalf("%v %s (%s), asked %d answered %d; want done after one question answered retry", err, res.Status, res.Reason, res.Asked, res.Answered)
 	}
 }
