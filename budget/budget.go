@@ -283,3 +283,36 @@ func Report(l Limits, used Usage) string {
 	}
 	return b.String()
 }
+
+// ParseAmount reads an amount of dimension d written as Format writes it,
+// or plainly: a whole number for counts and tokens, dollars for Cost
+// ("0.50" or "$0.50"), a Go duration for Time ("15m"). It must be
+// positive; "unlimited" is not an amount.
+func ParseAmount(d Dimension, s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	var v int64
+	switch d {
+	case Cost:
+		var dollars float64
+		if _, err := fmt.Sscanf(strings.TrimPrefix(s, "$"), "%g", &dollars); err != nil || strings.ContainsAny(strings.TrimPrefix(s, "$"), " $") {
+			return 0, fmt.Errorf("cost %q is not an amount of dollars such as 0.50", s)
+		}
+		v = int64(USD(dollars))
+	case Time:
+		t, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("time %q is not a duration such as 15m", s)
+		}
+		v = int64(t)
+	case Steps, ModelCalls, ToolCalls, InputTokens, OutputTokens, TotalTokens:
+		if _, err := fmt.Sscanf(s, "%d", &v); err != nil || fmt.Sprint(v) != s {
+			return 0, fmt.Errorf("%s %q is not a whole number", d, s)
+		}
+	default:
+		return 0, fmt.Errorf("unknown budget dimension %q", d)
+	}
+	if v <= 0 {
+		return 0, fmt.Errorf("%s %q must be more than zero", d, s)
+	}
+	return v, nil
+}

@@ -524,3 +524,30 @@ func TestSetIsLimitsInverse(t *testing.T) {
 		}
 	}
 }
+
+func TestParseAmount(t *testing.T) {
+	good := []struct {
+		d    budget.Dimension
+		s    string
+		want int64
+	}{
+		{budget.Steps, "16", 16},
+		{budget.TotalTokens, "200000", 200000},
+		{budget.Cost, "0.50", int64(budget.USD(0.5))},
+		{budget.Cost, "$1.25", int64(budget.USD(1.25))},
+		{budget.Time, "15m", int64(15 * time.Minute)},
+	}
+	for _, c := range good {
+		if got, err := budget.ParseAmount(c.d, c.s); err != nil || got != c.want {
+			t.Errorf("ParseAmount(%s, %q) = %d, %v; want %d", c.d, c.s, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		d budget.Dimension
+		s string
+	}{{budget.Steps, "16.5"}, {budget.Steps, "0"}, {budget.Steps, "-3"}, {budget.Steps, "16 steps"}, {budget.Cost, "lots"}, {budget.Cost, "$0"}, {budget.Time, "15"}, {"speed", "1"}} {
+		if got, err := budget.ParseAmount(c.d, c.s); err == nil {
+			t.Errorf("ParseAmount(%s, %q) = %d, want an error", c.d, c.s, got)
+		}
+	}
+}

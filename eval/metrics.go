@@ -162,6 +162,12 @@ type Metrics struct {
 	Stalled map[progress.Pattern]Rate `json:"stalled"`
 	// Escalated: runs that ended escalated / runs.
 	Escalated Rate `json:"escalated"`
+	// Asked: runs that put a question to a person (stuck, or about to end
+	// exhausted or on a check that could not run; not tool approvals) /
+	// runs. ResolvedAfterAnswer: of the runs a person answered, those that
+	// met their expected outcome: whether the answers led to success.
+	Asked               Rate `json:"asked"`
+	ResolvedAfterAnswer Rate `json:"resolved_after_answer"`
 	// FirstPass: runs whose first attempt passed every gate check / runs
 	// with at least one attempt.
 	FirstPass Rate `json:"first_attempt_pass"`
@@ -215,7 +221,7 @@ func Compute(records []Record) Metrics {
 		TierPass:  map[verify.Tier]Rate{},
 	}
 	n := len(records)
-	var succ, esc, firstK, firstN, holdK, holdN int
+	var succ, esc, firstK, firstN, holdK, holdN, asked, answered, resolved int
 	var iters []int
 	exhausted := map[budget.Dimension]int{}
 	stalled := map[progress.Pattern]int{}
@@ -231,6 +237,15 @@ func Compute(records []Record) Metrics {
 			succ++
 			if it := iterations(res); it > 0 {
 				iters = append(iters, it)
+			}
+		}
+		if res.Asked > 0 {
+			asked++
+		}
+		if res.Answered > 0 {
+			answered++
+			if ok {
+				resolved++
 			}
 		}
 		kind, detail, _ := cutStatus(res.Status)
@@ -301,6 +316,8 @@ func Compute(records []Record) Metrics {
 		m.Stalled[p] = NewRate(k, n)
 	}
 	m.Escalated = NewRate(esc, n)
+	m.Asked = NewRate(asked, n)
+	m.ResolvedAfterAnswer = NewRate(resolved, answered)
 	m.FirstPass = NewRate(firstK, firstN)
 	for t, cnt := range tierN {
 		m.TierPass[t] = NewRate(tierK[t], cnt)

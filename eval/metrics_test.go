@@ -64,6 +64,11 @@ func fixture() []Record {
 	for i := range rs {
 		rs[i].Repeat = i // every (case, repeat) pair distinct, as in a suite
 	}
+	// A person was asked in r3 (answered: steps raised, still exhausted),
+	// r5 (answered, then done) and r6 (nobody answered).
+	rs[2].Result.Asked, rs[2].Result.Answered = 1, 1
+	rs[4].Result.Asked, rs[4].Result.Answered = 2, 2
+	rs[5].Result.Asked = 1
 	// Cases A and C have references; their checks measured 0.9 and 0.6.
 	strong, weak := 0.9, 0.6
 	rs[0].CheckStrength, rs[1].CheckStrength, rs[4].CheckStrength, rs[5].CheckStrength = &strong, &strong, &weak, &weak
@@ -89,6 +94,10 @@ func TestComputeFixture(t *testing.T) {
 		Exhausted: map[budget.Dimension]Rate{budget.Steps: {K: 1, N: 6, P: 1.0 / 6, Lo: 0.030053, Hi: 0.563503}},
 		Stalled:   map[progress.Pattern]Rate{progress.Repeating: {K: 1, N: 6, P: 1.0 / 6, Lo: 0.030053, Hi: 0.563503}},
 		Escalated: Rate{K: 1, N: 6, P: 1.0 / 6, Lo: 0.030053, Hi: 0.563503},
+		// Asked: r3, r5, r6 → 3/6; answered r3 and r5, of which r5 was
+		// done → 1/2.
+		Asked:               Rate{K: 3, N: 6, P: 0.5, Lo: 0.187616, Hi: 0.812384},
+		ResolvedAfterAnswer: Rate{K: 1, N: 2, P: 0.5, Lo: 0.094531, Hi: 0.905469},
 		// Runs with an attempt: r1, r2, r3, r5; only r1's first passed.
 		FirstPass: Rate{K: 1, N: 4, P: 0.25, Lo: 0.045587, Hi: 0.699358},
 		TierPass: map[verify.Tier]Rate{

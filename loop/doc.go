@@ -17,7 +17,9 @@
 //	sample      alternatives to an unsure candidate
 //	tools       tool results and sub-agents' Results
 //	approval    a person's answer about a tool call a permission rule asks about
-//	escalated   a person's answer for a run the ladder could not unstick
+//	escalated   a person's answer for a run the ladder could not unstick, or
+//	            for a held one: about to end exhausted, or on a check that
+//	            could not run (see A person can always be asked)
 //	plan_check  the verdict on a plan step's result
 //	checks      verdicts on candidates, tier by tier
 //	stopped     nothing: the run has its Result (a resume may carry on a cancelled one)
@@ -29,6 +31,23 @@
 // children (sub-agents), ladder (the interventions) and approval. Each
 // says what notes and commands it wants, or what it decided; only the
 // machine emits them. TestShape keeps the machine itself to 40 methods.
+//
+// # A person can always be asked (Policy.Escalate)
+//
+// With Escalate, a run that would end exhausted:<dim> (wherever that end
+// is reached: no room for the closing turn, or the closing turn did not
+// finish done) or failed because a check could not run does not end: it
+// is held (hold.go) and asks a person one specific question, "Raise steps
+// from 8 to 16, or stop?", or, for a check, to fix it and retry. The
+// answer is text read by a pure parser: "raise steps to 16" (several
+// limits at once: "raise steps to 16, cost to 0.50"), "retry" (after a
+// check), "stop". A raise sets the spec's limits and the run carries on
+// with the next turn; the model is told. An answer not understood is
+// noted (NoteEscalation, not_understood) and the question is put again,
+// saying why. Since the raise is read from the logged human_reply event,
+// replaying the log raises the same limits. Nobody to answer ends the
+// run escalated with the question; Result.Asked and Result.Answered
+// count the questions and the answers acted on.
 //
 // # Context management
 //

@@ -173,6 +173,11 @@ const (
 	// NoteSubagent: a sub-agent was started (Text gives the budget carved
 	// for it) or ended (Text gives the usage charged to this run).
 	NoteSubagent NoteType = "subagent"
+	// NoteEscalation: with Policy.Escalate, a run about to end exhausted
+	// or on a check that could not run asked a person (Problem "asked",
+	// Text the question), who raised limits or said retry ("raised", Text
+	// what changed) or gave an answer not understood ("not_understood").
+	NoteEscalation NoteType = "escalation"
 )
 
 // Note records a decision of the machine.

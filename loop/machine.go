@@ -76,8 +76,14 @@ type state struct {
 	Closing budget.Dimension `json:"closing,omitempty"`
 	// Question is the question put to a stuck run's person; Approval the
 	// tool call a person is asked to approve.
-	Question   string     `json:"question,omitempty"`
-	Approval   *approval  `json:"approval,omitempty"`
+	Question string    `json:"question,omitempty"`
+	Approval *approval `json:"approval,omitempty"`
+	// Hold is the end a person is asked about first (hold.go). Asked and
+	// Answered count the questions put to a person about the run, stuck
+	// or held, and the answers that came.
+	Hold       *hold      `json:"hold,omitempty"`
+	Asked      int        `json:"asked,omitempty"`
+	Answered   int        `json:"answered,omitempty"`
 	Context    compactor  `json:"context"`
 	Scratchpad Scratchpad `json:"scratchpad"`
 	Plan       plan       `json:"plan"`
@@ -256,6 +262,9 @@ func (m *Machine) Pending() []Command {
 	case phaseApproval:
 		return []Command{m.st.Approval.command(m.st.Step, m.st.Calls[callIndex(m.st.Calls, m.st.Approval.Call)])}
 	case phaseEscalated:
+		if h := m.st.Hold; h != nil {
+			return []Command{escalationCommand(m.st.Step, h.question())}
+		}
 		return []Command{escalationCommand(m.st.Step, m.st.Question)}
 	}
 	return nil
@@ -268,8 +277,11 @@ func (m *Machine) note(ns ...Note) { m.ready.Notes = append(m.ready.Notes, ns...
 // stop ends the run with status s and its Result.
 func (m *Machine) stop(s Status, reason string) {
 	question := m.st.Question
-	if m.st.Approval != nil {
+	switch {
+	case m.st.Approval != nil:
 		question = m.st.Approval.Question
+	case m.st.Hold != nil:
+		question = m.st.Hold.question()
 	}
 	res := &Result{
 		Status:   s,
@@ -278,6 +290,8 @@ func (m *Machine) stop(s Status, reason string) {
 		Usage:    m.st.Usage,
 		Limits:   m.spec.Budget,
 		Question: question,
+		Asked:    m.st.Asked,
+		Answered: m.st.Answered,
 	}
 	for i := range res.Attempts {
 		if res.Attempts[i].Summary == "" {
@@ -292,6 +306,31 @@ func (m *Machine) stop(s Status, reason string) {
 	m.st.Phase = phaseStopped
 	m.st.Awaiting = nil
 	m.emit(Command{Type: Finish, ID: "end", Result: res})
+}
+
+// end ends the run with s for reason, unless a person is to be asked
+// first: then the run waits for the answer in phaseEscalated, its
+// candidates in judging left unjudged, as when checks run out of time.
+// It takes the ends a person may be asked about: exhausted, and failed
+// because a check could not run (the only failure that goes through end).
+func (m *Machine) end(s Status, reason string) {
+	h := holdFor(s, reason, &m.spec.Policy, m.spec.Budget, m.st.Usage)
+	if h == nil {
+		m.stop(s, reason)
+		return
+	}
+	if sr := m.st.Search; sr != nil {
+		for _, j := range sr.Running {
+			m.st.Abandoned = append(m.st.Abandoned, j.ID)
+		}
+		m.st.answerSearch("Not judged: " + clip(reason, 200) + ".")
+	}
+	m.st.Awaiting = nil
+	m.st.Hold = h
+	m.st.Asked++
+	m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "asked", Text: h.Question})
+	m.st.Phase = phaseEscalated
+	m.emit(escalationCommand(m.st.Step, h.Question))
 }
 
 // --- snapshots ---

@@ -67,7 +67,16 @@ func (p phase) waitsFor(t EventType) bool { return slices.Contains(phases[p].eve
 func (m *Machine) handle(ev *Event) {
 	switch ev.Type {
 	case EventCancel:
-		m.cancel(ev.Text)
+		// The run ends cancelled, keeping what it interrupted for a resume.
+		reason := ev.Text
+		if reason == "" {
+			reason = "the run was cancelled"
+		}
+		interrupted := suspended{Phase: m.st.Phase, Awaiting: m.st.Awaiting}
+		m.stop(Cancelled, reason)
+		if interrupted.Phase != phaseNew {
+			m.st.Suspended = &interrupted
+		}
 		return
 	case EventResume:
 		m.resume()
@@ -136,7 +145,7 @@ func (m *Machine) stepClosing(ev *Event) {
 		m.stop(Failed, "model call failed: "+ev.Error.Message)
 		return
 	}
-	m.stop(Exhausted(budget.Time), "the closing turn was cut off by the time limit")
+	m.end(Exhausted(budget.Time), "the closing turn was cut off by the time limit")
 }
 
 // stepTools takes one tool result or a sub-agent's Result; the turn goes
@@ -173,10 +182,40 @@ func (m *Machine) stepApproval(ev *Event) {
 }
 
 // stepEscalated takes a person's answer for the stuck run, which starts
-// the ladder again, or ends the run escalated when nobody can answer.
+// the ladder again, or for a held one (hold.go), which may raise limits
+// and carry on; nobody to answer ends the run escalated.
 func (m *Machine) stepEscalated(ev *Event) {
-	if ev.Type == EventHumanUnavailable {
+	h := m.st.Hold
+	switch {
+	case ev.Type == EventHumanUnavailable && h != nil:
+		m.stop(Escalated, h.Reason+"; a person was asked and none could answer now")
+		return
+	case ev.Type == EventHumanUnavailable:
 		m.stop(Escalated, "stopped making progress ("+string(m.st.Ladder.StalledOn)+") and no person could answer now")
+		return
+	}
+	m.st.Answered++
+	if h != nil {
+		r := readReply(ev.Text, m.spec.Budget, h.Spent)
+		switch {
+		case r.Problem != "":
+			m.st.Answered-- // an answer not understood is asked again, not counted
+			h.Problem = r.Problem
+			m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "not_understood", Text: r.Problem})
+			m.emit(escalationCommand(m.st.Step, h.question()))
+		case r.Stop:
+			m.stop(h.Status, h.Reason+"; a person was asked and said stop")
+		default:
+			// The raise is the logged answer's: replaying the log raises
+			// the same limits.
+			for _, x := range r.Raise {
+				m.spec.Budget.Set(x.Dim, x.To)
+			}
+			m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "raised", Text: "a person " + r.describe()})
+			m.st.Outbox = append(m.st.Outbox, model.TextBlock("A person was asked and "+r.describe()+". Carry on: tools are offered again, and finish when your answer is ready."))
+			m.st.Hold, m.st.Closing = nil, ""
+			m.nextTurn()
+		}
 		return
 	}
 	m.st.Ladder.helped()
@@ -189,18 +228,6 @@ func (m *Machine) stepEscalated(ev *Event) {
 // at step.
 func escalationCommand(step int, question string) Command {
 	return Command{Type: AskHuman, ID: "h" + strconv.Itoa(step), Question: question}
-}
-
-// cancel ends the run cancelled, keeping what it interrupted for a resume.
-func (m *Machine) cancel(reason string) {
-	if reason == "" {
-		reason = "the run was cancelled"
-	}
-	interrupted := suspended{Phase: m.st.Phase, Awaiting: m.st.Awaiting}
-	m.stop(Cancelled, reason)
-	if interrupted.Phase != phaseNew {
-		m.st.Suspended = &interrupted
-	}
 }
 
 // resume carries on after the shell's process stopped: a cancelled run

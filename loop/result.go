@@ -53,6 +53,11 @@ type Result struct {
 	// vote, a grader that is not independent of the generator): low
 	// signal. Reason says so in words.
 	SelfJudged bool `json:"self_judged,omitempty"`
+	// Asked counts the questions put to a person about the run (stuck, or
+	// about to end exhausted or on a check that could not run); Answered
+	// the answers that came. Approvals of tool calls are not counted.
+	Asked    int `json:"asked,omitempty"`
+	Answered int `json:"answered,omitempty"`
 }
 
 // Attempt is one submitted candidate and what the checks said of it.

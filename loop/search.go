@@ -390,7 +390,7 @@ func (m *Machine) stepChecks(ev *Event) {
 	case s.holdoutFailed(ev.Call, *ev.Error, m.st.Attempts, m.spec.Checks):
 		m.follow(accepted)
 	case ev.Error.Kind == FailDeadline && s.Closing:
-		m.stop(Exhausted(budget.Time), "a check was cut off by the time budget: "+ev.Error.Message)
+		m.end(Exhausted(budget.Time), "a check was cut off by the time budget: "+ev.Error.Message)
 	case ev.Error.Kind == FailDeadline:
 		// The candidates stay unjudged, the model is told, and the
 		// reserved closing turn begins, as after a model call cut off at
@@ -402,7 +402,7 @@ func (m *Machine) stepChecks(ev *Event) {
 		m.st.answerSearch("Not judged: the checks ran out of time (" + clip(ev.Error.Message, 200) + ").")
 		m.closeTurn(budget.Time)
 	default:
-		m.stop(Failed, "a check could not run: "+ev.Error.Message)
+		m.end(Failed, "a check could not run: "+ev.Error.Message)
 	}
 }
 
@@ -434,7 +434,7 @@ func (m *Machine) follow(v judgement) {
 		m.note(Note{Type: NoteRejected, Step: m.st.Step, Attempt: a.N, Text: fb})
 		m.st.answerSearch(fb)
 		if s.Closing {
-			m.stop(exhausted(m.st.Closing, fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", "))))
+			m.end(exhausted(m.st.Closing, fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", "))))
 			return
 		}
 		if m.observe(progress.Observation{Kind: progress.Attempt, Failing: a.Failing(), Candidate: a.Answer}) {

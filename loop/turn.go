@@ -119,7 +119,7 @@ func (m *Machine) closeTurn(d budget.Dimension) {
 		spent, over = budget.Time, true
 	}
 	if over {
-		m.stop(Exhausted(d), fmt.Sprintf("%s budget spent and no room left for a closing turn (%s also spent)", d, spent))
+		m.end(Exhausted(d), fmt.Sprintf("%s budget spent and no room left for a closing turn (%s also spent)", d, spent))
 		return
 	}
 	maxOut := int64(m.spec.Policy.ClosingOutputTokens)
@@ -341,7 +341,7 @@ func (m *Machine) onFinish(closing bool) {
 	m.st.Calls = m.st.Calls[:0]
 	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 	if closing {
-		m.stop(exhausted(m.st.Closing, "the closing reply's finish was malformed ("+problem+")"))
+		m.end(exhausted(m.st.Closing, "the closing reply's finish was malformed ("+problem+")"))
 		return
 	}
 	if m.observe(progress.Observation{Kind: progress.Malformed, Problem: problem}) {
@@ -354,7 +354,7 @@ func (m *Machine) malformed(problem, text string, closing bool) {
 	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
 	if closing {
-		m.stop(exhausted(m.st.Closing, "the closing reply did not finish ("+problem+")"))
+		m.end(exhausted(m.st.Closing, "the closing reply did not finish ("+problem+")"))
 		return
 	}
 	if m.observe(progress.Observation{Kind: progress.Malformed, Problem: problem}) {
@@ -424,7 +424,7 @@ func (m *Machine) completeTools(closing bool) {
 	m.st.Outbox = append(m.st.Outbox, renamed(m.st.Calls)...)
 	m.st.Calls = m.st.Calls[:0]
 	if closing {
-		m.stop(exhausted(m.st.Closing, "the closing turn called tools instead of finishing"))
+		m.end(exhausted(m.st.Closing, "the closing turn called tools instead of finishing"))
 		return
 	}
 	if m.observe(progress.Observation{Kind: progress.Action, Calls: observed}) {
@@ -449,6 +449,7 @@ func (m *Machine) observe(o progress.Observation) bool {
 		return false
 	}
 	m.st.Question = escalation(r.What, best(m.st.Attempts), m.spec.Goal)
+	m.st.Asked++
 	m.note(r.note(m.st.Step, "escalated: "+m.st.Question))
 	m.st.Phase = phaseEscalated
 	m.emit(escalationCommand(m.st.Step, m.st.Question))

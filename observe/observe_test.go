@@ -551,7 +551,6 @@ func TestPrinterEntries(t *testing.T) {
 				`        ? Which invoice?`,
 				`        person: the March one`,
 				`        ⏹ steps budget spent: closing turn`,
-				`cancelled interrupt`,
 				`escalated: a person is needed`,
 				`question: Which invoice?`,
 				`usage: steps=3/30 model_calls=4/60 tool_calls=0/200 input_tokens=0 output_tokens=0 total_tokens=0/2000000 cost=$0.000000/$2.000000 time=0s/10m0s (cost incomplete: some prices unknown)`,
@@ -928,5 +927,17 @@ func TestPrinterAbove(t *testing.T) {
 	i := strings.Index(got, "ratchet: a notice\n")
 	if i < 0 || !strings.HasSuffix(got[:i], "\r\033[K") || !strings.Contains(got[i:], "waiting for the model") {
 		t.Errorf("the notice ran into the live line: %q", got)
+	}
+}
+
+// TestPrinterCancelOnce: a cancelled run's summary is printed once, by the
+// run's end, not also by the cancel event before it.
+func TestPrinterCancelOnce(t *testing.T) {
+	var buf bytes.Buffer
+	p := observe.NewPrinter(&buf, observe.PrinterConfig{})
+	p.Observe(observe.Entry{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, At: t0, Text: "interrupt signal received"}})
+	p.Observe(observe.Entry{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.Finish, Result: &loop.Result{Status: loop.Cancelled, Reason: "interrupt signal received"}}})
+	if n := strings.Count(buf.String(), "interrupt signal received"); n != 1 {
+		t.Errorf("the cancel's reason is printed %d times, want once:\n%s", n, buf.String())
 	}
 }

@@ -268,9 +268,9 @@ func (p *Printer) event(ev *loop.Event) {
 		p.printf("        ! %s: %s", ev.Error.Kind, ev.Error.Message)
 	case loop.EventHumanReply:
 		p.printf("        person: %s", oneLine(ev.Text, 160))
-	case loop.EventCancel:
-		p.printf("cancelled %s", ev.Text)
 	}
+	// A cancel is not printed here: the run's end follows it at once, and
+	// its line ("cancelled: why") says so, once.
 }
 
 // startOr remembers the first timestamp seen as the run's start.

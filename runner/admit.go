@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -23,18 +24,28 @@ func (r *run) admit(ev *loop.Event) {
 		a.red = nil
 	}
 	if ev.Reply != nil {
-		for i := range ev.Reply.Content {
-			b := &ev.Reply.Content[i]
-			a.text(&b.Text)
-			a.text(&b.ID)
-			a.text(&b.Name)
+		// A model may share its replies' content between calls (the
+		// scripted model does): a block that changes is changed in a copy.
+		content, copied := ev.Reply.Content, false
+		for i := range content {
+			b := content[i]
+			changed := a.text(&b.Text)
+			changed = a.text(&b.ID) || changed
+			changed = a.text(&b.Name) || changed
 			if len(b.Input) > 0 && (a.red != nil || !utf8.Valid(b.Input)) {
 				in := string(b.Input)
 				if a.text(&in) {
-					b.Input = []byte(in)
+					b.Input, changed = []byte(in), true
 				}
 			}
+			if changed {
+				if !copied {
+					content, copied = slices.Clone(content), true
+				}
+				content[i] = b
+			}
 		}
+		ev.Reply.Content = content
 		a.text(&ev.Reply.StopReason)
 		a.text(&ev.Reply.Model)
 	}

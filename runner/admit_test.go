@@ -14,6 +14,7 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/replay"
@@ -241,5 +242,28 @@ func TestSelfJudgedResult(t *testing.T) {
 		if b, _ := json.Marshal(res); strings.Contains(string(b), `"self_judged":true`) != tc.self {
 			t.Errorf("result JSON %s", b)
 		}
+	}
+}
+
+// TestAdmitLeavesSharedRepliesAlone: a scripted model's replies are shared
+// by every model playing the script; redacting one run's reply must not
+// change what the next run is given.
+func TestAdmitLeavesSharedRepliesAlone(t *testing.T) {
+	const key = "sk-shared-reply-123456"
+	script, err := scripted.Prepare(scripted.Script{Turns: []scripted.Turn{
+		{Text: "the key is " + key, Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := runner.Task{Goal: "answer 5", Checks: verify.Tiers{Cheap: []verify.Verifier{check.Equals("5")}}, Budget: budget.Limits{Steps: 3, Time: time.Minute}}
+	first, _ := scripted.New(script, scripted.Config{Quiet: true})
+	if _, err := runner.Run(context.Background(), task, runner.Config{Model: first, Redactor: redact.New(key)}); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := scripted.New(script, scripted.Config{Quiet: true})
+	resp, err := second.Generate(context.Background(), model.Request{})
+	if err != nil || len(resp.Content) == 0 || !strings.Contains(resp.Content[0].Text, key) {
+		t.Fatalf("the script's shared reply was changed by the first run's redaction: %+v %v", resp.Content, err)
 	}
 }

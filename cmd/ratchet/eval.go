@@ -88,6 +88,8 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
 	noLogs := fs.Bool("no-logs", false, "do not keep each run's event log")
 	quiet := fs.Bool("quiet", false, "no progress display")
+	limit := fs.Int("limit", 0, "run only the suite's first N cases (0: all)")
+	repeats := fs.Int("repeats", 0, "run every case this many times, whatever the suite says (0: the suite's)")
 	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
 	var tf runFlags // --temporal: where the runs go (temporal.go)
 	fs.StringVar(&tf.temporal, "temporal", "", "run the cases on Temporal workers (ratchet worker) at this server, HOST:PORT; see docs/temporal.md")
@@ -107,14 +109,23 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "ratchet eval run: --temporal and --task-queue go together")
 		return exitUsage
 	}
-	if *conc < 0 {
-		fmt.Fprintln(m.Stderr, "ratchet eval run: --concurrency must not be negative")
+	if *conc < 0 || *limit < 0 || *repeats < 0 {
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --concurrency, --limit and --repeats must not be negative")
 		return exitUsage
 	}
 	suite, err := eval.LoadSuite(pos[0])
 	if err != nil {
 		printProblems(m.Stderr, "ratchet eval run", err)
 		return exitUsage
+	}
+	if *limit > 0 && *limit < len(suite.Cases) {
+		suite.Cases = suite.Cases[:*limit]
+	}
+	if *repeats > 0 {
+		suite.Repeats = *repeats
+		for i := range suite.Cases {
+			suite.Cases[i].Repeats = *repeats
+		}
 	}
 	if *label != "" {
 		if err := eval.CheckLabel(*label); err != nil {

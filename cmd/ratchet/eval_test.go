@@ -317,3 +317,20 @@ func TestEvalRunsAreRuns(t *testing.T) {
 		t.Errorf("after a second attempt: %q", got)
 	}
 }
+
+// TestEvalRunLimitRepeats: --limit runs the first N cases, --repeats runs
+// each that many times, whatever the suite says (the suite has 42 cases,
+// one of them repeated 3 times).
+func TestEvalRunLimitRepeats(t *testing.T) {
+	env := map[string]string{"RATCHET_EVAL_DIR": t.TempDir()}
+	c := run(t, env, "eval", "run", evalSuite(t, 0.9), "--label", "small", "--limit", "2", "--repeats", "2", "--json", "--quiet")
+	c.wantCode(t, exitDone)
+	var sum eval.Summary
+	if err := json.Unmarshal([]byte(c.stdout), &sum); err != nil {
+		t.Fatalf("stdout is not a Summary: %v\n%v", err, c)
+	}
+	if len(sum.Cases) != 2 || sum.Suite.Runs != 4 {
+		t.Errorf("%d cases, %d runs; want 2 cases of 2 repeats", len(sum.Cases), sum.Suite.Runs)
+	}
+	run(t, env, "eval", "run", evalSuite(t, 0.9), "--limit", "-1").wantCode(t, exitUsage)
+}

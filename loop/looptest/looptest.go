@@ -361,7 +361,7 @@ func (d *Driver) render(rd loop.Ready) string {
 		switch n.Type {
 		case loop.NoteIntervention:
 			fmt.Fprintf(&b, "note %s %s/%s: %s\n", n.Type, n.Rung, n.Pattern, n.Text)
-		case loop.NoteObservation, loop.NoteClosing, loop.NoteContext:
+		case loop.NoteObservation, loop.NoteClosing, loop.NoteContext, loop.NoteEscalation:
 			fmt.Fprintf(&b, "note %s %s: %s\n", n.Type, n.Problem, n.Text)
 		default:
 			fmt.Fprintf(&b, "note %s: %s\n", n.Type, indent(n.Text))
@@ -422,6 +422,9 @@ func (d *Driver) render(rd loop.Ready) string {
 			}
 			if r.Question != "" {
 				fmt.Fprintf(&b, "  question: %s\n", r.Question)
+			}
+			if r.Asked > 0 {
+				fmt.Fprintf(&b, "  people: asked %d, answered %d\n", r.Asked, r.Answered)
 			}
 			fmt.Fprintf(&b, "  usage: %s\n", budget.Report(r.Limits, r.Usage))
 		}
