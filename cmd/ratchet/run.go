@@ -259,6 +259,18 @@ func tick(p *observe.Printer) (stop func()) {
 	}
 }
 
+// printResult prints a run's Result as JSON on stdout, and beside its
+// fields where to find the run again: its ID and database.
+func (m *Main) printResult(runID, db string, res loop.Result) error {
+	enc := json.NewEncoder(m.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Run string `json:"run"`
+		DB  string `json:"db"`
+		loop.Result
+	}{runID, m.shownDB(db), res})
+}
+
 // carryOn runs (or resumes) a stored run with the terminal's observers and
 // reports how it ended.
 func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFlags, start func(runner.Config) (loop.Result, error)) int {
@@ -327,15 +339,7 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	}
 	switch {
 	case f.json:
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		// The Result's fields, and beside them where to find the run again.
-		out := struct {
-			Run string `json:"run"`
-			DB  string `json:"db"`
-			loop.Result
-		}{cfg.RunID, m.shownDB(f.db), res}
-		if err := enc.Encode(out); err != nil {
+		if err := m.printResult(cfg.RunID, f.db, res); err != nil {
 			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}

@@ -200,15 +200,7 @@ func (m *Main) report(name, runID string, res loop.Result, err error, f runFlags
 	}
 	switch {
 	case f.json:
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		// As carryOn prints it: the Result, and where to find the run.
-		out := struct {
-			Run string `json:"run"`
-			DB  string `json:"db"`
-			loop.Result
-		}{runID, m.shownDB(f.db), res}
-		if err := enc.Encode(out); err != nil {
+		if err := m.printResult(runID, f.db, res); err != nil {
 			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}
