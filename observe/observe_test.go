@@ -486,7 +486,7 @@ func TestPrinterEntries(t *testing.T) {
 	toolUse := func(id, name, input string) model.Block {
 		return model.Block{Type: model.ToolUse, ID: id, Name: name, Input: raw(input)}
 	}
-	long := strings.Repeat("é", 100) // 200 bytes
+	long := strings.Repeat("é", 200) // 400 bytes
 	tests := []struct {
 		name    string
 		entries []observe.Entry
@@ -524,9 +524,9 @@ func TestPrinterEntries(t *testing.T) {
 			[]string{`step 10 ten`},
 		},
 		{
-			"long text is clipped on a rune boundary",
-			[]observe.Entry{callModel(model.PurposeStep), reply(model.TextBlock("a" + long))}, // byte 160 is inside an é
-			[]string{`step 1  a` + strings.Repeat("é", 79) + `…`},
+			"long text is clipped to 160 characters, not bytes",
+			[]observe.Entry{callModel(model.PurposeStep), reply(model.TextBlock("a" + long))},
+			[]string{`step 1  a` + strings.Repeat("é", 158) + `…`},
 		},
 		{
 			"errors, people, questions, closing, cancel",

@@ -181,7 +181,7 @@ func (p *Printer) command(c *loop.Command) {
 	case loop.RunTools:
 		p.used.ToolCalls += len(c.Calls)
 		for _, call := range c.Calls {
-			p.printf("        → %s %s", call.Name, oneLine(string(call.Args), 120))
+			p.printf("        → %s %s", call.Name, OneLine(string(call.Args), 120))
 		}
 		p.status = fmt.Sprintf("running %d tool call(s)", len(c.Calls))
 	case loop.Verify:
@@ -235,7 +235,7 @@ func (p *Printer) event(ev *loop.Event) {
 			case model.ToolUse:
 				acts = true
 				if b.Name == loop.FinishTool {
-					line("finish " + oneLine(string(b.Input), 160))
+					line("finish " + OneLine(string(b.Input), 160))
 				}
 			}
 		}
@@ -251,7 +251,7 @@ func (p *Printer) event(ev *loop.Event) {
 		if ev.Tool.IsError {
 			mark = "✗"
 		}
-		p.printf("        %s %s", mark, oneLine(ev.Tool.Output, 160))
+		p.printf("        %s %s", mark, OneLine(ev.Tool.Output, 160))
 	case loop.EventVerdict:
 		v := ev.Verdict
 		p.used.Cost += v.Cost
@@ -262,12 +262,12 @@ func (p *Printer) event(ev *loop.Event) {
 			if v.Where != "" {
 				where = " at " + v.Where
 			}
-			p.printf("        ✗ %s%s: %s", v.Check, where, oneLine(v.Detail, 160))
+			p.printf("        ✗ %s%s: %s", v.Check, where, OneLine(v.Detail, 160))
 		}
 	case loop.EventModelError, loop.EventCheckError:
 		p.printf("        ! %s: %s", ev.Error.Kind, ev.Error.Message)
 	case loop.EventHumanReply:
-		p.printf("        person: %s", oneLine(ev.Text, 160))
+		p.printf("        person: %s", OneLine(ev.Text, 160))
 	}
 	// A cancel is not printed here: the run's end follows it at once, and
 	// its line ("cancelled: why") says so, once.
@@ -284,15 +284,15 @@ func (p *Printer) startOr(t time.Time) time.Time {
 func (p *Printer) note(n *loop.Note) {
 	switch n.Type {
 	case loop.NoteObservation:
-		p.printf("        ! %s: %s", n.Problem, oneLine(n.Text, 160))
+		p.printf("        ! %s: %s", n.Problem, OneLine(n.Text, 160))
 	case loop.NoteIntervention:
-		p.printf("        ⟳ %s (%s): %s", n.Rung, n.Pattern, oneLine(n.Text, 200))
+		p.printf("        ⟳ %s (%s): %s", n.Rung, n.Pattern, OneLine(n.Text, 200))
 	case loop.NoteClosing:
 		p.printf("        ⏹ %s budget spent: closing turn", n.Problem)
 	case loop.NoteContext:
-		p.printf("        ⇣ %s", oneLine(n.Text, 200))
+		p.printf("        ⇣ %s", OneLine(n.Text, 200))
 	case loop.NotePlan:
-		p.printf("        ☰ %s", oneLine(n.Text, 200))
+		p.printf("        ☰ %s", OneLine(n.Text, 200))
 	}
 }
 
@@ -303,7 +303,7 @@ func (p *Printer) finish(r *loop.Result) {
 		if !r.Best.Accepted {
 			label = "best (rejected)" // the closest attempt, not an answer
 		}
-		p.printf("%s: %s", label, oneLine(r.Best.Answer, 200))
+		p.printf("%s: %s", label, OneLine(r.Best.Answer, 200))
 	}
 	if r.Question != "" {
 		p.printf("question: %s", r.Question)
@@ -340,23 +340,11 @@ func (p *Printer) drawLive() {
 func summarizeText(t string) string {
 	before, rest, found := strings.Cut(t, "```")
 	if !found {
-		return oneLine(t, 160)
+		return OneLine(t, 160)
 	}
 	info, body, _ := strings.Cut(rest, "\n")
 	body, after, _ := strings.Cut(body, "```")
 	lines := strings.Count(strings.TrimRight(body, "\n"), "\n") + 1
 	code := fmt.Sprintf("[%s code, %d lines]", cmp.Or(strings.TrimSpace(info), "a block of"), lines)
-	return oneLine(strings.TrimSpace(before+" "+code+" "+after), 160)
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		cut := n
-		for cut > 0 && s[cut]&0xC0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	return OneLine(strings.TrimSpace(before+" "+code+" "+after), 160)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/store"
 )
 
@@ -72,7 +73,7 @@ func (s *Server) evalsPage(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			m := eval.Compute(recs)
-			rows = append(rows, suiteRow{Label: de.Name(), Runs: m.Runs, Success: rateText(m.Success), Updated: st.ModTime(), Age: age(s.cfg.Now().Sub(st.ModTime()))})
+			rows = append(rows, suiteRow{Label: de.Name(), Runs: m.Runs, Success: rateText(m.Success), Updated: st.ModTime(), Age: observe.Age(s.cfg.Now().Sub(st.ModTime()))})
 		}
 	}
 	slices.SortFunc(rows, func(a, b suiteRow) int { return b.Updated.Compare(a.Updated) })
@@ -141,7 +142,7 @@ func grid(label string, recs []eval.Record, redact func(string) string) ([]gridR
 			st := string(rec.Result.Status)
 			row.Cells = append(row.Cells, &cell{
 				Repeat: rep, Status: st, Family: family(st), Success: rec.Success(),
-				URL: evalRunURL(label, c, rep), Title: redact(fmt.Sprintf("%s r%d: %s — %s", c, rep, st, oneLine(rec.Result.Reason, 120))),
+				URL: evalRunURL(label, c, rep), Title: redact(fmt.Sprintf("%s r%d: %s — %s", c, rep, st, observe.OneLine(rec.Result.Reason, 120))),
 			})
 		}
 		rows = append(rows, row)
@@ -296,7 +297,7 @@ func (s *Server) evalRunPage(w http.ResponseWriter, r *http.Request) {
 		ID: fmt.Sprintf("%s/%s/r%d", label, c, rep), Status: string(res.Status), Family: family(string(res.Status)),
 		Model: s.redact(rec.Model), Labels: []string{label}, Steps: int64(res.Usage.Steps), Tokens: res.Usage.TotalTokens(),
 		Cost: res.Usage.Cost.String(), CostMicros: int64(res.Usage.Cost), Duration: rec.Wall, Created: rec.Finished,
-		Age: age(s.cfg.Now().Sub(rec.Finished)),
+		Age: observe.Age(s.cfg.Now().Sub(rec.Finished)),
 	}
 	row.Budget, row.BudgetDim = budgetUse(res.Limits, res.Usage)
 	d, err := s.runData(r, row, entries, &res)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 )
@@ -81,10 +82,10 @@ func taskModel(task []byte) string {
 func (s *Server) row(r store.Run) runRow {
 	now := s.cfg.Now()
 	row := runRow{
-		ID: r.ID, Parent: r.Parent, Status: r.Status, Family: family(r.Status), Goal: s.redact(oneLine(r.Goal, 140)),
-		Model: s.redact(taskModel(r.Task)), Question: s.redact(oneLine(r.Question, 200)), Labels: r.Labels,
+		ID: r.ID, Parent: r.Parent, Status: r.Status, Family: family(r.Status), Goal: s.redact(observe.OneLine(r.Goal, 140)),
+		Model: s.redact(taskModel(r.Task)), Question: s.redact(observe.OneLine(r.Question, 200)), Labels: r.Labels,
 		Steps: r.Steps, Tokens: -1, Cost: budget.Micros(r.CostMicros).String(), CostMicros: r.CostMicros, Budget: -1,
-		Duration: r.Updated.Sub(r.Created), Age: age(now.Sub(r.Created)), Created: r.Created, Live: live(r.Status),
+		Duration: r.Updated.Sub(r.Created), Age: observe.Age(now.Sub(r.Created)), Created: r.Created, Live: live(r.Status),
 	}
 	if live, _ := runner.LeaseState(r, now); r.Status == store.StatusRunning && !live {
 		// It says running, but no live process carries it out.
@@ -299,24 +300,4 @@ func (s *Server) rowFragment(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	s.render(w, "row", s.row(run))
-}
-
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/verify"
@@ -167,7 +168,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.LiveURL = fmt.Sprintf("%s?step=%d&seq=%d&after=%d&status=%s", runPath("/live/", id), last.N, last.FirstSeq, after, row.Status)
 	}
-	s.page(w, "run", pageData{Title: oneLine(row.Goal, 60), Nav: "runs", Data: d})
+	s.page(w, "run", pageData{Title: observe.OneLine(row.Goal, 60), Nav: "runs", Data: d})
 }
 
 // runData is the page of a run from its row (or eval record), entries and

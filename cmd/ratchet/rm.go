@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/store"
 )
 
@@ -93,7 +94,7 @@ func (m *Main) gcCmd(ctx context.Context, args []string) int {
 			continue
 		}
 		if dryRun {
-			fmt.Fprintf(m.Stdout, "would delete %s (%s, %s old)\n", r.ID, r.Status, age(time.Since(r.Updated)))
+			fmt.Fprintf(m.Stdout, "would delete %s (%s, %s old)\n", r.ID, r.Status, observe.Age(time.Since(r.Updated)))
 			deleted++
 			continue
 		}

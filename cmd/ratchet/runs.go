@@ -329,7 +329,7 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	fmt.Fprintln(tw, "RUN\tSTATUS\tSTEPS\tCOST\tAGE\tGOAL")
 	now := time.Now()
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, shownStatus(r, now), r.Steps, budget.Micros(r.CostMicros), age(now.Sub(r.Created)), oneLine(r.Goal, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, shownStatus(r, now), r.Steps, budget.Micros(r.CostMicros), observe.Age(now.Sub(r.Created)), oneLine(r.Goal, 60))
 	}
 	tw.Flush()
 	if len(runs) == 0 {
@@ -355,26 +355,10 @@ func shownStatus(r store.Run, now time.Time) string {
 	return r.Status
 }
 
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
-
 // oneLine shows s on one line of at most n characters, escaped for the
 // terminal (the text is a model's or a tool's).
 func oneLine(s string, n int) string {
-	s = observe.Escape(strings.Join(strings.Fields(s), " "))
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
+	return observe.OneLine(observe.Escape(strings.Join(strings.Fields(s), " ")), n)
 }
 
 func (m *Main) printJSON(name string, v any) int {
