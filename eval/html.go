@@ -264,6 +264,10 @@ func summaryTable(m Metrics) table {
 	}
 	rate("holdout pass rate of accepted", m.HoldoutPass)
 	rate("escalation rate", m.Escalated)
+	if m.Asked.K > 0 { // most suites never ask: no row of zeros
+		rate("asked a person", m.Asked)
+		rate("resolved after an answer", m.ResolvedAfterAnswer)
+	}
 	for _, d := range budget.Dimensions {
 		if r, ok := m.Exhausted[d]; ok {
 			rate("exhausted: "+string(d), r)

@@ -189,3 +189,21 @@ func hasColour(img image.Image, r, g, b uint32) bool {
 	}
 	return false
 }
+
+func TestSummaryShowsAskedOnlyWhenAsked(t *testing.T) {
+	has := func(m Metrics, name string) bool {
+		for _, r := range MetricsRows(m) {
+			if r[0] == name {
+				return true
+			}
+		}
+		return false
+	}
+	if has(Metrics{Runs: 2}, "asked a person") {
+		t.Error("a suite where nobody was asked shows an asked row")
+	}
+	m := Metrics{Runs: 2, Asked: NewRate(1, 2), ResolvedAfterAnswer: NewRate(1, 1)}
+	if !has(m, "asked a person") || !has(m, "resolved after an answer") {
+		t.Errorf("asked and resolved rows missing: %v", MetricsRows(m))
+	}
+}
