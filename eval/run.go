@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
@@ -79,6 +82,10 @@ type Config struct {
 	// Redactor knows the secrets the runs hold (runner.Config.Redactor):
 	// their logs and results never show them.
 	Redactor *redact.Redactor
+	// TracerProvider and MeterProvider, when set, receive each run's spans
+	// and metrics (runner.Config's): one trace per run.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 	// Run, when set, carries out a task case's job instead of runner.Run
 	// in this process (on Temporal workers, say); it writes the run's JSONL
 	// log to log when log is not nil. Sim cases run here either way.
@@ -238,7 +245,8 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 	for _, ch := range spec.Checks {
 		rec.Tiers[ch.Name] = ch.Tier
 	}
-	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat), Redactor: cfg.Redactor}
+	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat), Redactor: cfg.Redactor,
+		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider}
 	elsewhere := cfg.Run != nil && c.Sim == nil // sim cases always run here
 	job.Labels = RunLabels(cfg.Label, c.Name)
 	if cfg.Runs != nil && !elsewhere && c.Sim == nil {

@@ -166,6 +166,18 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	if !*quiet {
 		cfg.Progress, cfg.Live = errOut, isTerminal(m.Stderr)
 	}
+	// Each task case's run is traced as ratchet run traces one, when the
+	// OTEL_* variables ask for it; flushed as the command returns.
+	tel, err := m.startTelemetry(context.Background())
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval run: telemetry: %v\n", err)
+		return exitUsage
+	}
+	defer tel.shutdown()
+	cfg.TracerProvider, cfg.MeterProvider = tel.providers()
+	if tel != nil {
+		m.secrets.Add(tel.Secrets...) // the OTLP headers' values (API keys)
+	}
 	if tf.temporal != "" {
 		tf.unsafeSandbox = *unsafeSandbox
 		done, code := m.evalOnTemporal(ctx, &cfg, suite, *mdl, tf)

@@ -19,10 +19,12 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	otelobs "github.com/ratchetloop/ratchet/observe/otel"
 	"github.com/ratchetloop/ratchet/redact"
@@ -287,15 +289,22 @@ func redactedItem(k string) string {
 
 // configure gives cfg the pipeline's providers.
 func (t *telemetry) configure(cfg *runner.Config) {
+	cfg.TracerProvider, cfg.MeterProvider = t.providers()
+}
+
+// providers returns the pipeline's providers, each nil (a nil interface,
+// not a typed nil) when its signal is off.
+func (t *telemetry) providers() (tp trace.TracerProvider, mp metric.MeterProvider) {
 	if t == nil {
-		return
+		return nil, nil
 	}
 	if t.tp != nil {
-		cfg.TracerProvider = t.tp
+		tp = t.tp
 	}
 	if t.mp != nil {
-		cfg.MeterProvider = t.mp
+		mp = t.mp
 	}
+	return tp, mp
 }
 
 // shutdown flushes what is left, waiting flushWait at most: less when the

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	otelobs "github.com/ratchetloop/ratchet/observe/otel"
+
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -119,6 +121,26 @@ func TestConsoleTraces(t *testing.T) {
 	for _, want := range []string{`"Name":"invoke_agent ratchet"`, `"Name":"execute_tool read_file"`, `"Name":"check equals"`} {
 		if !strings.Contains(c.stderr, want) {
 			t.Errorf("stderr lacks %s", want)
+		}
+	}
+}
+
+// TestEvalRunTraces: eval run traces each run as ratchet run does, each
+// in a trace of its own although eval run IDs hold "/" as sub-agents' do.
+func TestEvalRunTraces(t *testing.T) {
+	env := map[string]string{"OTEL_TRACES_EXPORTER": "console", "RATCHET_EVAL_DIR": t.TempDir()}
+	c := run(t, env, "eval", "run", evalSuite(t, 0.9), "--label", "traced", "--quiet", "--db", filepath.Join(t.TempDir(), "runs.db"))
+	c.wantCode(t, exitDone)
+	// The quickstart three times, always-wrong once, 40 simulated cases.
+	if n := strings.Count(c.stderr, `"Name":"invoke_agent ratchet"`); n != 44 {
+		t.Errorf("%d top-level invoke_agent spans on stderr, want 44", n)
+	}
+	if strings.Contains(c.stderr, "ratchet.subagent") {
+		t.Error("an eval run is traced as a sub-agent")
+	}
+	for _, id := range []string{"traced/always-wrong/r0", "traced/" + filepath.Base(filepath.Dir(quickstart)) + "/r2"} {
+		if want := otelobs.TraceID(id).String(); !strings.Contains(c.stderr, want) {
+			t.Errorf("no span in run %s's own trace %s", id, want)
 		}
 	}
 }

@@ -5,19 +5,17 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"math/rand/v2"
-	"strings"
 	"sync"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// TraceID is the trace ID of run id: derived from its top-level run (the
-// ID before any "/"), so that a run, its sub-agents and every process that
-// resumes them share one trace.
+// TraceID is the trace ID of a top-level run id, shared by its sub-agents
+// and by every process that resumes them. A run's ID may hold "/" (an
+// eval's "label/case/r0"); the whole ID counts.
 func TraceID(id string) trace.TraceID {
-	root, _, _ := strings.Cut(id, "/")
-	sum := sha256.Sum256([]byte("ratchet trace " + root))
+	sum := sha256.Sum256([]byte("ratchet trace " + id))
 	var t trace.TraceID
 	copy(t[:], sum[:])
 	return t
@@ -31,10 +29,10 @@ func SpanID(id string) trace.SpanID {
 	return s
 }
 
-// RunSpanContext is the span context of the invoke_agent span that starts
-// run id, as a resumed run links to it.
-func RunSpanContext(id string) trace.SpanContext {
-	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: TraceID(id), SpanID: SpanID(id), TraceFlags: trace.FlagsSampled, Remote: true})
+// runSpanContext is the span context of the invoke_agent span that started
+// run id in trace t, as a resumed run links to it.
+func runSpanContext(t trace.TraceID, id string) trace.SpanContext {
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: t, SpanID: SpanID(id), TraceFlags: trace.FlagsSampled, Remote: true})
 }
 
 // runIDs are the IDs the Observer asks for a span it starts; zero fields

@@ -130,6 +130,7 @@ type runState struct {
 	span  trace.Span
 	ctx   context.Context // carries span, for its children
 	child bool
+	trace trace.TraceID // the run tree's: its top-level run's TraceID
 	tiers map[string]verify.Tier
 	// Operations under way, by what answers them: a call_model command's
 	// ID, a tool call's ID, a verify command's ID and a check's name. Their
@@ -234,11 +235,17 @@ func (o *Observer) Observe(e observe.Entry) {
 // whatever comes first, and then the span is linked to the run's first one.
 func (o *Observer) begin(e observe.Entry) *runState {
 	r := &runState{id: e.Run, chats: map[string]*pendingChat{}, tools: map[string]pendingTool{}, checks: map[checkKey]pendingCheck{}, tiers: map[string]verify.Tier{}}
-	parentID, _, isChild := cutLast(e.Run, "/")
+	// A sub-agent's ID extends its parent's ("parent/child"), and its
+	// parent is a run this observer has begun. Other IDs with a "/" (an
+	// eval's "label/case/r0") are top-level runs of their own traces.
+	parentID, _, _ := cutLast(e.Run, "/")
+	parent := o.runs[parentID]
+	isChild := parent != nil
 	r.child = isChild
 	ctx := context.Background()
-	if p := o.runs[parentID]; isChild && p != nil {
-		ctx = p.ctx
+	r.trace = TraceID(e.Run)
+	if isChild {
+		ctx, r.trace = parent.ctx, parent.trace
 	}
 	name := o.cfg.AgentName
 	if isChild {
@@ -260,11 +267,11 @@ func (o *Observer) begin(e observe.Entry) *runState {
 	if resumed {
 		// The first process's span has (or had) the derived IDs: this one
 		// takes fresh ones in the same trace and links to it.
-		ctx = withIDs(ctx, runIDs{trace: TraceID(e.Run)})
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: RunSpanContext(e.Run), Attributes: []attribute.KeyValue{attribute.String("ratchet.link", "resumed")}}))
+		ctx = withIDs(ctx, runIDs{trace: r.trace})
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: runSpanContext(r.trace, e.Run), Attributes: []attribute.KeyValue{attribute.String("ratchet.link", "resumed")}}))
 		attrs = append(attrs, attribute.Bool("ratchet.run.resumed", true))
 	} else {
-		ctx = withIDs(ctx, runIDs{trace: TraceID(e.Run), span: SpanID(e.Run)})
+		ctx = withIDs(ctx, runIDs{trace: r.trace, span: SpanID(e.Run)})
 		spec := e.Spec
 		for _, c := range spec.Checks {
 			r.tiers[c.Name] = c.Tier
