@@ -121,7 +121,7 @@ func (r *run) child(ctx context.Context, id string, ch loop.Child) loop.Result {
 			// It finished, but the parent's log missed its result.
 			var res loop.Result
 			if err := json.Unmarshal(row.Result, &res); err != nil || res.Status == "" {
-				return unknownOutcome(ch, fmt.Errorf("its stored result is unreadable (%v)", err))
+				return UnknownChildOutcome(ch, fmt.Errorf("its stored result is unreadable (%v)", err))
 			}
 			return res
 		}
@@ -134,7 +134,7 @@ func (r *run) child(ctx context.Context, id string, ch loop.Child) loop.Result {
 	if resume {
 		res, err := Resume(ctx, task, cfg, ResumeOptions{})
 		if res.Status == "" {
-			return unknownOutcome(ch, fmt.Errorf("resuming it: %w", err))
+			return UnknownChildOutcome(ch, fmt.Errorf("resuming it: %w", err))
 		}
 		return res
 	}
@@ -145,10 +145,10 @@ func (r *run) child(ctx context.Context, id string, ch loop.Child) loop.Result {
 	return res
 }
 
-// unknownOutcome is the Result of a child that may have run but whose
+// UnknownChildOutcome is the Result of a child that may have run but whose
 // outcome cannot be known: it is charged its whole budget, the most it
 // could have spent, so that the parent never overspends.
-func unknownOutcome(ch loop.Child, err error) loop.Result {
+func UnknownChildOutcome(ch loop.Child, err error) loop.Result {
 	l := ch.Budget
 	spent := budget.Usage{Steps: max(l.Steps, 0), ModelCalls: max(l.ModelCalls, 0), ToolCalls: max(l.ToolCalls, 0),
 		InputTokens: max(l.InputTokens, 0), OutputTokens: max(l.OutputTokens, 0), Cost: max(l.Cost, 0)}
@@ -159,19 +159,28 @@ func unknownOutcome(ch loop.Child, err error) loop.Result {
 }
 
 // childTask builds a child's Task from the parent's live tools and
-// verifiers, by name.
+// verifiers.
 func (r *run) childTask(ch loop.Child) (Task, error) {
-	t := Task{Mode: loop.ModeAgent, Goal: ch.Goal, Instructions: ch.Instructions, Permissions: ch.Permissions, Budget: ch.Budget, Policy: ch.Policy}
+	t, err := ChildTask(ch, r.reg, r.checks)
 	t.Policy.Key = r.m.Spec().Policy.Key
+	return t, err
+}
+
+// ChildTask builds the Task of a sub-agent that a RunChild command starts
+// from its parent's live tools and verifiers, which it takes by name. A
+// driver other than this runner (Temporal's workflow) runs the child with
+// it as this runner does.
+func ChildTask(ch loop.Child, tools *tool.Registry, checks map[string]verify.Verifier) (Task, error) {
+	t := Task{Mode: loop.ModeAgent, Goal: ch.Goal, Instructions: ch.Instructions, Permissions: ch.Permissions, Budget: ch.Budget, Policy: ch.Policy}
 	for _, name := range ch.Tools {
-		tl, ok := r.reg.Lookup(name)
+		tl, ok := tools.Lookup(name)
 		if !ok {
 			return Task{}, fmt.Errorf("tool %q is not one of the run's tools", name)
 		}
 		t.Tools = append(t.Tools, tl)
 	}
 	for _, c := range ch.Checks {
-		v := r.checks[c.Name]
+		v := checks[c.Name]
 		if v == nil {
 			return Task{}, fmt.Errorf("check %q is not one of the run's checks", c.Name)
 		}

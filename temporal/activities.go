@@ -128,8 +128,9 @@ type liveRun struct {
 	reg    *tool.Registry
 	exec   *tool.Executor
 	checks map[string]verify.Verifier
-	// seekMu keeps a scripted model's seek and call together.
-	seekMu sync.Mutex
+	// seek keeps a scripted model's seek and call together: the run's own
+	// lock, or its parent's for a sub-agent, which shares the model.
+	seek *sync.Mutex
 	// base is the run's first step's request; outputs caches the tool
 	// outputs read from the store, by seq.
 	base      model.Request
@@ -207,7 +208,13 @@ func (lr *liveRun) build(ctx context.Context, a *Activities, id string) error {
 	if err != nil {
 		return err
 	}
-	live, err := a.open(ctx, row)
+	lr.seek = new(sync.Mutex)
+	var live Live
+	if row.Parent != "" {
+		live, err = a.openChild(ctx, lr, row)
+	} else {
+		live, err = a.open(ctx, row)
+	}
 	if err != nil {
 		return fmt.Errorf("run %s: building its task: %w", id, err)
 	}
@@ -428,8 +435,8 @@ func (lr *liveRun) generate(ctx context.Context, calls int, req model.Request) (
 	if s, ok := lr.live.Model.(runner.Seeker); ok {
 		// A scripted model plays turn n on call n: which call this is
 		// comes from the workflow, whichever worker made the ones before.
-		lr.seekMu.Lock()
-		defer lr.seekMu.Unlock()
+		lr.seek.Lock()
+		defer lr.seek.Unlock()
 		s.Seek(calls)
 	}
 	return lr.live.Model.Generate(ctx, req)
@@ -555,7 +562,7 @@ func Register(r Registry, a *Activities) {
 	r.RegisterWorkflowWithOptions(SuiteWorkflow, workflow.RegisterOptions{Name: SuiteWorkflowName})
 	for name, fn := range map[string]any{
 		activityModel: a.Model, activityTool: a.Tool, activityCheck: a.Check,
-		activitySave: a.Save, activityFinish: a.Finish,
+		activitySave: a.Save, activityFinish: a.Finish, activityChild: a.Child,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

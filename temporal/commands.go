@@ -53,10 +53,7 @@ func (d *driver) carryOut(ctx workflow.Context, cmds []loop.Command) ([]loop.Eve
 				jobs = append(jobs, d.check(c, name))
 			}
 		case loop.RunChild:
-			jobs = append(jobs, job{answer: func(workflow.Context, workflow.Future) (loop.Event, error) {
-				res := loop.Result{Status: loop.Failed, Reason: "the sub-agent could not run: sub-agents do not run on Temporal", Limits: c.Child.Budget}
-				return loop.Event{Type: loop.EventChildResult, Call: c.ID, Child: &res}, nil
-			}})
+			jobs = append(jobs, d.runChild(c, calls))
 		case loop.AskHuman:
 			jobs = append(jobs, job{answer: func(ctx workflow.Context, _ workflow.Future) (loop.Event, error) {
 				return d.ask(ctx, c)
@@ -158,6 +155,7 @@ const (
 	errTypeStore = "store" // writing the run's entries or row failed
 	errTypeModel = "model" // a model error worth another attempt
 	errTypeOpen  = "open"  // the worker could not build the run's task
+	errTypeChild = "child" // a sub-agent's task could not be built
 )
 
 // remaining is how long an activity for a command with deadline dl may

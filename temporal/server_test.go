@@ -235,6 +235,32 @@ func TestRealServer(t *testing.T) {
 		checkStored(t, f.store, "approval", res)
 		record(t, c, "approval", "approval", first)
 	})
+
+	t.Run("subagents", func(t *testing.T) {
+		task := subagentTask(t)
+		run := f.start(t, "subagents", task, newModel(t, subagentTurns...), temporal.StartOptions{})
+		first := run.GetRunID()
+		var res loop.Result
+		if err := run.Get(ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		local := localRun(t, task, newModel(t, subagentTurns...))
+		if d := cmp.Diff(withoutTime(local), withoutTime(res)); d != "" {
+			t.Errorf("-local +temporal:\n%s", d)
+		}
+		checkStored(t, f.store, "subagents", res)
+		checkChild(t, f.store, "subagents/c1", "subagents")
+		desc, err := c.DescribeWorkflow(ctx, "subagents/c1", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := desc.RawResponse.GetWorkflowExecutionInfo()
+		if p := info.GetParentExecution().GetWorkflowId(); p != "subagents" {
+			t.Errorf("the sub-agent's workflow has parent %q, want subagents", p)
+		}
+		record(t, c, "subagents", "subagents", first)
+		record(t, c, "subagents-child", "subagents/c1", info.GetExecution().GetRunId())
+	})
 }
 
 // TestReplayHistories replays the recorded histories through this build's

@@ -27,6 +27,9 @@ type StartOptions struct {
 	// stores the task file's path and flags), kept on the run's row.
 	TaskInfo []byte
 	Labels   []string
+	// Parent is the run a sub-agent's run belongs to; "" for a top-level
+	// run.
+	Parent string
 	// Human says a person may answer the run's questions with the answer
 	// Update; false answers them human_unavailable.
 	Human bool
@@ -45,9 +48,6 @@ func NewInput(task runner.Task, opts StartOptions) (Input, error) {
 	var errs []error
 	if opts.RunID == "" {
 		errs = append(errs, errors.New("temporal: no run ID"))
-	}
-	if task.Subagents != nil {
-		errs = append(errs, errors.New("temporal: sub-agents do not run on Temporal yet; run the task locally"))
 	}
 	if task.Policy.Key != nil {
 		errs = append(errs, errors.New("temporal: a custom progress key function cannot cross to a worker; use the default key"))
@@ -79,7 +79,7 @@ func Begin(ctx context.Context, s store.Store, in Input, opts StartOptions, at t
 	spec := m.Spec()
 	at = at.UTC().Round(0)
 	if err := s.CreateRun(ctx, store.Run{ID: in.Run, Goal: spec.Goal, Labels: opts.Labels, Status: store.StatusRunning,
-		Task: opts.TaskInfo, Created: at, Updated: at}); err != nil {
+		Parent: opts.Parent, Task: opts.TaskInfo, Created: at, Updated: at}); err != nil {
 		return fmt.Errorf("temporal: %w", err)
 	}
 	data, err := observe.Encode(observe.Entry{Seq: 1, Run: in.Run, At: at, Kind: observe.KindRun, Spec: &spec})

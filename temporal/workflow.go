@@ -45,6 +45,10 @@ type Input struct {
 	// HistoryLimit is how many history events a workflow run may reach
 	// before it continues as new (default DefaultHistoryLimit).
 	HistoryLimit int `json:"history_limit,omitempty"`
+	// Calls is how many model calls the run tree had made when a
+	// sub-agent's run started: a scripted model it shares with its parent
+	// plays on from there.
+	Calls int `json:"calls,omitempty"`
 	// Carry is set when a workflow run continues an earlier one.
 	Carry *Carry `json:"carry,omitempty"`
 }
@@ -130,7 +134,7 @@ func Workflow(ctx workflow.Context, in Input) (loop.Result, error) {
 			return loop.Result{}, temporal.NewNonRetryableApplicationError(err.Error(), "spec", err)
 		}
 		// The starter recorded the spec as entry 1.
-		d.m, d.seq, d.rowSeq = m, 1, 1
+		d.m, d.seq, d.rowSeq, d.calls = m, 1, 1, in.Calls
 		queue = []loop.Event{{Type: loop.EventStart, At: now(ctx)}}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer, d.onAnswer, workflow.UpdateHandlerOptions{Validator: d.validAnswer}); err != nil {
@@ -174,8 +178,11 @@ func (d *driver) drive(ctx workflow.Context, queue []loop.Event) (loop.Result, e
 		if ev.Type == loop.EventToolResult && len(ev.Tool.Output) >= refMin {
 			d.outputs[ev.Call] = outputRef(d.seq, ev.Tool.Output)
 		}
-		if t := ev.Type; t == loop.EventModelReply || t == loop.EventModelError {
+		switch ev.Type {
+		case loop.EventModelReply, loop.EventModelError:
 			d.calls++
+		case loop.EventChildResult:
+			d.calls += ev.Child.Usage.ModelCalls // a shared script played them
 		}
 		if err := d.m.Step(ev); err != nil {
 			d.m.Advance()

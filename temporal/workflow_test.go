@@ -401,3 +401,59 @@ func TestSuiteWorkflow(t *testing.T) {
 		t.Errorf("the child's row: %q (%v), want done", row.Status, err)
 	}
 }
+
+// subagentTask is baseTask with sub-agents that may add, and subagentTurns
+// its script: the parent spawns, the child adds and finishes, the parent
+// finishes with what it was told.
+func subagentTask(t *testing.T) runner.Task {
+	digits, err := check.Regex(`^\d+$`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := baseTask()
+	task.Subagents = &runner.Subagents{Tools: []string{"add"}, Checks: verify.Tiers{Cheap: []verify.Verifier{digits}}, Budget: budget.Limits{Steps: 4}}
+	return task
+}
+
+var subagentTurns = []scripted.Turn{
+	{Tools: []scripted.ToolCall{{Name: "spawn_subagent", Args: map[string]string{"goal": "Add 2 and 3 with the add tool."}}}},
+	{Expect: []string{"Add 2 and 3"}, Tools: []scripted.ToolCall{addCall(2, 3)}}, // the sub-agent
+	{Expect: []string{"5"}, Finish: finish("5")},                                 // the sub-agent
+	{Expect: []string{"Sub-agent c1 ended done", "5"}, Finish: finish("5")},
+}
+
+// checkChild checks a sub-agent's row: it names its parent, ended done,
+// and its log replays.
+func checkChild(t *testing.T, st store.Store, id, parent string) {
+	t.Helper()
+	row, err := st.Run(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Parent != parent || row.Status != string(loop.Done) {
+		t.Errorf("the child's row: parent %q, status %q; want %s, done", row.Parent, row.Status, parent)
+	}
+	var child loop.Result
+	if err := json.Unmarshal(row.Result, &child); err != nil {
+		t.Fatal(err)
+	}
+	checkStored(t, st, id, child)
+}
+
+// TestSubagents: a spawn_subagent call runs the sub-agent as a child
+// workflow, as the local runner runs it as a child run: the same Result,
+// the child's row names its parent, and both logs replay.
+func TestSubagents(t *testing.T) {
+	task := subagentTask(t)
+	e := newEnv(t, task, newModel(t, subagentTurns...), false)
+	res := e.run(t)
+	if res.Status != loop.Done {
+		t.Fatalf("status %s (%s), want done", res.Status, res.Reason)
+	}
+	local := localRun(t, task, newModel(t, subagentTurns...))
+	if d := cmp.Diff(withoutTime(local), withoutTime(res)); d != "" {
+		t.Errorf("the Temporal run's Result differs from the local run's (-local +temporal):\n%s", d)
+	}
+	checkStored(t, e.store, "t1", res)
+	checkChild(t, e.store, "t1/c1", "t1")
+}

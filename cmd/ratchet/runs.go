@@ -307,7 +307,9 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	}
 	if asJSON {
 		type row struct {
-			ID         string    `json:"id"`
+			ID string `json:"id"`
+			// Parent is the run a sub-agent's run belongs to.
+			Parent     string    `json:"parent,omitempty"`
 			Status     string    `json:"status"`
 			Goal       string    `json:"goal"`
 			Labels     []string  `json:"labels,omitempty"`
@@ -321,7 +323,7 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 		}
 		out := make([]row, len(runs))
 		for i, r := range runs {
-			out[i] = row{r.ID, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now())}
+			out[i] = row{r.ID, r.Parent, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now())}
 		}
 		return m.printJSON("ratchet ls", out)
 	}

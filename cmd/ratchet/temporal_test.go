@@ -131,6 +131,39 @@ func TestTemporal(t *testing.T) {
 	t.Run("worker killed", func(t *testing.T) { testTemporalWorkerKilled(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("approve", func(t *testing.T) { testTemporalApprove(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("eval", func(t *testing.T) { testTemporalEval(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("subagents", func(t *testing.T) { testTemporalSubagents(t, newTemporalCLI(t, bin, addr)) })
+}
+
+// testTemporalSubagents: the sub-agents example runs on Temporal as it
+// runs locally, its sub-agent a child workflow with a row of its own.
+func testTemporalSubagents(t *testing.T, c *temporalCLI) {
+	c.worker(t)
+	example, err := filepath.Abs("../../examples/subagents/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := c.run(t, "run", "--temporal", c.addr, "--task-queue", "e2e", "--json", example)
+	if code != exitDone {
+		t.Fatalf("ratchet run --temporal: exit %d:\n%s%s", code, out, errOut)
+	}
+	if res := decodeResult(t, out); res.Status != loop.Done || res.Best.Answer != "42" || res.Usage.Steps != 4 {
+		t.Errorf("%s with %q in %d steps; want done with 42 in the parent's 2 steps and the child's 2", res.Status, res.Best.Answer, res.Usage.Steps)
+	}
+	_, ls, _ := c.run(t, "ls", "--json")
+	var rows []struct{ ID, Parent, Status string }
+	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 2 {
+		t.Fatalf("ratchet ls --json: %v %s", err, ls)
+	}
+	parent, child := rows[0], rows[1]
+	if parent.Parent != "" {
+		parent, child = child, parent
+	}
+	if child.ID != parent.ID+"/c1" || child.Parent != parent.ID || child.Status != "done" {
+		t.Errorf("rows %+v: want the parent and its done child %s/c1", rows, parent.ID)
+	}
+	if code, out, errOut := c.run(t, "replay", child.ID); code != exitDone || !strings.Contains(out, "identical") {
+		t.Errorf("ratchet replay of the child: exit %d:\n%s%s", code, out, errOut)
+	}
 }
 
 // testTemporalEval: ratchet eval run --temporal runs every repeat of a
