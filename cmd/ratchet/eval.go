@@ -91,6 +91,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	limit := fs.Int("limit", 0, "run only the suite's first N cases (0: all)")
 	repeats := fs.Int("repeats", 0, "run every case this many times, whatever the suite says (0: the suite's)")
 	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
+	cacheDir := fs.String("cache", "", cacheHelp+";\neach case's repeat N gets the replies its own repeat N got, so repeats stay independent")
 	var tf runFlags // --temporal: where the runs go (temporal.go)
 	fs.StringVar(&tf.temporal, "temporal", "", "run the cases on Temporal workers (ratchet worker) at this server, HOST:PORT; see docs/temporal.md")
 	fs.StringVar(&tf.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
@@ -107,6 +108,10 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	}
 	if (tf.temporal == "") != (tf.taskQueue == "") {
 		fmt.Fprintln(m.Stderr, "ratchet eval run: --temporal and --task-queue go together")
+		return exitUsage
+	}
+	if tf.temporal != "" && *cacheDir != "" {
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --cache answers the calls made in this process; it does not go with --temporal")
 		return exitUsage
 	}
 	if *conc < 0 || *limit < 0 || *repeats < 0 {
@@ -143,6 +148,12 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	defer store.Close()
+	closeCache, err := m.openCache("ratchet eval run", *cacheDir, false)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return exitInfra
+	}
+	defer closeCache()
 
 	// The progress display and the runs' notices write from several
 	// goroutines at once.
@@ -231,10 +242,12 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
 			FallbackModel: m.Getenv("RATCHET_MODEL"),
-			OpenModel:     func(spec, base string) (model.Model, error) { return m.openEvalModel(spec, base, notice) },
-			Sandbox:       m.sandbox(unsafeSandbox),
-			Getenv:        m.Getenv,
-			Secrets:       m.secrets,
+			OpenModel: func(spec, base string) (model.Model, error) {
+				return m.openEvalModel(spec, base, notice, cacheScope(c.Name, repeat))
+			},
+			Sandbox: m.sandbox(unsafeSandbox),
+			Getenv:  m.Getenv,
+			Secrets: m.secrets,
 		}
 		switch {
 		case modelFlag != "":
@@ -281,15 +294,27 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 }
 
 // openEvalModel is openModel with the scripted model's notice printed once
-// per suite rather than once per run.
-func (m *Main) openEvalModel(spec, base string, notice io.Writer) (model.Model, error) {
+// per suite rather than once per run, and the response cache's scope
+// that of the run.
+func (m *Main) openEvalModel(spec, base string, notice io.Writer, scope string) (model.Model, error) {
 	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" {
 		if base != "" && !filepath.IsAbs(arg) {
 			arg = filepath.Join(base, arg)
 		}
 		return scripted.Load(arg, scripted.Config{Notice: notice})
 	}
-	return m.openModel(spec, base)
+	mdl, err := m.openUncached(spec, base)
+	if err != nil {
+		return nil, err
+	}
+	return m.cached(mdl, scope), nil
+}
+
+// cacheScope is the response cache's scope of repeat r of a case: not the
+// label's, so that a suite run again under a new label after a change is
+// answered with what the old label's runs got.
+func cacheScope(caseName string, repeat int) string {
+	return fmt.Sprintf("eval-case:%s/r%d", caseName, repeat)
 }
 
 // recordedTaskInfo is what a stored run's row keeps of how it was
