@@ -40,14 +40,18 @@ func TestKey(t *testing.T) {
 		t.Error("a tool schema's key order changed the key")
 	}
 	differ := map[string]string{
-		"another model":        cache.Key("n", withInput(`{"a":1,"b":[1,2]}`)),
-		"another value":        cache.Key("m", withInput(`{"a":2,"b":[1,2]}`)),
-		"another array order":  cache.Key("m", withInput(`{"a":1,"b":[2,1]}`)),
-		"a number as written":  cache.Key("m", withInput(`{"a":1.0,"b":[1,2]}`)),
-		"malformed input":      cache.Key("m", withInput(`{"a":1,"b":[1,2]`)),
-		"another system":       func() string { r := withInput(`{"a":1,"b":[1,2]}`); r.System = "x"; return cache.Key("m", r) }(),
-		"another output cap":   func() string { r := withInput(`{"a":1,"b":[1,2]}`); r.MaxOutputTokens = 5; return cache.Key("m", r) }(),
-		"another tool call id": cache.Key("m", func() model.Request { r := withInput(`{"a":1,"b":[1,2]}`); r.Messages[1].Content[0].ID = "t2"; return r }()),
+		"another model":       cache.Key("n", withInput(`{"a":1,"b":[1,2]}`)),
+		"another value":       cache.Key("m", withInput(`{"a":2,"b":[1,2]}`)),
+		"another array order": cache.Key("m", withInput(`{"a":1,"b":[2,1]}`)),
+		"a number as written": cache.Key("m", withInput(`{"a":1.0,"b":[1,2]}`)),
+		"malformed input":     cache.Key("m", withInput(`{"a":1,"b":[1,2]`)),
+		"another system":      func() string { r := withInput(`{"a":1,"b":[1,2]}`); r.System = "x"; return cache.Key("m", r) }(),
+		"another output cap":  func() string { r := withInput(`{"a":1,"b":[1,2]}`); r.MaxOutputTokens = 5; return cache.Key("m", r) }(),
+		"another tool call id": cache.Key("m", func() model.Request {
+			r := withInput(`{"a":1,"b":[1,2]}`)
+			r.Messages[1].Content[0].ID = "t2"
+			return r
+		}()),
 	}
 	for name, k := range differ {
 		if k == base {
