@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/loop"
 )
 
 // countingAnthropic is a Messages API server that answers every request
@@ -101,5 +104,110 @@ func TestRunCache(t *testing.T) {
 	run(t, env, "run", filepath.Join(dir, "task.yaml")).wantCode(t, exitDone)
 	if n := srv.requests.Load(); n != 2 {
 		t.Errorf("a run without --cache made %d requests, want 1", n-1)
+	}
+}
+
+// ratchet eval run --cache, against a Messages API server that counts its
+// requests: the suite run again (under a new label) makes none; a harness
+// change to one case makes only that case's calls; ratchet eval rescore
+// judges the stored candidates with edited checks with no request, and
+// eval compare reads what it wrote.
+func TestEvalCacheAndRescore(t *testing.T) {
+	srv := &countingAnthropic{}
+	api := httptest.NewServer(srv)
+	defer api.Close()
+	dir := t.TempDir()
+	task := filepath.Join(dir, "magic", "task.yaml")
+	os.MkdirAll(filepath.Dir(task), 0o755)
+	writeFile(t, task, "goal: Say the magic word.\nchecks: [{equals: please}]\n")
+	suiteText := func(goal string) string {
+		return "label: s\nmodel: anthropic:claude-sonnet-4-5\nconcurrency: 4\ncases:\n" +
+			"  - task: magic/task.yaml\n    repeats: 2\n" +
+			"  - name: polite\n    repeats: 2\n    task:\n      goal: " + goal + "\n      checks: [{equals: please}]\n"
+	}
+	suite := filepath.Join(dir, "suite.yaml")
+	writeFile(t, suite, suiteText("Be polite."))
+	root := filepath.Join(dir, "results")
+	cacheDir := filepath.Join(dir, "cache")
+	env := map[string]string{"ANTHROPIC_API_KEY": canaryKey, "ANTHROPIC_BASE_URL": api.URL,
+		"RATCHET_EVAL_DIR": root, "RATCHET_DB": filepath.Join(dir, "runs.db")}
+	requests := func() int64 { return srv.requests.Load() }
+
+	run(t, env, "eval", "run", suite, "--cache", cacheDir, "--label", "base", "--quiet").wantCode(t, exitDone)
+	if n := requests(); n != 4 {
+		t.Fatalf("the first eval run made %d requests, want 4 (2 cases, 2 repeats)", n)
+	}
+	c := run(t, env, "eval", "run", suite, "--cache", cacheDir, "--label", "cand", "--quiet")
+	c.wantCode(t, exitDone)
+	if n := requests() - 4; n != 0 {
+		t.Errorf("the suite run again made %d requests, want 0:\n%v", n, c)
+	}
+	if !strings.Contains(c.stderr, "4 replies from the cache, 0 model calls") {
+		t.Errorf("no cache line:\n%v", c)
+	}
+	cand, err := eval.ReadRecords(filepath.Join(root, "cand"))
+	if err != nil || len(cand) != 4 {
+		t.Fatalf("cand: %d records, %v", len(cand), err)
+	}
+	for _, r := range cand {
+		if !r.Success() || r.Result.Usage.Cost != 0 {
+			t.Errorf("%s#%d from the cache: %s, cost %d", r.Case, r.Repeat, r.Result.Status, r.Result.Usage.Cost)
+		}
+	}
+	// A change to one case's prompt: only its calls are made.
+	changed := filepath.Join(dir, "changed.yaml")
+	writeFile(t, changed, suiteText("Be very polite."))
+	run(t, env, "eval", "run", changed, "--cache", cacheDir, "--label", "cand2", "--quiet").wantCode(t, exitDone)
+	if n := requests() - 4; n != 2 {
+		t.Errorf("after changing one case's goal the suite made %d requests, want 2", n)
+	}
+
+	// The checks change (the magic word is now "thanks"): rescored with
+	// no request.
+	before := requests()
+	writeFile(t, task, "goal: Say the magic word.\nchecks: [{equals: thanks}]\n")
+	// Without --suite the inline case has no task file to take checks from.
+	c = run(t, env, "eval", "rescore", "base")
+	if c.code != exitUsage || !strings.Contains(c.stderr, "inline case") || !strings.Contains(c.stderr, "nothing written") {
+		t.Errorf("rescore without --suite:\n%v", c)
+	}
+	c = run(t, env, "eval", "rescore", "base", "--suite", suite)
+	c.wantCode(t, exitDone)
+	if n := requests() - before; n != 0 {
+		t.Errorf("the rescore made %d requests", n)
+	}
+	got, err := eval.ReadRecords(filepath.Join(root, "base.rescore"))
+	if err != nil || len(got) != 4 {
+		t.Fatalf("base.rescore: %d records, %v\n%v", len(got), err, c)
+	}
+	for _, r := range got {
+		want := loop.Done
+		if r.Case == "magic" {
+			want = eval.Rejected
+		}
+		if r.Result.Status != want || r.Run == "" {
+			t.Errorf("%s#%d rescored: %s (%s), run %q", r.Case, r.Repeat, r.Result.Status, r.Result.Reason, r.Run)
+		}
+	}
+	c = run(t, env, "eval", "compare", "base", "base.rescore", "--json")
+	c.wantCode(t, exitDone)
+	if !strings.Contains(c.stdout, `"success rate"`) {
+		t.Errorf("compare:\n%v", c)
+	}
+	// Run again, the rescore replaces its result set whole.
+	run(t, env, "eval", "rescore", "base", "--suite", suite).wantCode(t, exitDone)
+	if again, _ := eval.ReadRecords(filepath.Join(root, "base.rescore")); len(again) != 4 {
+		t.Errorf("rescored again: %d records", len(again))
+	}
+	data, _ := os.ReadFile(filepath.Join(root, "base.rescore", eval.ResultsFile))
+	if n := strings.Count(string(data), "\n"); n != 4 {
+		t.Errorf("results.jsonl has %d lines, want 4", n)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

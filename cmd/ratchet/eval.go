@@ -25,6 +25,9 @@ const evalUsage = `Usage:
   ratchet eval report RESULTS [flags]        print the metrics of one result set
   ratchet eval add --from-run LOG --suite SUITE.yaml [flags]
                                              turn a failed run into a suite case
+  ratchet eval rescore LABEL [--suite SUITE.yaml] [flags]
+                                             judge a result set's candidates again with the
+                                             checks as they are now, no model calls: LABEL.rescore
 
 RESULTS, BASE and CAND are result directories or labels (.ratchet/eval/LABEL,
 or $RATCHET_EVAL_DIR/LABEL). Suite files, metrics and the tests are described
@@ -46,6 +49,8 @@ func (m *Main) evalCmd(ctx context.Context, args []string) int {
 		return m.evalReport(args[1:])
 	case "add":
 		return m.evalAdd(ctx, args[1:])
+	case "rescore":
+		return m.evalRescore(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, evalUsage)
 		return exitDone
