@@ -58,6 +58,9 @@ func TestKey(t *testing.T) {
 			t.Errorf("%s: the same key", name)
 		}
 	}
+	if cache.Key("m", withInput(`{"a":`)) == cache.Key("m", withInput(`{"b":`)) {
+		t.Error("two malformed inputs share a key")
+	}
 	// Malformed input is not confused with a valid input that spells it.
 	if cache.Key("m", withInput(`x`)) == cache.Key("m", withInput(`"x"`)) {
 		t.Error("malformed x and the string \"x\" share a key")
