@@ -244,12 +244,16 @@ func TestWrapperKeepsIdentity(t *testing.T) {
 	}
 }
 
-// rawCheck runs SQLite's integrity check on the cache file in dir.
-func rawCheck(dir string, result *string) error {
+// rawCheck runs SQLite's integrity check on the cache file in dir and
+// reads its journal mode.
+func rawCheck(dir string, result, mode *string) error {
 	db, err := sql.Open("sqlite", filepath.Join(dir, cache.File))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(mode); err != nil {
+		return err
+	}
 	return db.QueryRow("PRAGMA integrity_check").Scan(result)
 }
