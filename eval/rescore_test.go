@@ -79,6 +79,23 @@ func TestRescoreAcceptsEarlier(t *testing.T) {
 	}
 }
 
+// Of two alternatives passing in one round, the first is accepted.
+func TestRescoreAcceptsOne(t *testing.T) {
+	either := verify.Func{CheckName: "b-or-c", Prov: verify.Validation, Fn: func(_ context.Context, c verify.Candidate) (verify.Verdict, error) {
+		return verify.Verdict{OK: c.Answer == "b" || c.Answer == "c"}, nil
+	}}
+	res := rescore(t, storedRun(), verify.Tiers{Cheap: []verify.Verifier{either}}).Result
+	var accepted []int
+	for _, a := range res.Attempts {
+		if a.Accepted {
+			accepted = append(accepted, a.N)
+		}
+	}
+	if !slices.Equal(accepted, []int{2}) || res.Best.N != 2 {
+		t.Errorf("accepted %v, best %d", accepted, res.Best.N)
+	}
+}
+
 // A stricter check rejects every candidate of a done run: rejected. A run
 // that was not done keeps its status. The expensive tier runs only on
 // candidates passing every cheap check.
