@@ -211,3 +211,73 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// countingGrader is a Chat Completions server that passes every rubric
+// point it is asked about (the first, "polite") and counts its requests.
+type countingGrader struct{ requests atomic.Int64 }
+
+func (g *countingGrader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.requests.Add(1)
+	body, _ := io.ReadAll(r.Body)
+	grade := `{"points":[{"name":"polite","pass":true,"reason":"it says please"}]}`
+	if strings.Contains(string(body), `"stream":true`) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		content, _ := json.Marshal(grade)
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{"role":"assistant","content":`+string(content)+`},"finish_reason":null}]}`+"\n\n")
+		io.WriteString(w, `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"llama","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`+"\n\n")
+		io.WriteString(w, "data: [DONE]\n\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "created": 1, "model": "llama",
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": grade}, "finish_reason": "stop"}},
+		"usage": map[string]int{"prompt_tokens": 50, "completion_tokens": 10}})
+}
+
+// A grader check is rescored from the replies the eval run cached, with
+// no request to either server; without --cache, or for a grader request
+// the cache has not seen (an edited rubric), the check cannot run rather
+// than call the model.
+func TestRescoreGraderFromCache(t *testing.T) {
+	gen, grader := &countingAnthropic{}, &countingGrader{}
+	genAPI, graderAPI := httptest.NewServer(gen), httptest.NewServer(grader)
+	defer genAPI.Close()
+	defer graderAPI.Close()
+	dir := t.TempDir()
+	taskText := func(description string) string {
+		return "goal: Say the magic word.\nmodel: anthropic:claude-sonnet-4-5\nchecks:\n  - equals: please\n" +
+			"  - grader:\n      model: openai-compatible:" + graderAPI.URL + "/v1#llama\n      rubric: [{name: polite, description: " + description + "}]\n"
+	}
+	task := filepath.Join(dir, "graded", "task.yaml")
+	os.MkdirAll(filepath.Dir(task), 0o755)
+	writeFile(t, task, taskText("it is polite"))
+	suite := filepath.Join(dir, "suite.yaml")
+	writeFile(t, suite, "label: g\ncases:\n  - task: graded/task.yaml\n")
+	cacheDir := filepath.Join(dir, "cache")
+	env := map[string]string{"ANTHROPIC_API_KEY": canaryKey, "ANTHROPIC_BASE_URL": genAPI.URL,
+		"RATCHET_EVAL_DIR": filepath.Join(dir, "results"), "RATCHET_DB": filepath.Join(dir, "runs.db")}
+	run(t, env, "eval", "run", suite, "--cache", cacheDir, "--quiet").wantCode(t, exitDone)
+	if g, r := gen.requests.Load(), grader.requests.Load(); g != 1 || r != 1 {
+		t.Fatalf("the eval run made %d generator and %d grader requests, want 1 and 1", g, r)
+	}
+	requests := func() int64 { return gen.requests.Load() + grader.requests.Load() }
+
+	c := run(t, env, "eval", "rescore", "g", "--cache", cacheDir)
+	c.wantCode(t, exitDone)
+	got, _ := eval.ReadRecords(filepath.Join(dir, "results", "g.rescore"))
+	if len(got) != 1 || got[0].Result.Status != loop.Done || len(got[0].Result.Best.Verdicts) != 2 {
+		t.Fatalf("rescored from the cache: %+v\n%v", got, c)
+	}
+	c = run(t, env, "eval", "rescore", "g")
+	if c.code != exitInfra || !strings.Contains(c.stderr, "makes no model calls") {
+		t.Errorf("rescore of a grader without --cache:\n%v", c)
+	}
+	writeFile(t, task, taskText("it is very polite"))
+	c = run(t, env, "eval", "rescore", "g", "--cache", cacheDir, "--label", "edited")
+	if c.code != exitInfra || !strings.Contains(c.stderr, "check grader could not run") {
+		t.Errorf("rescore with an edited rubric:\n%v", c)
+	}
+	if n := requests() - 2; n != 0 {
+		t.Errorf("the rescores made %d requests", n)
+	}
+}
