@@ -261,9 +261,10 @@ func (c *Cache) lookup(ctx context.Context, key, scope string, n int) (model.Res
 }
 
 func (c *Cache) store(ctx context.Context, key, scope string, n int, name string, resp model.Response) {
-	data, err := json.Marshal(resp)
+	data, err := encodeReply(resp)
 	if err != nil {
-		return // a tool input that is not JSON: not kept, and no fault of the file
+		c.fail(fmt.Errorf("cache: encoding a reply: %w", err))
+		return
 	}
 	data = c.cfg.Redactor.Bytes(data)
 	if _, err := c.db.ExecContext(ctx, `INSERT OR REPLACE INTO replies (key, scope, n, model, reply, created) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -277,16 +278,27 @@ func (c *Cache) store(ctx context.Context, key, scope string, n int, name string
 // is not a reply ratchet could have stored is an error, never a panic or
 // a half-read Response.
 func DecodeReply(data []byte) (model.Response, error) {
-	var resp model.Response
-	if err := json.Unmarshal(data, &resp); err != nil {
+	var st storedReply
+	if err := json.Unmarshal(data, &st); err != nil {
 		return model.Response{}, fmt.Errorf("cache: a stored reply does not parse: %w", err)
 	}
-	for i, b := range resp.Content {
+	resp := st.Response
+	resp.Content = make([]model.Block, len(st.Content))
+	for i, sb := range st.Content {
+		b := sb.Block
 		switch b.Type {
 		case model.Text, model.ToolUse:
 		default:
 			return model.Response{}, fmt.Errorf("cache: a stored reply's block %d has type %q", i, b.Type)
 		}
+		b.Input = sb.Input
+		if sb.InvalidInput != nil {
+			if sb.Input != nil {
+				return model.Response{}, fmt.Errorf("cache: a stored reply's block %d has both input and invalid_input", i)
+			}
+			b.Input = json.RawMessage(*sb.InvalidInput)
+		}
+		resp.Content[i] = b
 	}
 	u := resp.Usage
 	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadTokens < 0 || u.CacheWriteTokens < 0 {
@@ -295,4 +307,37 @@ func DecodeReply(data []byte) (model.Response, error) {
 	resp.Cached = true
 	resp.Usage.Cost, resp.Usage.CostKnown = 0, true
 	return resp, nil
+}
+
+// storedReply is a Response as the file keeps it, as the event log keeps
+// one: valid tool arguments compacted, and arguments that are not valid
+// JSON (which the loop must see as they are) as a string in
+// invalid_input, so that every reply can be stored.
+type storedReply struct {
+	model.Response
+	Content []storedBlock `json:"content"`
+}
+
+// storedBlock's Input and InvalidInput replace the Block's Input.
+type storedBlock struct {
+	model.Block
+	Input        json.RawMessage `json:"input,omitempty"`
+	InvalidInput *string         `json:"invalid_input,omitempty"`
+}
+
+func encodeReply(resp model.Response) ([]byte, error) {
+	st := storedReply{Response: resp, Content: make([]storedBlock, len(resp.Content))}
+	for i, b := range resp.Content {
+		sb := storedBlock{Block: b}
+		switch {
+		case len(b.Input) == 0:
+		case json.Valid(b.Input):
+			sb.Input = b.Input
+		default:
+			in := string(b.Input)
+			sb.InvalidInput = &in
+		}
+		st.Content[i] = sb
+	}
+	return json.Marshal(st)
 }

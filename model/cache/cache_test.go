@@ -257,3 +257,26 @@ func rawCheck(dir string, result, mode *string) error {
 	}
 	return db.QueryRow("PRAGMA integrity_check").Scan(result)
 }
+
+// malformed is a model whose tool arguments are not JSON.
+type malformed struct{ calls atomic.Int64 }
+
+func (m *malformed) Generate(context.Context, model.Request) (model.Response, error) {
+	m.calls.Add(1)
+	return model.Response{Content: []model.Block{{Type: model.ToolUse, ID: "t", Name: "f", Input: json.RawMessage(`{"a": 1,`)}}}, nil
+}
+
+// A reply with tool arguments that are not JSON is kept and comes back
+// byte for byte: the loop must tell the model, as the first time.
+func TestMalformedArgumentsAreCached(t *testing.T) {
+	c := open(t, t.TempDir(), nil)
+	inner := &malformed{}
+	c.Wrap(inner, "m", "").Generate(context.Background(), req("q"))
+	got, _ := c.Wrap(inner, "m", "").Generate(context.Background(), req("q"))
+	if !got.Cached || inner.calls.Load() != 1 || string(got.Content[0].Input) != `{"a": 1,` {
+		t.Errorf("cached %v after %d calls: %q", got.Cached, inner.calls.Load(), got.Content[0].Input)
+	}
+	if s := c.Stats(); s.Failures != 0 {
+		t.Errorf("failures: %v", s.Last)
+	}
+}
