@@ -85,6 +85,9 @@ func TestRunCache(t *testing.T) {
 			t.Errorf("the cached run's output lacks %q:\n%v", want, again)
 		}
 	}
+	if n := strings.Count(again.stdout, "The magic word is please"); n != 1 {
+		t.Errorf("the cached reply's text shows %d times:\n%v", n, again)
+	}
 	log, err := os.ReadFile(logFile)
 	if err != nil {
 		t.Fatal(err)

@@ -162,7 +162,7 @@ func (c *Cache) fail(err error) {
 
 // Wrap returns inner answered from c. name identifies the model in keys
 // (its model string: anthropic:claude-sonnet-4-5); "" means inner's
-// model.Named name. scope separates runs that ask the same requests but
+// model.Named name (models with neither share their keys). scope separates runs that ask the same requests but
 // must get their own replies (the repeats of an eval case); runs with one
 // scope share replies.
 func (c *Cache) Wrap(inner model.Model, name, scope string) *Model {
