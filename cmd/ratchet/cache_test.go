@@ -152,9 +152,20 @@ func TestEvalCacheAndRescore(t *testing.T) {
 	if err != nil || len(cand) != 4 {
 		t.Fatalf("cand: %d records, %v", len(cand), err)
 	}
+	base, _ := eval.ReadRecords(filepath.Join(root, "base"))
+	byKey := map[eval.Key]eval.Record{}
+	for _, r := range base {
+		byKey[r.Key()] = r
+	}
 	for _, r := range cand {
-		if !r.Success() || r.Result.Usage.Cost != 0 {
-			t.Errorf("%s#%d from the cache: %s, cost %d", r.Case, r.Repeat, r.Result.Status, r.Result.Usage.Cost)
+		b := byKey[r.Key()]
+		if !r.Success() || r.Result.Usage.Cost != 0 || b.Result.Usage.Cost == 0 {
+			t.Errorf("%s#%d from the cache: %s, cost %d (base %d)", r.Case, r.Repeat, r.Result.Status, r.Result.Usage.Cost, b.Result.Usage.Cost)
+		}
+		// The same run again: the same steps, attempts and tokens.
+		if r.Result.Usage.Steps != b.Result.Usage.Steps || r.Result.Usage.InputTokens != b.Result.Usage.InputTokens ||
+			len(r.Result.Attempts) != len(b.Result.Attempts) || r.Result.Best.Answer != b.Result.Best.Answer {
+			t.Errorf("%s#%d from the cache differs from base: %+v vs %+v", r.Case, r.Repeat, r.Result.Usage, b.Result.Usage)
 		}
 	}
 	// A change to one case's prompt: only its calls are made.
