@@ -26,7 +26,11 @@ func (m *Main) openCache(cmd, dir string, quiet bool) (done func(), err error) {
 	m.cache = c
 	return func() {
 		s := c.Stats()
-		if !quiet {
+		switch {
+		case quiet:
+		case s.Hits+s.Misses == 0:
+			fmt.Fprintf(m.Stderr, "%s: cache %s: no model was answered from it (scripted models are not)\n", cmd, dir)
+		default:
 			fmt.Fprintf(m.Stderr, "%s: cache %s: %d replies from the cache, %d model calls\n", cmd, dir, s.Hits, s.Misses)
 		}
 		if s.Failures > 0 { // the runs went on without the cache where it failed

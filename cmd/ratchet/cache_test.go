@@ -245,7 +245,7 @@ func (g *countingGrader) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"id": "c", "object": "chat.completion", "created": 1, "model": "llama",
 		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": grade}, "finish_reason": "stop"}},
-		"usage": map[string]int{"prompt_tokens": 50, "completion_tokens": 10}})
+		"usage":   map[string]int{"prompt_tokens": 50, "completion_tokens": 10}})
 }
 
 // A grader check is rescored from the replies the eval run cached, with
