@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -228,13 +229,9 @@ func (rc *rescoreChecks) task(ctx context.Context, rec eval.Record) (_ *taskfile
 			if c.Sim != nil {
 				return nil, "", true, nil
 			}
-			gen := c.Model
-			if gen == "" {
-				gen = rc.suite.Model
-			}
-			if gen == "" {
-				gen = c.Task.Model
-			}
+			// The model the run was given (its --model included), for the
+			// grader independence rule.
+			gen := cmp.Or(rec.Model, c.Model, rc.suite.Model, c.Task.Model)
 			return c.Task, gen, false, nil
 		}
 		return nil, "", false, fmt.Errorf("case %s is not in %s", rec.Case, rc.suite.Path)

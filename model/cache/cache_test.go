@@ -38,7 +38,7 @@ func (c *counting) Generate(_ context.Context, req model.Request) (model.Respons
 
 func (c *counting) Name() string { return "anthropic:claude-test" }
 
-func open(t *testing.T, dir string, r *redact.Redactor) *cache.Cache {
+func open(t testing.TB, dir string, r *redact.Redactor) *cache.Cache {
 	t.Helper()
 	c, err := cache.Open(cache.Config{Dir: dir, Redactor: r})
 	if err != nil {
