@@ -295,3 +295,39 @@ func TestRescoreGraderFromCache(t *testing.T) {
 		t.Errorf("the rescores made %d requests", n)
 	}
 }
+
+// Within a run, the steps before a change come from the cache and the
+// rest are called: a run whose second request changed (the checks'
+// feedback on its first attempt reads otherwise) makes one request.
+func TestRunCacheUpToTheChange(t *testing.T) {
+	srv := &countingAnthropic{answer: func(lastUser string) string {
+		if strings.Contains(lastUser, "Not accepted") {
+			return "please"
+		}
+		return "thanks"
+	}}
+	api := httptest.NewServer(srv)
+	defer api.Close()
+	dir := t.TempDir()
+	task := filepath.Join(dir, "task.yaml")
+	writeFile(t, task, "goal: Say the magic word.\nmodel: anthropic:claude-sonnet-4-5\nchecks: [{equals: please}]\n")
+	cacheDir := filepath.Join(dir, "cache")
+	env := map[string]string{"ANTHROPIC_API_KEY": canaryKey, "ANTHROPIC_BASE_URL": api.URL}
+	run(t, env, "run", "--cache", cacheDir, task).wantCode(t, exitDone)
+	if n := srv.requests.Load(); n != 2 {
+		t.Fatalf("the first run made %d requests, want 2", n)
+	}
+	run(t, env, "run", "--cache", cacheDir, task).wantCode(t, exitDone)
+	if n := srv.requests.Load(); n != 2 {
+		t.Errorf("the run again made %d requests, want 0", n-2)
+	}
+	writeFile(t, task, "goal: Say the magic word.\nmodel: anthropic:claude-sonnet-4-5\nchecks: [{equals: please}, {contains: ease}]\n")
+	c := run(t, env, "run", "--cache", cacheDir, task)
+	c.wantCode(t, exitDone)
+	if n := srv.requests.Load(); n != 3 {
+		t.Errorf("after the checks changed the run made %d requests, want 1 (its second step):\n%v", n-2, c)
+	}
+	if !strings.Contains(c.stderr, "1 replies from the cache, 1 model calls") {
+		t.Errorf("cache line:\n%v", c)
+	}
+}
