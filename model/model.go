@@ -111,6 +111,9 @@ type Response struct {
 	StopReason string `json:"stop_reason,omitempty"`
 	Usage      Usage  `json:"usage"`
 	Model      string `json:"model,omitempty"`
+	// Cached marks a reply answered from a response cache (model/cache)
+	// instead of a call: it cost nothing, whatever its tokens.
+	Cached bool `json:"cached,omitempty"`
 }
 
 // Model generates one reply. Implementations must be safe for concurrent use,

@@ -25,6 +25,9 @@ const evalUsage = `Usage:
   ratchet eval report RESULTS [flags]        print the metrics of one result set
   ratchet eval add --from-run LOG --suite SUITE.yaml [flags]
                                              turn a failed run into a suite case
+  ratchet eval rescore LABEL [--suite SUITE.yaml] [flags]
+                                             judge a result set's candidates again with the
+                                             checks as they are now, no model calls: LABEL.rescore
 
 RESULTS, BASE and CAND are result directories or labels (.ratchet/eval/LABEL,
 or $RATCHET_EVAL_DIR/LABEL). Suite files, metrics and the tests are described
@@ -46,6 +49,8 @@ func (m *Main) evalCmd(ctx context.Context, args []string) int {
 		return m.evalReport(args[1:])
 	case "add":
 		return m.evalAdd(ctx, args[1:])
+	case "rescore":
+		return m.evalRescore(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, evalUsage)
 		return exitDone
@@ -91,6 +96,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	limit := fs.Int("limit", 0, "run only the suite's first N cases (0: all)")
 	repeats := fs.Int("repeats", 0, "run every case this many times, whatever the suite says (0: the suite's)")
 	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
+	cacheDir := fs.String("cache", "", cacheHelp+";\neach case's repeat N gets the replies its own repeat N got, so repeats stay independent")
 	var tf runFlags // --temporal: where the runs go (temporal.go)
 	fs.StringVar(&tf.temporal, "temporal", "", "run the cases on Temporal workers (ratchet worker) at this server, HOST:PORT; see docs/temporal.md")
 	fs.StringVar(&tf.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
@@ -107,6 +113,10 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	}
 	if (tf.temporal == "") != (tf.taskQueue == "") {
 		fmt.Fprintln(m.Stderr, "ratchet eval run: --temporal and --task-queue go together")
+		return exitUsage
+	}
+	if tf.temporal != "" && *cacheDir != "" {
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --cache answers the calls made in this process; it does not go with --temporal")
 		return exitUsage
 	}
 	if *conc < 0 || *limit < 0 || *repeats < 0 {
@@ -143,6 +153,12 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	defer store.Close()
+	closeCache, err := m.openCache("ratchet eval run", *cacheDir, false)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+		return exitInfra
+	}
+	defer closeCache()
 
 	// The progress display and the runs' notices write from several
 	// goroutines at once.
@@ -243,10 +259,12 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
 			FallbackModel: m.Getenv("RATCHET_MODEL"),
-			OpenModel:     func(spec, base string) (model.Model, error) { return m.openEvalModel(spec, base, notice) },
-			Sandbox:       m.sandbox(unsafeSandbox),
-			Getenv:        m.Getenv,
-			Secrets:       m.secrets,
+			OpenModel: func(spec, base string) (model.Model, error) {
+				return m.openEvalModel(spec, base, notice, cacheScope(c.Name, repeat))
+			},
+			Sandbox: m.sandbox(unsafeSandbox),
+			Getenv:  m.Getenv,
+			Secrets: m.secrets,
 		}
 		switch {
 		case modelFlag != "":
@@ -293,15 +311,27 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 }
 
 // openEvalModel is openModel with the scripted model's notice printed once
-// per suite rather than once per run.
-func (m *Main) openEvalModel(spec, base string, notice io.Writer) (model.Model, error) {
+// per suite rather than once per run, and the response cache's scope
+// that of the run.
+func (m *Main) openEvalModel(spec, base string, notice io.Writer, scope string) (model.Model, error) {
 	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" {
 		if base != "" && !filepath.IsAbs(arg) {
 			arg = filepath.Join(base, arg)
 		}
 		return scripted.Load(arg, scripted.Config{Notice: notice})
 	}
-	return m.openModel(spec, base)
+	mdl, err := m.openUncached(spec, base)
+	if err != nil {
+		return nil, err
+	}
+	return m.cached(mdl, scope), nil
+}
+
+// cacheScope is the response cache's scope of repeat r of a case: not the
+// label's, so that a suite run again under a new label after a change is
+// answered with what the old label's runs got.
+func cacheScope(caseName string, repeat int) string {
+	return fmt.Sprintf("eval-case:%s/r%d", caseName, repeat)
 }
 
 // recordedTaskInfo is what a stored run's row keeps of how it was

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ratchetloop/ratchet/model/cache"
 	"github.com/ratchetloop/ratchet/redact"
 )
 
@@ -54,6 +55,10 @@ type Main struct {
 	// noModelRetry opens models without transport retries (a Temporal
 	// worker's activities retry instead).
 	noModelRetry bool
+
+	// cache, when set (--cache), answers the models opened while it is
+	// open (cache.go).
+	cache *cache.Cache
 
 	// notices, when set, is where notices printed during a run go (a
 	// model's), so that they land above the live status line, not on it.

@@ -55,6 +55,8 @@ type runFlags struct {
 	temporal  string
 	namespace string
 	taskQueue string
+	// cache is --cache DIR.
+	cache string
 }
 
 func (m *Main) runUsage(fs *flag.FlagSet) func() {
@@ -161,6 +163,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
 	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars, e.g. 0.25")
 	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
+	fs.StringVar(&f.cache, "cache", "", cacheHelp)
 	fs.StringVar(&f.temporal, "temporal", "", "run on Temporal workers (ratchet worker) at this server, HOST:PORT, instead of in this process; see docs/temporal.md")
 	fs.StringVar(&f.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
 	fs.StringVar(&f.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
@@ -182,11 +185,21 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "ratchet run: --record records a run in this process; it does not go with --temporal")
 		return exitUsage
 	}
+	if f.temporal != "" && f.cache != "" {
+		fmt.Fprintln(m.Stderr, "ratchet run: --cache answers the calls made in this process; it does not go with --temporal")
+		return exitUsage
+	}
 	if len(pos) != 1 {
 		fmt.Fprintln(m.Stderr, "ratchet run: want exactly one task file")
 		fs.Usage()
 		return exitUsage
 	}
+	closeCache, err := m.openCache("ratchet run", f.cache, f.quiet)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		return exitInfra
+	}
+	defer closeCache()
 	if abs, err := filepath.Abs(pos[0]); err == nil {
 		f.taskFile = abs
 	}
@@ -482,6 +495,15 @@ func checkBudgetFlags(fs *flag.FlagSet, f runFlags) []error {
 // resolve against base (the task file's directory) when it is set. Replies
 // stream to the terminal unless $RATCHET_NO_STREAM is set.
 func (m *Main) openModel(spec, base string) (model.Model, error) {
+	mdl, err := m.openUncached(spec, base)
+	if err != nil {
+		return nil, err
+	}
+	return m.cached(mdl, ""), nil
+}
+
+// openUncached is openModel without the response cache.
+func (m *Main) openUncached(spec, base string) (model.Model, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: %s", provider.Options)
 	}
