@@ -24,11 +24,15 @@ var (
 	runnerErr  error
 )
 
+// testUID is the host uid the tests' commands run as (when root): not
+// nobody, so that no other program's process looks like one left behind.
+const testUID = 61998
+
 // sandboxRunner returns the host's isolating sandbox, or skips (fails
 // under CI) when there is none.
 func sandboxRunner(t testing.TB) sandbox.Runner {
 	t.Helper()
-	runnerOnce.Do(func() { runner, runnerErr = sandbox.New(sandbox.Config{}) })
+	runnerOnce.Do(func() { runner, runnerErr = sandbox.New(sandbox.Config{UID: testUID, GID: testUID}) })
 	if runnerErr != nil {
 		testenv.Missing(t, "an isolating sandbox: "+runnerErr.Error())
 	}
