@@ -157,8 +157,9 @@ type Mount struct {
 type Spec struct {
 	// Files are written into a fresh workspace before the run, keyed by a
 	// relative, slash-separated path. They belong to the sandbox uid; one
-	// that starts with "#!" is executable.
-	Files map[string][]byte
+	// that starts with "#!" is executable, and so is one Executable names.
+	Files      map[string][]byte
+	Executable map[string]bool
 	// Mounts are the read-only test files and fixtures.
 	Mounts []Mount
 	// Command is run with the workspace as its working directory;

@@ -228,14 +228,15 @@ func (r *runCommand) run(ctx context.Context, line string, timeout limit) (strin
 		env = withDefaults(runner.env, env)
 	}
 	out, err := r.cfg.Runner.Run(ctx, sandbox.Spec{
-		Files:   before.files,
-		Mounts:  r.cfg.Tests,
-		Command: []string{r.shell, "-c", line},
-		Env:     env,
-		Limits:  lim,
-		Keep:    true,
-		Report:  runner.report,
-		Caches:  r.caches(line, before),
+		Files:      before.files,
+		Executable: before.executable(),
+		Mounts:     r.cfg.Tests,
+		Command:    []string{r.shell, "-c", line},
+		Env:        env,
+		Limits:     lim,
+		Keep:       true,
+		Report:     runner.report,
+		Caches:     r.caches(line, before),
 	})
 	if out.Workspace != "" {
 		defer sandbox.Remove(out.Workspace)

@@ -274,3 +274,20 @@ func TestLongOutputKeepsHeadAndTail(t *testing.T) {
 		t.Errorf("output of %d bytes", len(r.Output))
 	}
 }
+
+// TestExecutableFilesRun: a file executable in the workspace is executable
+// in the sandbox, whatever it starts with, and stays as it was.
+func TestExecutableFilesRun(t *testing.T) {
+	dir := workspace(t, map[string]string{"bin/run": "echo ran\n"})
+	if err := os.Chmod(filepath.Join(dir, "bin/run"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	tl := newTool(t, command.Config{Workspace: dir})
+	r := call(t, context.Background(), tl, cmd{Command: "./bin/run"})
+	if !strings.Contains(r.Output, "exit status 0") || !strings.Contains(r.Output, "stdout:\nran") || strings.Contains(r.Output, "wrote") {
+		t.Errorf("output:\n%s", r.Output)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "bin/run")); err != nil || fi.Mode().Perm() != 0o750 {
+		t.Errorf("bin/run: %v %v, want 0750 still", fi.Mode(), err)
+	}
+}

@@ -75,6 +75,24 @@ func snapshot(root *os.Root, res *reserved, limit int64) (*state, error) {
 	return st, nil
 }
 
+// executable names the files executable on the host, which the sandbox
+// makes executable too.
+func (st *state) executable() map[string]bool {
+	out := map[string]bool{}
+	for rel, mode := range st.modes {
+		if mode&0o111 != 0 {
+			out[rel] = true
+		}
+	}
+	return out
+}
+
+// sandboxExec reports whether the sandbox made the copied file rel
+// executable: when it is on the host, or starts with "#!".
+func (st *state) sandboxExec(rel string) bool {
+	return st.modes[rel]&0o111 != 0 || strings.HasPrefix(string(st.files[rel]), "#!")
+}
+
 var errNotRegular = errors.New("not a regular file")
 
 // readRegular reads the regular file rel below root, refusing more than
@@ -195,8 +213,7 @@ func writeBack(root, sr *os.Root, rel string, mode fs.FileMode, before *state) e
 		return err
 	}
 	old, existed := before.files[rel]
-	// The sandbox made a copied file executable when it starts with "#!".
-	wasExec := existed && strings.HasPrefix(string(old), "#!")
+	wasExec := existed && before.sandboxExec(rel)
 	isExec := mode&0o111 != 0
 	if existed && wasExec == isExec && string(old) == string(data) {
 		return errUnchanged
