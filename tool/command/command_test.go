@@ -20,7 +20,7 @@ import (
 
 var (
 	runnerOnce sync.Once
-	runner     sandbox.Runner
+	sbx        sandbox.Runner
 	runnerErr  error
 )
 
@@ -32,11 +32,11 @@ const testUID = 61998
 // under CI) when there is none.
 func sandboxRunner(t testing.TB) sandbox.Runner {
 	t.Helper()
-	runnerOnce.Do(func() { runner, runnerErr = sandbox.New(sandbox.Config{UID: testUID, GID: testUID}) })
+	runnerOnce.Do(func() { sbx, runnerErr = sandbox.New(sandbox.Config{UID: testUID, GID: testUID}) })
 	if runnerErr != nil {
 		testenv.Missing(t, "an isolating sandbox: "+runnerErr.Error())
 	}
-	return runner
+	return sbx
 }
 
 // workspace makes a workspace holding files.
