@@ -159,6 +159,23 @@ func TestFileSizeLimit(t *testing.T) {
 	}
 }
 
+// TestExecutable: a file Spec.Executable names is executable whatever it
+// starts with; others only with "#!".
+func TestExecutable(t *testing.T) {
+	for _, backend := range allBackends {
+		t.Run(backend, func(t *testing.T) {
+			res := run(t, runnerFor(t, backend), Spec{
+				Files:      map[string][]byte{"bin/tool": []byte("echo tool ran\n"), "plain": []byte("echo plain ran\n"), "script": []byte("#!/bin/sh\necho script ran\n")},
+				Executable: map[string]bool{"bin/tool": true},
+				Command:    []string{"bash", "-c", "./bin/tool; ./script; ./plain"},
+			})
+			if out := string(res.Stdout); out != "tool ran\nscript ran\n" || !strings.Contains(string(res.Stderr), "Permission denied") {
+				t.Errorf("stdout %q, stderr %q", res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
+
 // TestUnsafe covers what the unsafe backend still guarantees, and that it
 // says what it is.
 func TestUnsafe(t *testing.T) {

@@ -115,7 +115,7 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 		return nil, err
 	}
 	for _, name := range files {
-		if err := w.writeFile(name, s.Files[name]); err != nil {
+		if err := w.writeFile(name, s.Files[name], s.Executable[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -137,7 +137,7 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 			if st.isDir {
 				err = w.mkdir(w.abs(m.Target), 0o755)
 			} else {
-				err = w.writeFile(m.Target, nil)
+				err = w.writeFile(m.Target, nil, false)
 			}
 			if err != nil {
 				return nil, err
@@ -258,13 +258,14 @@ func (w *workspace) mkdirAll(rel string) error {
 	return w.mkdir(p, 0o755)
 }
 
-// writeFile writes a candidate file; one starting with "#!" is executable.
-func (w *workspace) writeFile(rel string, data []byte) error {
+// writeFile writes a candidate file; one starting with "#!" is executable,
+// and so is one marked exec.
+func (w *workspace) writeFile(rel string, data []byte, exec bool) error {
 	if err := w.mkdirAll(path.Dir(rel)); err != nil {
 		return err
 	}
 	mode := os.FileMode(0o644)
-	if strings.HasPrefix(string(data), "#!") {
+	if exec || strings.HasPrefix(string(data), "#!") {
 		mode = 0o755
 	}
 	p := w.abs(rel)
