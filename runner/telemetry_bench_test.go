@@ -25,7 +25,8 @@ import (
 // off; on, with the SDK batching spans to an exporter that drops them
 // (the cost in the run's goroutine); and on, exporting them as OTLP over
 // HTTP to a local server (marshalling and sending too, on the same
-// cores). Metrics go to a manual reader. It reports the time per step and
+// cores); and on with a sampler that samples no run (spans not recorded,
+// metrics still are). Metrics go to a manual reader. It reports the time per step and
 // the spans a run makes, with a model that answers at once (the engine's
 // own cost, against which a span or two per step is large) and one that
 // takes a millisecond (still faster than any real model).
@@ -50,7 +51,7 @@ func BenchmarkStepTelemetry(b *testing.B) {
 	}
 	for _, latency := range []time.Duration{0, time.Millisecond} {
 		s := stepsScript(b, n, latency)
-		for _, mode := range []string{"off", "batch", "otlp"} {
+		for _, mode := range []string{"off", "batch", "unsampled", "otlp"} {
 			b.Run(fmt.Sprintf("latency=%v/telemetry=%s", latency, mode), func(b *testing.B) {
 				var cfg runner.Config
 				if mode != "off" {
@@ -61,7 +62,13 @@ func BenchmarkStepTelemetry(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithIDGenerator(otelobs.IDGenerator()))
+					opts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithIDGenerator(otelobs.IDGenerator())}
+					if mode == "unsampled" {
+						// What a run costs that a ratio sampler
+						// (OTEL_TRACES_SAMPLER=parentbased_traceidratio) leaves out.
+						opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
+					}
+					tp := sdktrace.NewTracerProvider(opts...)
 					mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 					defer func() {
 						_ = tp.Shutdown(context.Background())
