@@ -44,7 +44,7 @@ func BenchmarkObserveStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			f := &feed{o: o, run: "bench", at: time.Now()}
-			f.add(observe.Entry{Spec: &spec}, ev(loop.Event{Type: loop.EventStart}))
+			f.add(observe.Entry{Spec: &loop.Spec{Goal: "add", Tools: []model.ToolSpec{{Name: "add"}}}}, ev(loop.Event{Type: loop.EventStart}))
 			req := &model.Request{MaxOutputTokens: 4096, Purpose: model.PurposeStep}
 			reply := &model.Response{StopReason: "tool_use", Model: "claude-test", Usage: model.Usage{InputTokens: 100, OutputTokens: 20}}
 			calls := []loop.ToolCall{{ID: "t", Name: "add", Args: []byte(`{"a":1}`)}}
