@@ -65,7 +65,9 @@ func runSteps(tb testing.TB, s scripted.Script, task runner.Task, obs ...observe
 // BenchmarkStep measures the per-step overhead of the whole engine (core,
 // runner, tool execution, in-memory event log) with a zero-latency model and
 // a trivial tool. ns/step must stay flat as N grows: nothing copies the
-// whole history per step.
+// whole history per step. cpu-µs/step is the process's CPU time per step
+// (the collector's included), which a loaded machine inflates less than
+// the wall time.
 //
 //	go test ./runner -run '^$' -bench BenchmarkStep -count 10 | tee /tmp/step.txt; benchstat /tmp/step.txt
 func BenchmarkStep(b *testing.B) {
@@ -74,12 +76,39 @@ func BenchmarkStep(b *testing.B) {
 			s, task := stepsScript(b, n, 0), stepsTask(n)
 			b.ReportAllocs()
 			b.ResetTimer()
+			before := processCPU()
 			for b.Loop() {
 				runSteps(b, s, task, &observe.Memory{})
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/step")
+			reportCPU(b, processCPU()-before, b.N*(n+1))
 		})
 	}
+}
+
+// BenchmarkStepFloor is the part of BenchmarkStep/N=50 that no engine can
+// skip: the argument check of each of the run's 50 tool calls (argsFloor),
+// reported per step of the run (51), with nothing else.
+//
+//	go test ./runner -run '^$' -bench 'BenchmarkStep(Floor)?$' -count 6
+func BenchmarkStepFloor(b *testing.B) {
+	const n = 50
+	floor := newArgsFloor(b)
+	args := make([][]byte, n)
+	for i := range args {
+		args[i] = []byte(fmt.Sprintf(`{"a":%d,"b":1}`, i))
+	}
+	b.ReportAllocs()
+	before := processCPU()
+	for b.Loop() {
+		for _, a := range args {
+			if err := floor.check(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/step")
+	reportCPU(b, processCPU()-before, b.N*(n+1))
 }
 
 // BenchmarkConcurrent200x50 runs 200 loops of 50 steps at once; the target
@@ -90,6 +119,7 @@ func BenchmarkConcurrent200x50(b *testing.B) {
 	const loops, n = 200, 50
 	s, task := stepsScript(b, n, 0), stepsTask(n)
 	b.ReportAllocs()
+	before := processCPU()
 	for b.Loop() {
 		var wg sync.WaitGroup
 		for range loops {
@@ -98,6 +128,7 @@ func BenchmarkConcurrent200x50(b *testing.B) {
 		wg.Wait()
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/batch")
+	reportCPU(b, processCPU()-before, b.N*loops*(n+1))
 }
 
 // argsFloor does for the arguments of one call of add what the JSON
@@ -134,7 +165,8 @@ func (f argsFloor) check(args []byte) error {
 // BenchmarkConcurrentFloor is the part of BenchmarkConcurrent200x50 that
 // no engine can skip: 200 goroutines at once, each checking and decoding
 // the arguments of 50 tool calls (argsFloor), with nothing else. Read
-// BenchmarkConcurrent200x50's ms/batch against it.
+// BenchmarkConcurrent200x50's ms/batch and cpu-µs/step (per step of the
+// 200 runs of 51) against it.
 //
 //	go test ./runner -run '^$' -bench 'BenchmarkConcurrent' -count 6
 func BenchmarkConcurrentFloor(b *testing.B) {
@@ -145,6 +177,7 @@ func BenchmarkConcurrentFloor(b *testing.B) {
 		args[i] = []byte(fmt.Sprintf(`{"a":%d,"b":1}`, i))
 	}
 	b.ReportAllocs()
+	before := processCPU()
 	for b.Loop() {
 		var wg sync.WaitGroup
 		for range loops {
@@ -160,6 +193,7 @@ func BenchmarkConcurrentFloor(b *testing.B) {
 		wg.Wait()
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/batch")
+	reportCPU(b, processCPU()-before, b.N*loops*(n+1))
 }
 
 // BenchmarkWaiting10000 runs 10,000 loops of 20 steps against a model with
