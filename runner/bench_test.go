@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"sync"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
@@ -62,7 +65,9 @@ func runSteps(tb testing.TB, s scripted.Script, task runner.Task, obs ...observe
 // BenchmarkStep measures the per-step overhead of the whole engine (core,
 // runner, tool execution, in-memory event log) with a zero-latency model and
 // a trivial tool. ns/step must stay flat as N grows: nothing copies the
-// whole history per step.
+// whole history per step. cpu-µs/step is the process's CPU time per step
+// (the collector's included), which a loaded machine inflates less than
+// the wall time.
 //
 //	go test ./runner -run '^$' -bench BenchmarkStep -count 10 | tee /tmp/step.txt; benchstat /tmp/step.txt
 func BenchmarkStep(b *testing.B) {
@@ -71,12 +76,39 @@ func BenchmarkStep(b *testing.B) {
 			s, task := stepsScript(b, n, 0), stepsTask(n)
 			b.ReportAllocs()
 			b.ResetTimer()
+			before := processCPU()
 			for b.Loop() {
 				runSteps(b, s, task, &observe.Memory{})
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/step")
+			reportCPU(b, processCPU()-before, b.N*(n+1))
 		})
 	}
+}
+
+// BenchmarkStepFloor is the part of BenchmarkStep/N=50 that no engine can
+// skip: the argument check of each of the run's 50 tool calls (argsFloor),
+// reported per step of the run (51), with nothing else.
+//
+//	go test ./runner -run '^$' -bench 'BenchmarkStep(Floor)?$' -count 6
+func BenchmarkStepFloor(b *testing.B) {
+	const n = 50
+	floor := newArgsFloor(b)
+	args := make([][]byte, n)
+	for i := range args {
+		args[i] = []byte(fmt.Sprintf(`{"a":%d,"b":1}`, i))
+	}
+	b.ReportAllocs()
+	before := processCPU()
+	for b.Loop() {
+		for _, a := range args {
+			if err := floor.check(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/step")
+	reportCPU(b, processCPU()-before, b.N*(n+1))
 }
 
 // BenchmarkConcurrent200x50 runs 200 loops of 50 steps at once; the target
@@ -87,6 +119,7 @@ func BenchmarkConcurrent200x50(b *testing.B) {
 	const loops, n = 200, 50
 	s, task := stepsScript(b, n, 0), stepsTask(n)
 	b.ReportAllocs()
+	before := processCPU()
 	for b.Loop() {
 		var wg sync.WaitGroup
 		for range loops {
@@ -95,6 +128,72 @@ func BenchmarkConcurrent200x50(b *testing.B) {
 		wg.Wait()
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/batch")
+	reportCPU(b, processCPU()-before, b.N*loops*(n+1))
+}
+
+// argsFloor does for the arguments of one call of add what the JSON
+// libraries must, with no ratchet code: decode them into any, validate
+// them with jsonschema-go against add's schema (resolved once), decode
+// them into add's struct. Every tool call of a run costs at least this
+// (tool.BenchmarkArgsFloor measures it alone).
+type argsFloor struct{ rs *jsonschema.Resolved }
+
+func newArgsFloor(tb testing.TB) argsFloor {
+	var s jsonschema.Schema
+	if err := json.Unmarshal(add.Info().Schema, &s); err != nil {
+		tb.Fatal(err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return argsFloor{rs}
+}
+
+func (f argsFloor) check(args []byte) error {
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return err
+	}
+	if err := f.rs.Validate(v); err != nil {
+		return err
+	}
+	var in addIn
+	return json.Unmarshal(args, &in)
+}
+
+// BenchmarkConcurrentFloor is the part of BenchmarkConcurrent200x50 that
+// no engine can skip: 200 goroutines at once, each checking and decoding
+// the arguments of 50 tool calls (argsFloor), with nothing else. Read
+// BenchmarkConcurrent200x50's ms/batch and cpu-µs/step (per step of the
+// 200 runs of 51) against it.
+//
+//	go test ./runner -run '^$' -bench 'BenchmarkConcurrent' -count 6
+func BenchmarkConcurrentFloor(b *testing.B) {
+	const loops, n = 200, 50
+	floor := newArgsFloor(b)
+	args := make([][]byte, n)
+	for i := range args {
+		args[i] = []byte(fmt.Sprintf(`{"a":%d,"b":1}`, i))
+	}
+	b.ReportAllocs()
+	before := processCPU()
+	for b.Loop() {
+		var wg sync.WaitGroup
+		for range loops {
+			wg.Go(func() {
+				for _, a := range args {
+					if err := floor.check(a); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/batch")
+	reportCPU(b, processCPU()-before, b.N*loops*(n+1))
 }
 
 // BenchmarkWaiting10000 runs 10,000 loops of 20 steps against a model with
@@ -179,14 +278,25 @@ type floorRecord struct {
 // the given bytes of small records holding pointers, as a run's log does.
 // It is what the Go runtime on this machine manages at all, to read
 // BenchmarkWaiting10000 against: keep=0B is the scheduler and timers
-// alone, keep=1400B is about what a step of the benchmark's runs keeps.
+// alone, keep=1400B is about what a step of the benchmark's runs keeps,
+// and keep=1400B+args also checks a tool call's arguments per wait as
+// every step of those runs must (argsFloor): the floor for ratchet's loops.
 //
 //	go test ./runner -run '^$' -bench 'BenchmarkWaiting' -benchtime 1x -count 3
 func BenchmarkWaitingFloor(b *testing.B) {
 	const loops, n, latency = 10_000, 20, 50 * time.Millisecond
-	for _, keep := range []int{0, 1400} {
-		b.Run(fmt.Sprintf("keep=%dB", keep), func(b *testing.B) {
-			perStep := keep / int(unsafe.Sizeof(floorRecord{}))
+	floor := newArgsFloor(b)
+	args := []byte(`{"a":1,"b":1}`)
+	for _, v := range []struct {
+		keep int
+		args bool
+	}{{0, false}, {1400, false}, {1400, true}} {
+		name := fmt.Sprintf("keep=%dB", v.keep)
+		if v.args {
+			name += "+args"
+		}
+		b.Run(name, func(b *testing.B) {
+			perStep := v.keep / int(unsafe.Sizeof(floorRecord{}))
 			for b.Loop() {
 				before, start := processCPU(), time.Now()
 				var wg sync.WaitGroup
@@ -196,6 +306,12 @@ func BenchmarkWaitingFloor(b *testing.B) {
 						t := time.NewTimer(latency)
 						for range n {
 							<-t.C
+							if v.args {
+								if err := floor.check(args); err != nil {
+									b.Error(err)
+									return
+								}
+							}
 							for range perStep {
 								last = &floorRecord{prev: last, text: "x"}
 							}

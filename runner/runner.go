@@ -474,8 +474,12 @@ func (r *run) carryOut(ctx context.Context, c *loop.Command, inBatch bool) []loo
 	return nil
 }
 
-// checkAll runs c's checks in parallel.
+// checkAll runs c's checks in parallel; a lone check runs on the run's
+// goroutine, since starting another costs as much as a step.
 func (r *run) checkAll(ctx context.Context, c *loop.Command) []loop.Event {
+	if len(c.Checks) == 1 {
+		return []loop.Event{r.check(ctx, c, c.Checks[0])}
+	}
 	events := make([]loop.Event, len(c.Checks))
 	var wg sync.WaitGroup
 	for i, name := range c.Checks {

@@ -359,3 +359,30 @@ func TestCheckNames(t *testing.T) {
 		t.Errorf("%d verifiers by name, want 3", len(byName))
 	}
 }
+
+// TestLoneCheckHasTheRunsDeadline: a verify command's only check runs on
+// the run's goroutine, still under the command's deadline: a check that
+// waits for its context is cut off when the time budget runs out.
+func TestLoneCheckHasTheRunsDeadline(t *testing.T) {
+	stuck := verify.Func{CheckName: "stuck", Prov: verify.Execution, Fn: func(ctx context.Context, _ verify.Candidate) (verify.Verdict, error) {
+		<-ctx.Done()
+		return verify.Verdict{}, ctx.Err()
+	}}
+	task := addTask()
+	task.Checks = verify.Tiers{Cheap: []verify.Verifier{stuck}}
+	task.Budget.Time = 300 * time.Millisecond
+	m := newModel(t, scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(1)}})
+	done := make(chan loop.Result, 1)
+	go func() {
+		res, _ := runner.Run(context.Background(), task, runner.Config{Model: m})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.Status == loop.Done {
+			t.Errorf("status %s: a check that never answered passed", res.Status)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not end: the lone check is not under the run's deadline")
+	}
+}

@@ -144,3 +144,16 @@ func TestEvalRunTraces(t *testing.T) {
 		}
 	}
 }
+
+// TestTracesSampler: the SDK's own OTEL_TRACES_SAMPLER is honoured (the
+// CLI sets no sampler of its own), so a run it leaves out exports no span.
+func TestTracesSampler(t *testing.T) {
+	t.Setenv("OTEL_TRACES_SAMPLER", "parentbased_traceidratio")
+	t.Setenv("OTEL_TRACES_SAMPLER_ARG", "0")
+	c := run(t, map[string]string{"OTEL_TRACES_EXPORTER": "console"}, "run", "--json", "--db", filepath.Join(t.TempDir(), "runs.db"), quickstart)
+	c.wantCode(t, exitDone)
+	c.result(t)
+	if strings.Contains(c.stderr, `"Name":"`) {
+		t.Errorf("a run the sampler leaves out exported spans:\n%s", c.stderr)
+	}
+}

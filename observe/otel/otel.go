@@ -98,10 +98,14 @@ type Observer struct {
 	provider string
 	model    string
 	inst     instruments
-	// chatName is every chat span's name; chatStart their attributes at
-	// start, but for the call's own.
+	// chatName is every chat span's name. chatStart and toolStart are the
+	// attributes chat and execute_tool spans start with: those a sampler
+	// may use, the same for every span, made once. The rest are set only
+	// when the SDK records the span, so that a run the sampler leaves out
+	// costs little more than its metrics.
 	chatName  string
-	chatStart []attribute.KeyValue
+	chatStart trace.SpanStartOption
+	toolStart trace.SpanStartOption
 
 	mu       sync.Mutex
 	runs     map[string]*runState
@@ -132,12 +136,15 @@ type runState struct {
 	child bool
 	trace trace.TraceID // the run tree's: its top-level run's TraceID
 	tiers map[string]verify.Tier
+	// toolSpans names the execute_tool span of each tool the spec lists,
+	// made once a run.
+	toolSpans map[string]string
 	// Operations under way, by what answers them: a call_model command's
 	// ID, a tool call's ID, a verify command's ID and a check's name. Their
 	// spans are made when they end, with every attribute at once: a span
-	// is exported only when it ends anyway, and attributes set after its
-	// start cost the SDK another copy of them.
-	chats  map[string]*pendingChat
+	// is exported only when it ends anyway, and attributes added to a span
+	// that has some cost the SDK another copy of them.
+	chats  map[string]pendingChat
 	tools  map[string]pendingTool
 	checks map[checkKey]pendingCheck
 	// approval is the tool call an ask_human command asks about, until it
@@ -177,7 +184,8 @@ func New(cfg Config) (*Observer, error) {
 	o := &Observer{cfg: cfg, runs: map[string]*runState{}, reasons: map[string]attribute.KeyValue{}}
 	o.provider, o.model = splitModel(cfg.Model)
 	o.chatName = "chat " + o.model
-	o.chatStart = []attribute.KeyValue{attrOperation.String("chat"), attrProvider.String(o.provider), attrRequestModel.String(o.model)}
+	o.chatStart = trace.WithAttributes(attrOperation.String("chat"), attrProvider.String(o.provider), attrRequestModel.String(o.model))
+	o.toolStart = trace.WithAttributes(attrOperation.String("execute_tool"))
 	tp := cfg.TracerProvider
 	if tp == nil {
 		tp = noop.NewTracerProvider()
@@ -234,7 +242,7 @@ func (o *Observer) Observe(e observe.Entry) {
 // its spec when the run starts, else (a resumed run, in a new process)
 // whatever comes first, and then the span is linked to the run's first one.
 func (o *Observer) begin(e observe.Entry) *runState {
-	r := &runState{id: e.Run, chats: map[string]*pendingChat{}, tools: map[string]pendingTool{}, checks: map[checkKey]pendingCheck{}, tiers: map[string]verify.Tier{}}
+	r := &runState{id: e.Run, chats: map[string]pendingChat{}, tools: map[string]pendingTool{}, checks: map[checkKey]pendingCheck{}, tiers: map[string]verify.Tier{}}
 	// A sub-agent's ID extends its parent's ("parent/child"), and its
 	// parent is a run this observer has begun. Other IDs with a "/" (an
 	// eval's "label/case/r0") are top-level runs of their own traces.
@@ -276,6 +284,10 @@ func (o *Observer) begin(e observe.Entry) *runState {
 		for _, c := range spec.Checks {
 			r.tiers[c.Name] = c.Tier
 		}
+		r.toolSpans = make(map[string]string, len(spec.Tools))
+		for _, t := range spec.Tools {
+			r.toolSpans[t.Name] = "execute_tool " + t.Name
+		}
 		attrs = append(attrs, attribute.String("ratchet.run.mode", string(modeOf(spec))))
 		attrs = append(attrs, limitAttrs("ratchet.limit.", spec.Budget)...)
 		if o.cfg.CaptureContent {
@@ -307,7 +319,7 @@ func cutLast(s, sep string) (before, after string, found bool) {
 func (o *Observer) command(r *runState, at time.Time, c *loop.Command) {
 	switch c.Type {
 	case loop.CallModel:
-		r.chats[c.ID] = &pendingChat{start: at, cmd: c}
+		r.chats[c.ID] = pendingChat{start: at, cmd: c}
 	case loop.RunTools:
 		for i := range c.Calls {
 			r.tools[c.Calls[i].ID] = pendingTool{start: at, call: &c.Calls[i]}
@@ -341,8 +353,8 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 	case loop.EventModelReply:
 		o.reply(r, at, ev.Call, ev.Reply)
 	case loop.EventModelError:
-		c := r.chats[ev.Call]
-		if c == nil {
+		c, ok := r.chats[ev.Call]
+		if !ok {
 			return
 		}
 		delete(r.chats, ev.Call)
@@ -350,10 +362,13 @@ func (o *Observer) event(r *runState, at time.Time, ev *loop.Event) {
 		if f := ev.Error; f != nil {
 			kind, msg = f.Kind, o.redact(f.Message)
 		}
-		span := o.chatSpan(r, c, attrErrorType.String(kind))
+		span := o.chatSpan(r, &c)
+		if span.IsRecording() {
+			span.SetAttributes(append(o.requestAttrs(&c, 1), attrErrorType.String(kind))...)
+		}
 		span.SetStatus(codes.Error, msg)
 		span.End(trace.WithTimestamp(at))
-		o.chatDone(c, at, kind, nil, 0)
+		o.chatDone(&c, at, kind, nil, 0)
 	case loop.EventToolResult:
 		pt, ok := r.tools[ev.Call]
 		if !ok {
@@ -418,11 +433,23 @@ func approved(d *loop.Event) bool {
 	return t == "approve" || t == "yes"
 }
 
-// chatSpan starts the span of chat call c, with end's attributes.
-func (o *Observer) chatSpan(r *runState, c *pendingChat, end ...attribute.KeyValue) trace.Span {
+// chatSpan starts the span of chat call c. The caller sets the rest of
+// its attributes, requestAttrs first, if the span is recorded.
+func (o *Observer) chatSpan(r *runState, c *pendingChat) trace.Span {
+	_, span := o.tracer.Start(r.ctx, o.chatName, clientKind, trace.WithTimestamp(c.start), o.chatStart)
+	if span.IsRecording() {
+		for _, rt := range c.retries {
+			o.retryEvent(span, rt.at, rt.retry)
+		}
+	}
+	return span
+}
+
+// requestAttrs are chat call c's attributes but those it starts with,
+// with room for n more.
+func (o *Observer) requestAttrs(c *pendingChat, n int) []attribute.KeyValue {
 	req := c.cmd.Request
-	attrs := make([]attribute.KeyValue, 0, len(o.chatStart)+12+len(end))
-	attrs = append(attrs, o.chatStart...)
+	attrs := make([]attribute.KeyValue, 0, 6+n)
 	attrs = append(attrs,
 		attribute.String("ratchet.call.id", c.cmd.ID),
 		attribute.String("ratchet.model.purpose", string(req.Purpose)),
@@ -437,17 +464,12 @@ func (o *Observer) chatSpan(r *runState, c *pendingChat, end ...attribute.KeyVal
 			attrs = append(attrs, attrSystemInstructions.String(o.partsJSON([]part{{Type: "text", Content: req.System}})))
 		}
 	}
-	attrs = append(attrs, end...)
-	_, span := o.tracer.Start(r.ctx, o.chatName, clientKind, trace.WithTimestamp(c.start), trace.WithAttributes(attrs...))
-	for _, rt := range c.retries {
-		o.retryEvent(span, rt.at, rt.retry)
-	}
-	return span
+	return attrs
 }
 
 func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Response) {
-	c := r.chats[call]
-	if c == nil || resp == nil {
+	c, ok := r.chats[call]
+	if !ok || resp == nil {
 		return
 	}
 	delete(r.chats, call)
@@ -455,7 +477,19 @@ func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Res
 	// The conventions count cached input in gen_ai.usage.input_tokens;
 	// ratchet's InputTokens leaves it out.
 	input := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	attrs := make([]attribute.KeyValue, 0, 8)
+	span := o.chatSpan(r, &c)
+	if span.IsRecording() {
+		span.SetAttributes(o.replyAttrs(&c, resp, input)...)
+	}
+	span.End(trace.WithTimestamp(at))
+	o.chatDone(&c, at, "", resp, input)
+}
+
+// replyAttrs are the attributes of chat call c, answered by resp, but
+// those it starts with.
+func (o *Observer) replyAttrs(c *pendingChat, resp *model.Response, input int64) []attribute.KeyValue {
+	u := resp.Usage
+	attrs := o.requestAttrs(c, 8)
 	attrs = append(attrs, attrUsageInput.Int64(input), attrUsageOutput.Int64(u.OutputTokens))
 	if resp.Model != "" {
 		attrs = append(attrs, attrResponseModel.String(resp.Model))
@@ -475,16 +509,22 @@ func (o *Observer) reply(r *runState, at time.Time, call string, resp *model.Res
 	if o.cfg.CaptureContent {
 		attrs = append(attrs, attrOutputMessages.String(o.outputJSON(resp)))
 	}
-	o.chatSpan(r, c, attrs...).End(trace.WithTimestamp(at))
-	o.chatDone(c, at, "", resp, input)
+	return attrs
 }
 
 // toolSpan starts the span of tool call pt, with its outcome out when
 // there is one.
 func (o *Observer) toolSpan(r *runState, pt pendingTool, out *loop.ToolOutcome) trace.Span {
-	attrs := make([]attribute.KeyValue, 0, 8)
+	name, ok := r.toolSpans[pt.call.Name]
+	if !ok { // a tool the spec does not list, or a resumed run's
+		name = "execute_tool " + pt.call.Name
+	}
+	_, span := o.tracer.Start(r.ctx, name, internalKind, trace.WithTimestamp(pt.start), o.toolStart)
+	if !span.IsRecording() {
+		return span
+	}
+	attrs := make([]attribute.KeyValue, 0, 7)
 	attrs = append(attrs,
-		attrOperation.String("execute_tool"),
 		attrToolName.String(pt.call.Name),
 		attrToolCallID.String(pt.call.ID),
 		attrToolType.String("function"),
@@ -505,7 +545,7 @@ func (o *Observer) toolSpan(r *runState, pt pendingTool, out *loop.ToolOutcome) 
 			attrs = append(attrs, attrToolResult.String(o.redact(out.Output)))
 		}
 	}
-	_, span := o.tracer.Start(r.ctx, "execute_tool "+pt.call.Name, internalKind, trace.WithTimestamp(pt.start), trace.WithAttributes(attrs...))
+	span.SetAttributes(attrs...)
 	if kind != "" {
 		span.SetStatus(codes.Error, kind)
 	}
@@ -614,8 +654,9 @@ func (o *Observer) note(r *runState, at time.Time, n *loop.Note) {
 // retry records a transport retry on its call's span, made when the call
 // ends; on the run's span if the call is not known.
 func (o *Observer) retry(r *runState, at time.Time, rt *observe.Retry) {
-	if c := r.chats[rt.Call]; c != nil {
+	if c, ok := r.chats[rt.Call]; ok {
 		c.retries = append(c.retries, retryAt{at, rt})
+		r.chats[rt.Call] = c
 		return
 	}
 	o.retryEvent(r.span, at, rt)
@@ -710,7 +751,11 @@ func (o *Observer) Stopped(run string, at time.Time) {
 // them in this process.
 func (o *Observer) endOpen(r *runState, at time.Time) {
 	for _, c := range r.chats {
-		o.chatSpan(r, c).End(trace.WithTimestamp(at))
+		span := o.chatSpan(r, &c)
+		if span.IsRecording() {
+			span.SetAttributes(o.requestAttrs(&c, 0)...)
+		}
+		span.End(trace.WithTimestamp(at))
 	}
 	for _, pt := range r.tools {
 		o.toolSpan(r, pt, nil).End(trace.WithTimestamp(at))

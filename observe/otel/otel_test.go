@@ -701,3 +701,89 @@ func TestApprovalAcrossProcesses(t *testing.T) {
 		t.Error("the approved call has no execute_tool span")
 	}
 }
+
+// seenSampler records the attributes each span starts with, by span name,
+// and samples only the spans sample says.
+type seenSampler struct {
+	mu     sync.Mutex
+	seen   map[string]map[string]string
+	sample func(name string) bool
+}
+
+func (s *seenSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen[p.Name] = attrs(p.Attributes)
+	d := sdktrace.Drop
+	if s.sample(p.Name) {
+		d = sdktrace.RecordAndSample
+	}
+	return sdktrace.SamplingResult{Decision: d, Tracestate: trace.SpanContextFromContext(p.ParentContext).TraceState()}
+}
+
+func (*seenSampler) Description() string { return "seen" }
+
+// TestSampling: a sampler sees the conventions' sampling-relevant
+// attributes when a span starts; a span it drops is not recorded, while
+// the spans it keeps have all their attributes and the metrics are
+// recorded whatever it decides.
+func TestSampling(t *testing.T) {
+	tel := newTelemetry(t)
+	sampler := &seenSampler{seen: map[string]map[string]string{}, sample: func(name string) bool { return !strings.HasPrefix(name, "chat") }}
+	tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tel.spans), sdktrace.WithSampler(sampler))
+	t.Cleanup(func() { _ = tel.tp.Shutdown(context.Background()) })
+	f := &feed{o: tel.observer(t, otelobs.Config{Model: "anthropic:claude-test"}), run: "r"}
+	f.add(observe.Entry{Spec: &loop.Spec{Goal: "g", Tools: []model.ToolSpec{{Name: "add"}}}}, ev(loop.Event{Type: loop.EventStart}),
+		cmd(loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{MaxOutputTokens: 512}}),
+		ev(loop.Event{Type: loop.EventModelReply, Call: "m1", Reply: &model.Response{Model: "claude-test", Usage: model.Usage{InputTokens: 7, OutputTokens: 3}}}),
+		cmd(loop.Command{Type: loop.RunTools, ID: "r1", Calls: []loop.ToolCall{{ID: "t1", Name: "add", Args: []byte(`{}`)}}}),
+		ev(loop.Event{Type: loop.EventToolResult, Call: "t1", Tool: &loop.ToolOutcome{Output: "2", Outcome: "ok"}}),
+		finish(loop.Done, ""))
+	want := map[string]map[string]string{
+		"chat claude-test": {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic", "gen_ai.request.model": "claude-test"},
+		"execute_tool add": {"gen_ai.operation.name": "execute_tool"},
+	}
+	for name, kvs := range want {
+		if diff := cmp.Diff(kvs, sampler.seen[name]); diff != "" {
+			t.Errorf("the sampler saw %s start with (-want +got):\n%s", name, diff)
+		}
+	}
+	spans := tel.ended()
+	if len(spans["chat claude-test"]) != 0 {
+		t.Errorf("a dropped chat span was recorded")
+	}
+	if tl := spans["execute_tool add"]; len(tl) != 1 {
+		t.Errorf("%d execute_tool spans, want 1", len(tl))
+	} else {
+		wantAttrs(t, "execute_tool", tl[0].Attributes(), map[string]string{"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "t1", "ratchet.tool.outcome": "ok"})
+	}
+	var rm metricdata.ResourceMetrics
+	if err := tel.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			found = found || m.Name == "gen_ai.client.token.usage"
+		}
+	}
+	if !found {
+		t.Error("no gen_ai.client.token.usage for a call whose span was dropped")
+	}
+}
+
+// TestStoppedEndsOpenCalls: a model call under way when the process stops
+// driving its run ends its chat span then, with the request's attributes.
+func TestStoppedEndsOpenCalls(t *testing.T) {
+	tel := newTelemetry(t)
+	o := tel.observer(t, otelobs.Config{Model: "anthropic:claude-test"})
+	f := &feed{o: o, run: "r"}
+	f.add(observe.Entry{Spec: &spec}, ev(loop.Event{Type: loop.EventStart}),
+		cmd(loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{MaxOutputTokens: 512, Purpose: model.PurposeStep}}))
+	o.Stopped("r", f.at.Add(time.Second))
+	chats := tel.ended()["chat claude-test"]
+	if len(chats) != 1 {
+		t.Fatalf("%d chat spans", len(chats))
+	}
+	wantAttrs(t, "chat", chats[0].Attributes(), map[string]string{"gen_ai.operation.name": "chat", "ratchet.call.id": "m1", "ratchet.model.purpose": "step", "gen_ai.request.max_tokens": "512"})
+}
