@@ -23,6 +23,7 @@ import (
 	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
@@ -47,9 +48,11 @@ type runFlags struct {
 	cost          float64
 	time          time.Duration
 	// taskFile is the task file's absolute path; workspace, when set, is
-	// the workspace copy a resumed run goes on working in.
+	// the workspace copy a resumed run goes on working in, and start where
+	// that copy started (its patch is taken against it).
 	taskFile  string
 	workspace string
+	start     *patch.Start
 	// temporal (HOST:PORT), namespace and taskQueue run the task on
 	// Temporal workers instead of in this process (temporal.go).
 	temporal  string
@@ -406,6 +409,7 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		FallbackModel: m.Getenv("RATCHET_MODEL"),
 		Budget:        f.budget(),
 		Workspace:     f.workspace,
+		Start:         f.start,
 		KeepCopy:      true,
 		OpenModel:     m.openModel,
 		Sandbox:       m.sandbox(f.unsafeSandbox),
@@ -423,7 +427,7 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 	}
 	if run.Copied {
 		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", run.File.Workspace)
-		f.workspace = run.File.Workspace
+		f.workspace, f.start = run.File.Workspace, run.Start
 	}
 	if !f.quiet {
 		printMCP(m.Stderr, run.MCP)
