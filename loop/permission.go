@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 )
 
 // Action is what a Permission does to a matching tool call.
@@ -23,7 +24,8 @@ type Permission struct {
 	Tool string `json:"tool,omitempty"`
 	// Args are globs that named arguments must match, all of them. A string
 	// argument is matched on its value, any other on its JSON text; a
-	// missing argument matches nothing.
+	// missing argument matches nothing. The command argument is matched as
+	// a command line (see [CommandArg]).
 	Args   []ArgPattern `json:"args,omitempty"`
 	Action Action       `json:"action"`
 }
@@ -90,14 +92,135 @@ func (p Permission) matches(tool string, args json.RawMessage) bool {
 		}
 		val := string(raw)
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		isString := json.Unmarshal(raw, &s) == nil
+		if isString {
 			val = s
+		}
+		if isString && a.Name == CommandArg {
+			if !matchCommand(a.Pattern, val, p.Action) {
+				return false
+			}
+			continue
 		}
 		if ok, _ := path.Match(a.Pattern, val); !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// CommandArg is the argument matched as a shell command line (run_command's
+// command): its glob's * and ? also match "/" and spaces.
+const CommandArg = "command"
+
+// matchCommand matches a command-line glob against line. A deny or ask
+// rule matches when the glob matches the whole line or any one of its
+// simple commands (the parts between ;, &, |, parentheses, backquotes and
+// newlines), so that "rm *" also catches "make && rm -rf build"; an allow
+// rule matches only when the glob matches every one of them, so that
+// "go test *" does not allow "go test ./... ; curl …". The split ignores
+// quoting: it can only see more commands than the shell does, which makes
+// deny and ask rules match more often and allow rules less. Permission
+// globs are a convenience, not a boundary: the sandbox is.
+func matchCommand(pattern, line string, action Action) bool {
+	parts := strings.FieldsFunc(line, func(r rune) bool {
+		return strings.ContainsRune(";&|()`\n", r)
+	})
+	if action != Allow && globLine(pattern, strings.TrimSpace(line)) {
+		return true
+	}
+	all := len(parts) > 0
+	for _, part := range parts {
+		part = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(part), "$"))
+		if part == "" {
+			continue
+		}
+		m := globLine(pattern, part)
+		if m && action != Allow {
+			return true
+		}
+		all = all && m
+	}
+	return action == Allow && all
+}
+
+// globLine is path.Match where * and ? also match "/": * any run of
+// characters, ? one character, [...] a class, \x the character x. It
+// backtracks only to the last *, so it takes time proportional to the
+// product of the lengths at worst, whatever the pattern.
+func globLine(pattern, s string) bool {
+	px, sx := 0, 0
+	starP, starS := -1, 0
+	for sx < len(s) || px < len(pattern) {
+		if px < len(pattern) {
+			if pattern[px] == '*' {
+				starP, starS = px, sx
+				px++
+				continue
+			}
+			if sx < len(s) {
+				if pw, sw, ok := matchOne(pattern[px:], s[sx:]); ok {
+					px += pw
+					sx += sw
+					continue
+				}
+			}
+		}
+		if starP < 0 || starS >= len(s) {
+			return false
+		}
+		_, n := utf8.DecodeRuneInString(s[starS:])
+		starS += n
+		px, sx = starP+1, starS
+	}
+	return true
+}
+
+// matchOne matches the first element of pattern (not a *) against the
+// first character of s (not empty) and returns the widths of both.
+func matchOne(pattern, s string) (pw, sw int, ok bool) {
+	r, sw := utf8.DecodeRuneInString(s)
+	switch pattern[0] {
+	case '?':
+		return 1, sw, true
+	case '\\':
+		if len(pattern) < 2 {
+			return 1, sw, false
+		}
+		_, n := utf8.DecodeRuneInString(pattern[1:])
+		return 1 + n, n, strings.HasPrefix(s, pattern[1:1+n])
+	case '[':
+		end := classEnd(pattern)
+		if end < 0 {
+			return len(pattern), sw, false
+		}
+		ok, _ := path.Match(pattern[:end], string(r))
+		return end, sw, ok
+	}
+	_, n := utf8.DecodeRuneInString(pattern)
+	return n, n, strings.HasPrefix(s, pattern[:n])
+}
+
+// classEnd returns the length of the class at the start of pattern, or -1
+// when it is not closed (Validate refuses such a pattern).
+func classEnd(pattern string) int {
+	i := 1
+	if i < len(pattern) && pattern[i] == '^' {
+		i++
+	}
+	for first := true; i < len(pattern); first = false {
+		switch pattern[i] {
+		case '\\':
+			i += 2
+			continue
+		case ']':
+			if !first {
+				return i + 1
+			}
+		}
+		i++
+	}
+	return -1
 }
 
 // permissionFor returns the rule of rules deciding a call of tool with

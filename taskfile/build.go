@@ -19,7 +19,6 @@ import (
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/tool/mcp"
-	"github.com/ratchetloop/ratchet/tool/workspace"
 )
 
 // Config says how Build turns a task file into a run: what the caller
@@ -198,16 +197,11 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 			return nil, err
 		}
 	}
-	if len(f.Tools) > 0 {
-		ws, err := workspace.New(f.Workspace)
-		if err != nil {
-			return nil, fmt.Errorf("%s: workspace: %w", f.Path, err)
-		}
-		r.closers = append(r.closers, func() { ws.Close() })
-		if r.Task.Tools, err = workspace.Lookup(ws, f.Tools); err != nil {
-			return nil, fmt.Errorf("%s: tools: %w", f.Path, err)
-		}
+	tools, err := b.tools(&f)
+	if err != nil {
+		return nil, err
 	}
+	r.Task.Tools = tools
 	mdl, err := b.cfg.OpenModel(spec, base)
 	switch {
 	case err != nil && b.cfg.Model == "" && f.Model != "":

@@ -194,8 +194,9 @@ var Languages = []string{"python", "go", "json", "yaml"}
 // ExecFormats are the ways an exec check reads a command's outcome.
 var ExecFormats = []string{"pytest", "go", "node", "exit"}
 
-// ToolNames are the tools a task file can name: the workspace file tools.
-var ToolNames = []string{"list_files", "read_file", "write_file", "edit_file", "append_file"}
+// ToolNames are the tools a task file can name: the workspace tools
+// and run_command.
+var ToolNames = []string{"list_files", "read_file", "write_file", "edit_file", "append_file", "grep", "glob", "run_command"}
 
 // Load reads and parses the task file at path.
 func Load(path string) (*File, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/taskfile"
+	"github.com/ratchetloop/ratchet/tool/command"
 	"github.com/ratchetloop/ratchet/tool/workspace"
 )
 
@@ -517,7 +518,7 @@ func TestRunHelp(t *testing.T) {
 }
 
 // TestToolNames checks that the tools a task file may name are exactly the
-// workspace's tools, so that the two lists cannot drift apart.
+// workspace's tools and run_command, so that the lists cannot drift apart.
 func TestToolNames(t *testing.T) {
 	ws, err := workspace.New(t.TempDir())
 	if err != nil {
@@ -528,6 +529,7 @@ func TestToolNames(t *testing.T) {
 	for _, tl := range ws.Tools() {
 		names = append(names, tl.Info().Name)
 	}
+	names = append(names, command.Name)
 	if !slices.Equal(names, taskfile.ToolNames) {
 		t.Errorf("taskfile.ToolNames = %v, workspace tools = %v", taskfile.ToolNames, names)
 	}

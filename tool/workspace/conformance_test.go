@@ -35,6 +35,8 @@ func TestConformance(t *testing.T) {
 		workspace.WriteFile:  {Idempotent: true, Valid: args(`{"path":"b.txt","content":"new\n"}`, `{"path":"/abs","content":""}`)},
 		workspace.EditFile:   {Valid: args(`{"path":"a.txt","old_text":"two","new_text":"2"}`, `{"path":"a.txt","old_text":"absent","new_text":""}`)},
 		workspace.AppendFile: {Valid: args(`{"path":"log.txt","text":"x\n"}`)},
+		workspace.Grep:       {Idempotent: true, Valid: args(`{"pattern":"one"}`, `{"pattern":"(?i)TWO","path":".","glob":"*.txt","context":2,"max_results":5,"ignore_case":true}`, `{"pattern":"x","path":"../up"}`)},
+		workspace.Glob:       {Idempotent: true, Valid: args(`{"pattern":"*.txt"}`, `{"pattern":"**/*","path":".","max_results":1}`, `{"pattern":"x","path":"/abs"}`)},
 	}
 	tools := ws.Tools()
 	if len(tools) != len(cfgs) {

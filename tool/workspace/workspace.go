@@ -1,6 +1,7 @@
 // Package workspace provides file tools confined to one directory, for
-// agents that edit a small project: list_files, read_file, write_file and
-// edit_file.
+// agents that edit a small project: list_files, read_file, write_file,
+// edit_file, append_file, and grep and glob, which search it as git sees
+// it (what .gitignore ignores is left out).
 //
 // Confinement rests on [os.Root]: every path is resolved by the operating
 // system relative to the workspace directory, and a path that would leave it
@@ -35,6 +36,8 @@ const (
 	WriteFile  = "write_file"
 	EditFile   = "edit_file"
 	AppendFile = "append_file"
+	Grep       = "grep"
+	Glob       = "glob"
 )
 
 // ErrOutside is matched (with [errors.Is]) by the error a tool returns for a
@@ -78,6 +81,12 @@ func New(dir string) (*Workspace, error) {
 		tool.Func(EditFile, editDescription, ws.editFile),
 		// Not idempotent: each call adds its text again.
 		tool.Func(AppendFile, appendDescription, ws.appendFile),
+		tool.Func(Grep, grepDescription, ws.grep,
+			tool.Idempotent(), tool.MaxOutput(searchMaxBytes, searchMaxBytes),
+			tool.MoreHint("narrow pattern, path or glob to see them")),
+		tool.Func(Glob, globDescription, ws.glob,
+			tool.Idempotent(), tool.MaxOutput(searchMaxBytes, maxResultsCap+2),
+			tool.MoreHint("narrow the pattern or path to see them")),
 	}
 	return ws, nil
 }
@@ -85,8 +94,8 @@ func New(dir string) (*Workspace, error) {
 // Close closes the workspace directory. Tools called afterwards fail.
 func (ws *Workspace) Close() error { return ws.root.Close() }
 
-// Tools returns list_files, read_file, write_file, edit_file and
-// append_file, in that order. The caller may modify the returned slice.
+// Tools returns list_files, read_file, write_file, edit_file,
+// append_file, grep and glob, in that order. The caller may modify the returned slice.
 func (ws *Workspace) Tools() []tool.Tool { return slices.Clone(ws.tools) }
 
 // Lookup returns the workspace tools with the given names, in the given

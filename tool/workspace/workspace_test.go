@@ -160,6 +160,8 @@ func TestTools(t *testing.T) {
 		{"write_file", true, []string{"content", "path"}, []string{"path", "content"}},
 		{"edit_file", false, []string{"new_text", "old_text", "path"}, []string{"path", "old_text", "new_text"}},
 		{"append_file", false, []string{"path", "text"}, []string{"path", "text"}},
+		{"grep", true, []string{"context", "glob", "ignore_case", "max_results", "path", "pattern"}, []string{"pattern"}},
+		{"glob", true, []string{"max_results", "path", "pattern"}, []string{"pattern"}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tools (-want +got):\n%s", diff)
@@ -691,6 +693,10 @@ func TestEscapes(t *testing.T) {
 					args["content"] = "pwned"
 				case "edit_file":
 					args["old_text"], args["new_text"] = "secret", "pwned"
+				case "grep":
+					args["pattern"] = "secret"
+				case "glob":
+					args["pattern"] = "*"
 				}
 				out, err := run(t, ws, name, args)
 				want := fmt.Sprintf("path %q is outside the workspace: %s.", p.path, p.why)

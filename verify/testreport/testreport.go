@@ -327,6 +327,11 @@ func clipMark(s string, n int) string {
 
 var ansiEscape = regexp.MustCompile(`\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])`)
 
+// Sanitize makes untrusted multi-line text, such as a command's output,
+// safe to show: valid UTF-8, no terminal escape sequences, no control
+// characters but tab and newline (CRLF becomes LF).
+func Sanitize(s string) string { return sanitize(s, true) }
+
 // sanitize makes untrusted text safe to keep and show: valid UTF-8, no
 // terminal escape sequences, no control characters but tab and (when
 // multiline) newline.
