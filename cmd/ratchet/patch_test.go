@@ -1,12 +1,17 @@
 package main
 
 import (
+	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ratchetloop/ratchet/internal/testenv"
 )
 
 // TestPatchShowAndApply: an agent run on a copied workspace ends with a
@@ -100,4 +105,91 @@ func TestNoPatch(t *testing.T) {
 			t.Errorf("%v: %v", args, c)
 		}
 	}
+}
+
+// TestFixTestsExample runs examples/fix-tests end to end through the CLI,
+// offline: the scripted agent runs the Go tests with run_command, greps for
+// the two functions they blame, edits both files, reruns the tests and
+// finishes; the visible tests and the holdout test pass; the run replays;
+// and its patch, which git apply and patch -p1 accept, applies to the
+// original workspace, whose tests then pass on the host too.
+func TestFixTestsExample(t *testing.T) {
+	requireSandboxTools(t)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "go")
+	}
+	// A copy of the example, so that applying the patch leaves the
+	// repository's alone.
+	dir := filepath.Join(t.TempDir(), "fix-tests")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "examples", "fix-tests"))); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "workspace")
+	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+	log := filepath.Join(t.TempDir(), "run.jsonl")
+	c := run(t, env, "run", "--json", "--quiet", "--log", log, filepath.Join(dir, "task.yaml"))
+	c.wantCode(t, exitDone)
+	res := c.result(t)
+	if len(res.Attempts) != 1 || len(res.Best.Verdicts) != 1 || len(res.Best.Holdout) != 1 || !res.Best.Holdout[0].OK {
+		t.Fatalf("want one accepted attempt whose holdout test passed: %+v", res.Attempts)
+	}
+	if p := res.Patch; p == nil || !slices.Equal(p.Files, []string{"cart/cart.go", "money/money.go"}) {
+		t.Fatalf("patch %+v: want the two files edited", p)
+	}
+	calls := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, log)), "\n") {
+		var e struct {
+			Command *struct {
+				Type  string
+				Calls []struct{ Name string }
+			}
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Command != nil && e.Command.Type == "run_tools" {
+			for _, call := range e.Command.Calls {
+				calls[call.Name]++
+			}
+		}
+	}
+	if want := map[string]int{"run_command": 2, "grep": 1, "edit_file": 2}; !maps.Equal(calls, want) {
+		t.Errorf("tool calls %v, want %v", calls, want)
+	}
+	run(t, env, "replay", log).wantCode(t, exitDone)
+
+	c = run(t, env, "show", "last", "--patch")
+	c.wantCode(t, exitDone)
+	for _, want := range []string{"+\t\tsum += l.Cents * l.Qty\n", `+	return fmt.Sprintf("%s%d.%02d", sign, cents/100, cents%100)`} {
+		if !strings.Contains(c.stdout, want) {
+			t.Errorf("the patch lacks %q:\n%s", want, c.stdout)
+		}
+	}
+	for _, tool := range [][]string{{"git", "apply", "--check", "-p1", "-"}, {"patch", "-p1", "--dry-run", "--silent"}} {
+		if _, err := exec.LookPath(tool[0]); err != nil {
+			continue
+		}
+		cmd := exec.Command(tool[0], tool[1:]...)
+		cmd.Dir, cmd.Stdin = ws, strings.NewReader(c.stdout)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s does not accept the patch: %v\n%s", tool[0], err, out)
+		}
+	}
+	run(t, env, "apply", "last").wantCode(t, exitDone)
+	test := exec.Command(goCmd, "test", "./...")
+	test.Dir = ws
+	test.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
+	if out, err := test.CombinedOutput(); err != nil {
+		t.Errorf("go test in the patched workspace: %v\n%s", err, out)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
