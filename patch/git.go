@@ -128,12 +128,13 @@ func parseNumstat(out []byte) (files, binary []string) {
 	return files, binary
 }
 
-// gitApply applies diff to the files of dir, which need not be a git work
+// gitApply applies diff to the files of dir (flags such as --check
+// added), which need not be a git work
 // tree: a private git directory stands in for its repository, so that the
 // paths are taken from dir (not from a repository dir may lie inside) and
 // no index is touched. git apply checks every hunk before it changes
 // anything.
-func gitApply(ctx context.Context, dir, diff string) error {
+func gitApply(ctx context.Context, dir, diff string, flags ...string) error {
 	tmp, err := os.MkdirTemp("", "ratchet-apply-")
 	if err != nil {
 		return err
@@ -143,6 +144,7 @@ func gitApply(ctx context.Context, dir, diff string) error {
 	if err != nil {
 		return err
 	}
-	_, err = g.runInput(ctx, strings.NewReader(diff), dir, nil, "apply", "--whitespace=nowarn", "-p1", "-")
+	args := append([]string{"apply", "--whitespace=nowarn", "-p1"}, flags...)
+	_, err = g.runInput(ctx, strings.NewReader(diff), dir, nil, append(args, "-")...)
 	return err
 }

@@ -207,10 +207,15 @@ func Apply(ctx context.Context, p loop.Patch) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", p.Original, err)
 	}
+	_, gitErr := exec.LookPath("git")
 	if now != p.Fingerprint {
-		return fmt.Errorf("%s: %w (the patch was taken against its state then; apply it by hand with git apply or patch -p1 from 'ratchet show RUN --patch')", p.Original, ErrChanged)
+		hint := "the patch was taken against its state then; apply it by hand with git apply or patch -p1 from 'ratchet show RUN --patch'"
+		if gitErr == nil && gitApply(ctx, p.Original, p.Diff, "--reverse", "--check") == nil {
+			hint = "it looks applied already: the patch's reverse applies cleanly"
+		}
+		return fmt.Errorf("%s: %w (%s)", p.Original, ErrChanged, hint)
 	}
-	if _, err := exec.LookPath("git"); err == nil {
+	if gitErr == nil {
 		return gitApply(ctx, p.Original, p.Diff)
 	}
 	return patchApply(ctx, p.Original, p.Diff)

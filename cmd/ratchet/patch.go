@@ -67,6 +67,21 @@ func patchNotes(p *loop.Patch) []string {
 	return notes
 }
 
+// patchLine is the patch: line of 'ratchet show'.
+func patchLine(id string, p *loop.Patch) string {
+	switch {
+	case p.Problem != "":
+		return oneLine(p.Problem, 200)
+	case len(p.Files) == 0:
+		return "the run changed nothing in the workspace"
+	}
+	line := fmt.Sprintf("%d files changed in the copy of %s ('ratchet show %s --patch' prints it, 'ratchet apply %[3]s' applies it)", len(p.Files), p.Original, id)
+	if len(p.Binary) > 0 || p.Redacted {
+		line += "; it cannot be applied as it is: " + strings.Join(patchNotes(p), "; ")
+	}
+	return line
+}
+
 // applyCmd applies a run's patch to the workspace it copied.
 func (m *Main) applyCmd(ctx context.Context, args []string) int {
 	var db string
@@ -76,11 +91,11 @@ func (m *Main) applyCmd(ctx context.Context, args []string) int {
 	setUsage(fs, `Usage: ratchet apply RUN [flags]
 
 Applies the patch of an agent run on a copied workspace (copy_workspace:
-true) to the original workspace, all or nothing (with git apply, or
-patch -p1 where git is not installed). It refuses when the
-original changed since the run started (its fingerprint, taken then, no
-longer matches), and when the patch is incomplete: binary files named
-without their content, redacted secrets, or a diff too large to keep.
+true) to the original workspace, all or nothing (with git apply, or with
+patch -p1 where git is not installed). It refuses when the original
+changed since the run started (its fingerprint, taken then, no longer
+matches), and when the patch is incomplete: binary files named without
+their content, redacted secrets, or a diff too large to keep.
 'ratchet show RUN --patch' prints the patch itself.
 
 Exit codes: 0 applied, 1 refused or did not apply (nothing was changed),

@@ -85,7 +85,7 @@ checks: [{equals: "yes"}]
 	// Applied once, the original is no longer the run's start.
 	c = run(t, env, "apply", id)
 	c.wantCode(t, exitNotDone)
-	if !strings.Contains(c.stderr, "the workspace changed since the run started") {
+	if !strings.Contains(c.stderr, "the workspace changed since the run started (it looks applied already") {
 		t.Errorf("a second apply: %v", c)
 	}
 	if data, _ := os.ReadFile(filepath.Join(ws, "journal.txt")); string(data) != "start\nyes\n" {

@@ -496,6 +496,9 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 			fmt.Fprintf(w, "    %-4s %s (%s%s)%s\n", mark, v.Check, holdout, v.Provenance, detail(v.Detail))
 		}
 	}
+	if p := res.Patch; p != nil {
+		fmt.Fprintf(w, "patch:   %s\n", patchLine(row.ID, p))
+	}
 	fmt.Fprintf(w, "usage:\n")
 	for _, d := range budget.Dimensions {
 		fmt.Fprintf(w, "  %-14s %s\n", d, budget.Format(d, res.Usage.Get(d))+limitText(d, res.Limits))
