@@ -13,11 +13,9 @@ import (
 // when the caller is not root, and on the caches (host directories that
 // persist, so only their growth during the run counts). Every interval it
 // adds up what they hold and, past the limit, cancels the run, whose tree
-// the backend then kills. A fast writer can overshoot by what it writes in
-// one interval.
+// the backend then kills.
 type diskWatch struct {
 	dirs     []string
-	base     int64 // what dirs held at the start
 	limit    int64
 	exceeded atomic.Bool
 	done     chan struct{}
@@ -26,23 +24,34 @@ type diskWatch struct {
 const diskInterval = 100 * time.Millisecond
 
 // watchDisk starts watching dirs, or returns nil when there is nothing to
-// watch. cancel is called when their growth passes limit.
+// watch. cancel is called when their growth passes limit. What they hold
+// at the start is measured at the first tick, not before the command
+// starts: a walk of a large cache (a Go build cache holds thousands of
+// files) would add its time to every run, most of which end sooner. What
+// the command writes before that first walk is not counted: a fast writer
+// can overshoot by what it writes in two intervals.
 func watchDisk(ctx context.Context, cancel context.CancelFunc, dirs []string, limit int64) *diskWatch {
 	if len(dirs) == 0 {
 		return nil
 	}
 	d := &diskWatch{dirs: dirs, limit: limit, done: make(chan struct{})}
-	d.base = d.used()
 	go func() {
 		defer close(d.done)
 		t := time.NewTicker(diskInterval)
 		defer t.Stop()
+		base := int64(-1)
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if d.used()-d.base > d.limit {
+				used, ok := d.used(ctx)
+				switch {
+				case !ok:
+					return
+				case base < 0:
+					base = used
+				case used-base > d.limit:
 					d.exceeded.Store(true)
 					cancel()
 					return
@@ -63,13 +72,14 @@ func (d *diskWatch) stop() bool {
 }
 
 // used is the disk space of everything below dirs, by allocated blocks,
-// without following links; a walk stops after maxWalk entries.
-func (d *diskWatch) used() int64 {
+// without following links; a walk stops after maxWalk entries. It gives
+// up, reporting false, once ctx is done.
+func (d *diskWatch) used(ctx context.Context) (int64, bool) {
 	var total int64
 	n := 0
 	for _, dir := range d.dirs {
 		filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-			if n++; n > maxWalk {
+			if n++; n > maxWalk || ctx.Err() != nil {
 				return fs.SkipAll
 			}
 			var st syscall.Stat_t
@@ -79,5 +89,5 @@ func (d *diskWatch) used() int64 {
 			return nil
 		})
 	}
-	return total
+	return total, ctx.Err() == nil
 }

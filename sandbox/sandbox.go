@@ -108,10 +108,10 @@ type Limits struct {
 	// the mounts. As root they all live on a tmpfs of this size (writes
 	// beyond it fail with ENOSPC and Result.DiskFull is set) and the host's
 	// disk is never written. Without root, and for what Spec.Caches grow
-	// by, the usage is polled every 100ms and the tree killed past the
-	// limit (Result.DiskFull), which a fast writer can overshoot by what it
-	// writes in that time. The private /tmp is capped at Memory. Default
-	// 1 GiB.
+	// by, the usage is polled every 100ms, from the first poll on, and the
+	// tree killed past the limit (Result.DiskFull), which a fast writer can
+	// overshoot by what it writes in two polls' time. The private /tmp is
+	// capped at Memory. Default 1 GiB.
 	Disk int64
 }
 

@@ -331,7 +331,7 @@ func TestParseProblems(t *testing.T) {
 		{"keep_turns zero", ok + "context: {keep_turns: 0}\n", []want{{3, "context.keep_turns must be at least 1, got 0"}}},
 		{"plan not a bool", ok + "plan: maybe\n", []want{{3, "plan must be true or false"}}},
 		{"plan in generate mode", ok + "mode: generate\nplan: true\n", []want{{1, "plan and context.scratchpad need tools"}}},
-		{"tool_output for an unknown tool", ok + "tool_output: {grep: {max_lines: 9}}\n", []want{{3, `unknown field "grep" in tool_output`}}},
+		{"tool_output for an unknown tool", ok + "tool_output: {shell: {max_lines: 9}}\n", []want{{3, `unknown field "shell" in tool_output`}}},
 		{"tool_output cap too small", ok + "tool_output: {read_file: {max_lines: 1, max_bytes: 10}}\n", []want{{3, "tool_output.read_file.max_lines must be at least 4, got 1"}, {3, "tool_output.read_file.max_bytes must be at least 256, got 10"}}},
 		{"bad regex", "goal: g\nchecks:\n  - regex: '('\n", []want{{3, "regex check: error parsing regexp: missing closing ): `(`"}}},
 		{"check with two kinds", "goal: g\nchecks:\n  - equals: a\n    regex: b\n", []want{{4, "a check has one kind; this one has equals and regex (write two checks)"}}},
@@ -356,7 +356,7 @@ func TestParseProblems(t *testing.T) {
 		{"duplicate top-level key", "goal: g\nchecks: [{equals: a}]\ngoal: h\n", []want{{3, "task.goal is given twice"}}},
 		{"duplicate budget key", ok + "budget:\n  steps: 3\n  steps: 4\n", []want{{5, "budget.steps is given twice"}}},
 		{"duplicate check key", "goal: g\nchecks:\n  - equals: a\n    equals: b\n", []want{{4, "check.equals is given twice"}}},
-		{"unknown tool", ok + "tools: [read_file, shell]\n", []want{{3, `unknown tool "shell" (known: list_files, read_file, write_file, edit_file, append_file)`}}},
+		{"unknown tool", ok + "tools: [read_file, shell]\n", []want{{3, `unknown tool "shell" (known: list_files, read_file, write_file, edit_file, append_file, grep, glob, run_command)`}}},
 		{"tool listed twice", ok + "tools:\n  - read_file\n  - read_file\n", []want{{5, "tool read_file is listed twice"}}},
 		{"tool not a string", ok + "tools: [[read_file]]\n", []want{{3, "tools item must be a string"}}},
 		{"escalate not a bool", ok + "escalate: sometimes\n", []want{{3, "escalate must be true or false"}}},
@@ -437,7 +437,7 @@ dir/bad.yaml:10: regex check: error parsing regexp: missing closing ): ` + "`(`"
 dir/bad.yaml:12: a check has one kind; this one has equals and regex (write two checks)
 dir/bad.yaml:13: check has no kind; use one of equals, regex, contains, syntax, json_schema, length, grounding, grader, vote, exec
 dir/bad.yaml:15: tier must be cheap, expensive or holdout, got "medium"
-dir/bad.yaml:16: unknown tool "shell" (known: list_files, read_file, write_file, edit_file, append_file)
+dir/bad.yaml:16: unknown tool "shell" (known: list_files, read_file, write_file, edit_file, append_file, grep, glob, run_command)
 dir/bad.yaml:17: progress.window must be at least 2, got 1`
 	const mistakes = 12
 	ps := problems(t, err)

@@ -200,3 +200,20 @@ func TestTimeoutBoundedByBudget(t *testing.T) {
 		t.Errorf("outcome %s:\n%s", r.Outcome, r.Output)
 	}
 }
+
+// TestCarryBackBounds: a command that leaves too many files has none of
+// its changes applied, and says so.
+func TestCarryBackBounds(t *testing.T) {
+	dir := workspace(t, map[string]string{"a.txt": "a\n"})
+	tl := newTool(t, command.Config{Workspace: dir})
+	r := call(t, context.Background(), tl, cmd{Command: "echo changed > a.txt; mkdir d && cd d && seq 1 20001 | xargs touch"})
+	if !strings.Contains(r.Output, "the command left more than 20000 files in the workspace; none of its changes were carried back") {
+		t.Errorf("output:\n%s", r.Output)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "a.txt")); string(data) != "a\n" {
+		t.Errorf("a.txt = %q: a change was applied", data)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "d")); err == nil {
+		t.Error("d was created")
+	}
+}

@@ -103,13 +103,13 @@ func (r *runCommand) render(line string, lim limit, res sandbox.Result, tr testR
 	}
 	r.stream(&b, "stderr", res.Stderr, res.StderrBytes)
 	if len(ch.written) > 0 {
-		fmt.Fprintf(&b, "workspace: wrote %s\n", names(ch.written))
+		fmt.Fprintf(&b, "workspace: wrote %s\n", oneLine(r.clean(names(ch.written)), 2000))
 	}
 	if len(ch.removed) > 0 {
-		fmt.Fprintf(&b, "workspace: removed %s\n", names(ch.removed))
+		fmt.Fprintf(&b, "workspace: removed %s\n", oneLine(r.clean(names(ch.removed)), 2000))
 	}
 	if len(ch.left) > 0 {
-		fmt.Fprintf(&b, "workspace: not carried back (only regular files and directories are): %s\n", r.clean(names(ch.left)))
+		fmt.Fprintf(&b, "workspace: not carried back (only regular files and directories are): %s\n", oneLine(r.clean(names(ch.left)), 2000))
 	}
 	if cerr != nil {
 		fmt.Fprintf(&b, "workspace: some changes could not be carried back: %s\n", oneLine(r.clean(cerr.Error()), 1000))
