@@ -2,6 +2,7 @@ package patch
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,6 +132,22 @@ func FuzzQuote(f *testing.F) {
 		back, err := strconv.Unquote(q)
 		if err != nil || back != p {
 			t.Fatalf("Unquote(quote(%q)) = %q, %v", p, back, err)
+		}
+	})
+}
+
+// FuzzParseNumstat: git's numstat output names paths the agent chose;
+// whatever it holds, reading it never panics, and every binary file is
+// among the files.
+func FuzzParseNumstat(f *testing.F) {
+	f.Add([]byte("1\t0\ta\x00-\t-\tbin\x00"))
+	f.Add([]byte("\t\t\x00x"))
+	f.Fuzz(func(t *testing.T, out []byte) {
+		files, binary := parseNumstat(out)
+		for _, b := range binary {
+			if !slices.Contains(files, b) {
+				t.Fatalf("binary %q is not among the files %q", b, files)
+			}
 		}
 	})
 }

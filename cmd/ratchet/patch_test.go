@@ -112,13 +112,24 @@ func TestNoPatch(t *testing.T) {
 // the two functions they blame, edits both files, reruns the tests and
 // finishes; the visible tests and the holdout test pass; the run replays;
 // and its patch, which git apply and patch -p1 accept, applies to the
-// original workspace, whose tests then pass on the host too.
+// original workspace, whose tests then pass on the host too. With the
+// workspace a git work tree, the patch is git diff output.
 func TestFixTestsExample(t *testing.T) {
 	requireSandboxTools(t)
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		testenv.Missing(t, "go")
 	}
+	t.Run("plain", func(t *testing.T) { fixTestsExample(t, goCmd, false) })
+	t.Run("git", func(t *testing.T) {
+		if _, err := exec.LookPath("git"); err != nil {
+			testenv.Missing(t, "git")
+		}
+		fixTestsExample(t, goCmd, true)
+	})
+}
+
+func fixTestsExample(t *testing.T, goCmd string, git bool) {
 	// A copy of the example, so that applying the patch leaves the
 	// repository's alone.
 	dir := filepath.Join(t.TempDir(), "fix-tests")
@@ -126,6 +137,15 @@ func TestFixTestsExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := filepath.Join(dir, "workspace")
+	if git {
+		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "start"}} {
+			cmd := exec.Command("git", args...)
+			cmd.Dir = ws
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+	}
 	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
 	log := filepath.Join(t.TempDir(), "run.jsonl")
 	c := run(t, env, "run", "--json", "--quiet", "--log", log, filepath.Join(dir, "task.yaml"))
@@ -134,8 +154,8 @@ func TestFixTestsExample(t *testing.T) {
 	if len(res.Attempts) != 1 || len(res.Best.Verdicts) != 1 || len(res.Best.Holdout) != 1 || !res.Best.Holdout[0].OK {
 		t.Fatalf("want one accepted attempt whose holdout test passed: %+v", res.Attempts)
 	}
-	if p := res.Patch; p == nil || !slices.Equal(p.Files, []string{"cart/cart.go", "money/money.go"}) {
-		t.Fatalf("patch %+v: want the two files edited", p)
+	if p := res.Patch; p == nil || !slices.Equal(p.Files, []string{"cart/cart.go", "money/money.go"}) || p.Git != git {
+		t.Fatalf("patch %+v: want the two files edited, git %v", p, git)
 	}
 	calls := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(readFile(t, log)), "\n") {
@@ -161,6 +181,9 @@ func TestFixTestsExample(t *testing.T) {
 
 	c = run(t, env, "show", "last", "--patch")
 	c.wantCode(t, exitDone)
+	if index := regexp.MustCompile(`(?m)^index [0-9a-f]{40}\.\.[0-9a-f]{40} 100644$`); index.MatchString(c.stdout) != git {
+		t.Errorf("git %v, but the patch's index lines say otherwise:\n%s", git, c.stdout)
+	}
 	for _, want := range []string{"+\t\tsum += l.Cents * l.Qty\n", `+	return fmt.Sprintf("%s%d.%02d", sign, cents/100, cents%100)`} {
 		if !strings.Contains(c.stdout, want) {
 			t.Errorf("the patch lacks %q:\n%s", want, c.stdout)
