@@ -31,7 +31,8 @@ func storedPatch(row store.Run) (*loop.Patch, error) {
 
 // printPatch prints a run's diff on stdout, for git apply or patch -p1:
 // as it is through a pipe, escaped on a terminal (the text is the
-// agent's). What the diff cannot carry goes to stderr.
+// agent's). What the diff cannot carry goes to stderr; a run whose diff
+// could not be kept exits 1.
 func (m *Main) printPatch(row store.Run) int {
 	p, err := storedPatch(row)
 	if err != nil {
@@ -45,6 +46,9 @@ func (m *Main) printPatch(row store.Run) int {
 	io.WriteString(out, p.Diff)
 	for _, note := range patchNotes(p) {
 		fmt.Fprintf(m.Stderr, "ratchet show: %s\n", note)
+	}
+	if p.Problem != "" {
+		return exitNotDone // the diff is missing
 	}
 	return exitDone
 }
