@@ -96,7 +96,15 @@ func change(t *testing.T, dir string) map[string]string {
 	if err := os.Remove(filepath.Join(dir, "gone.txt")); err != nil {
 		t.Fatal(err)
 	}
-	return readTree(t, dir)
+	want := readTree(t, dir)
+	// Never part of a change: a nested repository's git directory, and
+	// the bytecode caches running the tests leaves.
+	writeTree(t, dir, map[string]string{
+		"vendor/lib/.git/config":           "[core]\n",
+		"pkg/__pycache__/calc.pyc":         "\x00bytecode",
+		".pytest_cache/v/cache/lastfailed": "{}",
+	})
+	return want
 }
 
 // TestTreeDiffApplies: without git the diff is made here, and git apply
