@@ -172,7 +172,7 @@ func TestPytestFailuresLead(t *testing.T) {
 			t.Errorf("the result does not lead with %q:\n%s", want, out)
 		}
 	}
-	for _, junk := range []string{".pytest_cache", "__pycache__", "wrote"} {
+	for _, junk := range []string{".pytest_cache", "__pycache__", "wrote", "generated xml file"} {
 		if strings.Contains(out, junk) {
 			t.Errorf("pytest left %q in the workspace:\n%s", junk, out)
 		}
@@ -215,5 +215,62 @@ func TestCarryBackBounds(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "d")); err == nil {
 		t.Error("d was created")
+	}
+}
+
+// TestGoAndNodeFailuresLead: go test -json and node --test results lead
+// with the failing test, as exec check feedback does.
+func TestGoAndNodeFailuresLead(t *testing.T) {
+	t.Run("go", func(t *testing.T) {
+		if _, err := exec.LookPath("go"); err != nil {
+			testenv.Missing(t, "go")
+		}
+		dir := workspace(t, map[string]string{
+			"go.mod":    "module x\n\ngo 1.21\n",
+			"x.go":      "package x\n\nfunc Add(a, b int) int { return a - b }\n",
+			"x_test.go": "package x\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 2); got != 4 {\n\t\tt.Errorf(\"Add(2, 2) = %d, want 4\", got)\n\t}\n}\n\nfunc TestOK(t *testing.T) {}\n",
+		})
+		tl := newTool(t, command.Config{Workspace: dir})
+		r := call(t, context.Background(), tl, cmd{Command: "go test -json ./...", Timeout: 300})
+		head, _, _ := strings.Cut(r.Output, "stdout")
+		for _, want := range []string{"exit status 1", "go test: 1 passed, 1 failed", "FAIL TestAdd", "Add(2, 2) = 0, want 4"} {
+			if !strings.Contains(head, want) {
+				t.Errorf("the result does not lead with %q:\n%s", want, r.Output)
+			}
+		}
+		if strings.Contains(r.Output, ".gocache") || strings.Contains(r.Output, "wrote") {
+			t.Errorf("the build cache reached the workspace:\n%s", r.Output)
+		}
+	})
+	t.Run("node", func(t *testing.T) {
+		if _, err := exec.LookPath("node"); err != nil {
+			testenv.Missing(t, "node")
+		}
+		dir := workspace(t, map[string]string{
+			"add.test.js": "const test = require('node:test');\nconst assert = require('node:assert');\ntest('adds', () => { assert.strictEqual(1 + 1, 3); });\ntest('ok', () => {});\n",
+		})
+		tl := newTool(t, command.Config{Workspace: dir})
+		r := call(t, context.Background(), tl, cmd{Command: "node --test"})
+		head, _, _ := strings.Cut(r.Output, "stdout")
+		for _, want := range []string{"exit status 1", "node --test: 1 passed, 1 failed", "FAIL adds"} {
+			if !strings.Contains(head, want) {
+				t.Errorf("the result does not lead with %q:\n%s", want, r.Output)
+			}
+		}
+	})
+}
+
+// TestLongOutputKeepsHeadAndTail: output beyond the sandbox's capture and
+// the tool's bounds shows its head and its tail.
+func TestLongOutputKeepsHeadAndTail(t *testing.T) {
+	tl := newTool(t, command.Config{Workspace: workspace(t, nil)})
+	r := call(t, context.Background(), tl, cmd{Command: "echo first; seq 1 200000; echo last"})
+	for _, want := range []string{"stdout (1288906 bytes, head and tail shown):\nfirst\n1\n", "elided", "200000\nlast"} {
+		if !strings.Contains(r.Output, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.Output)
+		}
+	}
+	if len(r.Output) > 16<<10 {
+		t.Errorf("output of %d bytes", len(r.Output))
 	}
 }

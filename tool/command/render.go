@@ -55,6 +55,9 @@ func recognise(line string) testRunner {
 	return testRunner{}
 }
 
+// junitLine is pytest's note of the report the tool asked for.
+var junitLine = regexp.MustCompile(`(?m)^-* ?generated xml file: \S*/report-[A-Z0-9]+/report ?-*\r?\n`)
+
 // render is what the model sees of a call: the outcome, the failing tests
 // when a test runner ran, the output, and what changed in the workspace.
 func (r *runCommand) render(line string, lim limit, res sandbox.Result, tr testRunner, ch changes, cerr error) string {
@@ -96,12 +99,17 @@ func (r *runCommand) render(line string, lim limit, res sandbox.Result, tr testR
 			stdoutSummarised = tr.name == "go test"
 		}
 	}
+	stdout := res.Stdout
+	if tr.name == "pytest" {
+		// The report was asked for by the tool, not the command.
+		stdout = junitLine.ReplaceAll(stdout, nil)
+	}
 	if stdoutSummarised {
 		fmt.Fprintf(&b, "stdout: %d bytes of go test -json events, summarised above\n", res.StdoutBytes)
 	} else {
-		r.stream(&b, "stdout", res.Stdout, res.StdoutBytes)
+		r.stream(&b, "stdout", stdout, res.StdoutBytes, res.TruncatedStdout)
 	}
-	r.stream(&b, "stderr", res.Stderr, res.StderrBytes)
+	r.stream(&b, "stderr", res.Stderr, res.StderrBytes, res.TruncatedStderr)
 	if len(ch.written) > 0 {
 		fmt.Fprintf(&b, "workspace: wrote %s\n", oneLine(r.clean(names(ch.written)), 2000))
 	}
@@ -122,12 +130,12 @@ func (r *runCommand) render(line string, lim limit, res sandbox.Result, tr testR
 
 // stream shows one output stream, cleaned and trimmed to its head and
 // tail.
-func (r *runCommand) stream(b *strings.Builder, name string, data []byte, total int64) {
-	if total == 0 {
+func (r *runCommand) stream(b *strings.Builder, name string, data []byte, total int64, truncated bool) {
+	if len(data) == 0 {
 		return
 	}
 	s := r.clean(string(data))
-	if total > int64(len(data)) {
+	if truncated {
 		fmt.Fprintf(b, "%s (%d bytes, head and tail shown):\n", name, total)
 	} else {
 		fmt.Fprintf(b, "%s:\n", name)

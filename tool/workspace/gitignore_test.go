@@ -158,3 +158,34 @@ func FuzzIgnore(f *testing.F) {
 		}
 	})
 }
+
+// FuzzGrepPrefilter: the whole-file pass that skips files changes nothing
+// in what grep shows.
+func FuzzGrepPrefilter(f *testing.F) {
+	f.Add(`^func`, "package a\nfunc x\n func y\n", 1)
+	f.Add(`\}$`, "a }\n}\r\nb", 0)
+	f.Add(`\}$`, "}\r\n", 0)
+	f.Add(`(?i)^$`, "\n\nx\n", 2)
+	f.Add(`a\sb`, "a\nb\na b\n", 0)
+	f.Fuzz(func(t *testing.T, expr, data string, context int) {
+		if strings.Contains(expr, `\A`) || strings.Contains(expr, `\z`) {
+			return // no prefilter then
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return
+		}
+		pre, err := regexp.Compile("(?m)" + expr)
+		if err != nil {
+			t.Fatalf("%q compiles but not with (?m): %v", expr, err)
+		}
+		context = min(max(context, 0), maxContext)
+		plain := &grepper{re: re, context: context, limit: 50}
+		fast := &grepper{re: re, file1: pre, context: context, limit: 50}
+		plain.search("f", []byte(data))
+		fast.search("f", []byte(data))
+		if plain.out.String() != fast.out.String() || plain.matches != fast.matches {
+			t.Fatalf("%q on %q: with the prefilter %q, without %q", expr, data, fast.out.String(), plain.out.String())
+		}
+	})
+}

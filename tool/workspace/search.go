@@ -149,6 +149,11 @@ func (ws *Workspace) grep(ctx context.Context, in grepArgs) (string, error) {
 		return "", err
 	}
 	g := &grepper{re: re, context: in.Context, limit: limit}
+	if !strings.Contains(expr, `\A`) && !strings.Contains(expr, `\z`) {
+		// One pass over a whole file tells most files apart; a line that
+		// matches is found by it too, as ^ and $ match at line ends.
+		g.file1, _ = regexp.Compile("(?m)" + expr)
+	}
 	err = ws.walkFiles(ctx, start, func(rel, sub string, d fs.DirEntry) error {
 		if only != nil && !only.matches(sub, false) {
 			return nil
@@ -183,7 +188,10 @@ func (ws *Workspace) start(p string) (string, error) {
 var errEnough = errors.New("enough results")
 
 type grepper struct {
-	re      *regexp.Regexp
+	re *regexp.Regexp
+	// file1, when set, is re over a whole file: one that it does not
+	// match holds no matching line.
+	file1   *regexp.Regexp
 	context int
 	limit   int
 	out     strings.Builder
@@ -195,7 +203,7 @@ type grepper struct {
 	more    bool // matches beyond the limit or the output budget
 }
 
-// file searches one file, writing its matching lines and their context.
+// file searches one file.
 func (g *grepper) file(root *os.Root, rel string) error {
 	data, ok := readText(root, rel)
 	if !ok {
@@ -203,6 +211,17 @@ func (g *grepper) file(root *os.Root, rel string) error {
 		return nil
 	}
 	g.seen++
+	return g.search(rel, data)
+}
+
+// search writes the matching lines of data, the file rel, and their
+// context.
+func (g *grepper) search(rel string, data []byte) error {
+	// Lines are matched without their "\r\n", which (?m)$ does not see
+	// as a line end: such files are read line by line only.
+	if g.file1 != nil && bytes.IndexByte(data, '\r') < 0 && !g.file1.Match(data) {
+		return nil
+	}
 	lines := strings.SplitAfter(string(data), "\n")
 	if lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]

@@ -99,3 +99,30 @@ func TestGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchStaysInside: grep and glob never follow a link, whether it
+// points outside the workspace or back into it.
+func TestSearchStaysInside(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "ws")
+	populate(t, base, map[string]string{"outside/secret.txt": "New secret\n", "ws/in.txt": "New inside\n"})
+	symlink(t, filepath.Join(base, "outside"), filepath.Join(dir, "out"))
+	symlink(t, filepath.Join(base, "outside", "secret.txt"), filepath.Join(dir, "flink.txt"))
+	symlink(t, ".", filepath.Join(dir, "loop"))
+	ws, err := workspace.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	got, err := run(t, ws, workspace.Grep, map[string]any{"pattern": "New"})
+	if want := "in.txt:1:New inside\n1 matching line in 1 file (1 file searched)"; err != nil || got != want {
+		t.Errorf("grep = %q, %v; want %q", got, err, want)
+	}
+	got, err = run(t, ws, workspace.Glob, map[string]any{"pattern": "**"})
+	if err != nil || got != "in.txt" {
+		t.Errorf("glob = %q, %v; want only in.txt", got, err)
+	}
+	if _, err := run(t, ws, workspace.Grep, map[string]any{"pattern": "New", "path": "out"}); !errors.Is(err, workspace.ErrOutside) {
+		t.Errorf("grep in a link outside: %v, want ErrOutside", err)
+	}
+}
