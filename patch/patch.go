@@ -52,7 +52,7 @@ type Start struct {
 }
 
 // Begin copies the workspace original into a new directory under the
-// temporary directory and records its start. The caller removes Dir(s)
+// temporary directory and records its start. The caller removes s.Dir()
 // when the copy is no longer wanted.
 func Begin(ctx context.Context, original string) (*Start, error) {
 	original, err := filepath.Abs(original)
@@ -102,7 +102,7 @@ func (s *Start) begin(ctx context.Context) error {
 
 // Dir is the directory Begin made, holding the copy and the start: remove
 // it to remove both.
-func Dir(s *Start) string { return filepath.Dir(s.Copy) }
+func (s *Start) Dir() string { return filepath.Dir(s.Copy) }
 
 // isGit says whether dir is the root of a git work tree that the git
 // command can diff.

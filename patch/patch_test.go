@@ -63,7 +63,7 @@ func begin(t *testing.T, original string) *Start {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(Dir(s)) })
+	t.Cleanup(func() { os.RemoveAll(s.Dir()) })
 	return s
 }
 

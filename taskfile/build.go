@@ -247,7 +247,7 @@ func (b *builder) workspace(ctx context.Context, f *File) error {
 			return fmt.Errorf("%s: copy_workspace: %w", f.Path, err)
 		}
 		if !b.cfg.KeepCopy {
-			b.run.closers = append(b.run.closers, func() { os.RemoveAll(patch.Dir(s)) })
+			b.run.closers = append(b.run.closers, func() { os.RemoveAll(s.Dir()) })
 		}
 		b.run.Start, b.run.Copied = s, true
 	default:
