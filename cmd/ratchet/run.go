@@ -357,6 +357,9 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	}
 	// Even --quiet names the run: without its ID nothing else can find it.
 	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
+	if res.Patch != nil && !f.quiet {
+		fmt.Fprintf(m.Stderr, "patch: %s\n", oneLine(patchLine(cfg.RunID, res.Patch), 400))
+	}
 	switch {
 	case runErr != nil:
 		// Infrastructure failed: the run ended failed, or its record could
