@@ -37,6 +37,7 @@ checks: [{equals: "yes"}]
   - finish: {answer: "yes", confidence: 0.9}
 `,
 	})
+	t.Setenv("TMPDIR", t.TempDir()) // where the kept copy goes
 	ws := filepath.Join(dir, "ws")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -157,6 +158,7 @@ func fixTestsExample(t *testing.T, goCmd string, git bool) {
 	if p := res.Patch; p == nil || !slices.Equal(p.Files, []string{"cart/cart.go", "money/money.go"}) || p.Git != git {
 		t.Fatalf("patch %+v: want the two files edited, git %v", p, git)
 	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(res.Patch.Copy)) }) // the kept copy and its start
 	calls := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(readFile(t, log)), "\n") {
 		var e struct {
