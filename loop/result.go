@@ -58,6 +58,37 @@ type Result struct {
 	// the answers that came. Approvals of tool calls are not counted.
 	Asked    int `json:"asked,omitempty"`
 	Answered int `json:"answered,omitempty"`
+	// Patch is what an agent run on a copied workspace changed there. The
+	// core never sees a workspace: the shell takes the patch as the run
+	// finishes and adds it here; nil for other runs.
+	Patch *Patch `json:"patch,omitempty"`
+}
+
+// Patch is the unified diff of a copied workspace against its start, and
+// what applying it to the original needs (package patch makes and applies
+// it).
+type Patch struct {
+	// Diff is the diff, a/ and b/ prefixed for patch -p1 and git apply;
+	// secrets in it are redacted (then Redacted is set).
+	Diff string `json:"diff"`
+	// Git says Diff is git diff output (the workspace is a git work tree).
+	Git bool `json:"git,omitempty"`
+	// Files are the changed paths, relative to the workspace, sorted.
+	Files []string `json:"files,omitempty"`
+	// Binary are the changed files Diff names without their content.
+	Binary []string `json:"binary,omitempty"`
+	// Redacted says the redactor changed Diff: applying it would write the
+	// redaction marks.
+	Redacted bool `json:"redacted,omitempty"`
+	// Original is the workspace that was copied, and Fingerprint its state
+	// at the start: the diff applies to the original only while it still
+	// has that fingerprint.
+	Original    string `json:"original"`
+	Fingerprint string `json:"fingerprint"`
+	// Copy is the workspace copy the run worked in, kept after the run.
+	Copy string `json:"copy,omitempty"`
+	// Problem says why Diff is missing or incomplete ("" when it is whole).
+	Problem string `json:"problem,omitempty"`
 }
 
 // Attempt is one submitted candidate and what the checks said of it.

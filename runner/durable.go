@@ -11,6 +11,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/progress"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
 )
@@ -94,6 +95,9 @@ func (r *run) finish(ctx context.Context, final *loop.Result) (loop.Result, erro
 	if res.Status == loop.Failed {
 		err = errors.New(res.Reason)
 	}
+	if r.cfg.Patch != nil {
+		res.Patch = redactPatch(r.cfg.Redactor, r.cfg.Patch(context.WithoutCancel(ctx)))
+	}
 	if r.cfg.Store == nil {
 		return res, err
 	}
@@ -111,6 +115,32 @@ func (r *run) finish(ctx context.Context, final *loop.Result) (loop.Result, erro
 		err = errors.Join(err, fmt.Errorf("store: %w", uerr))
 	}
 	return res, err
+}
+
+// redactPatch redacts p's texts. A diff with a secret in it is kept
+// redacted, like every other stored text, and marked so: applying it would
+// write the redaction marks, so 'ratchet apply' refuses it.
+func redactPatch(red *redact.Redactor, p *loop.Patch) *loop.Patch {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	q.Diff = red.String(p.Diff)
+	q.Redacted = p.Redacted || q.Diff != p.Diff
+	q.Problem = red.String(p.Problem)
+	q.Files, q.Binary = redactAll(red, p.Files), redactAll(red, p.Binary)
+	return &q
+}
+
+func redactAll(red *redact.Redactor, ss []string) []string {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = red.String(s)
+	}
+	return out
 }
 
 // abort ends the run failed because the store broke: what could not be

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/store/memory"
@@ -424,4 +426,41 @@ func TestRecordedResultIsReused(t *testing.T) {
 		return
 	}
 	t.Fatal("no kill point fell between the two results of the first turn")
+}
+
+// TestPatchIsStoredRedacted: the patch the shell takes as the run finishes
+// is on the stored Result, with the run's secrets redacted and the patch
+// marked so (applying it would write the marks).
+func TestPatchIsStoredRedacted(t *testing.T) {
+	st := memory.New()
+	secret := "sk-live-0123456789abcdef"
+	taken := 0
+	cfg := runner.Config{
+		Model: newScripted(t, journalScript()), Store: st, RunID: "patched",
+		Redactor: redact.New(secret),
+		Patch: func(context.Context) *loop.Patch {
+			taken++
+			return &loop.Patch{Diff: "+KEY=" + secret + "\n", Files: []string{".env"}, Original: "/w", Fingerprint: "sha256:x"}
+		},
+	}
+	res, err := runner.Run(context.Background(), journalTask(&sideEffects{}), cfg)
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("%v %v", res.Status, err)
+	}
+	row, err := st.Run(context.Background(), "patched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored loop.Result
+	if err := json.Unmarshal(row.Result, &stored); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*loop.Patch{res.Patch, stored.Patch} {
+		if p == nil || strings.Contains(p.Diff, secret) || !p.Redacted || !strings.HasPrefix(p.Diff, "+KEY=") {
+			t.Errorf("patch %+v: want the secret redacted and the patch marked redacted", p)
+		}
+	}
+	if taken != 1 {
+		t.Errorf("the patch was taken %d times, want once", taken)
+	}
 }

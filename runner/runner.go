@@ -139,6 +139,11 @@ type Config struct {
 	// telemetry is the observer serving TracerProvider and MeterProvider,
 	// shared with the run's sub-agents.
 	telemetry *otelobs.Observer
+	// Patch, when set, takes the patch of the run's workspace as the run
+	// finishes (however it ends), for Result.Patch: the candidate of an
+	// agent run on a copied workspace. Its texts are redacted like every
+	// other stored text (then Patch.Redacted is set).
+	Patch func(ctx context.Context) *loop.Patch
 	// Redactor knows the secrets the run holds (provider keys, MCP header
 	// values, expanded ${VAR}s): each is replaced by [redacted] in every
 	// event before the core, the observers or the store see it, in the

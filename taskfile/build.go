@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/provider"
+	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
@@ -40,6 +42,10 @@ type Config struct {
 	// the file's workspace: (a resumed run's copy); copy_workspace then
 	// makes no new copy.
 	Workspace string
+	// Start, when set, is where a resumed run's copy started (the Run.Start
+	// of the run that made it): the run works in Start.Copy and its patch
+	// is taken against Start. It overrides Workspace.
+	Start *patch.Start
 	// KeepCopy keeps the copy that copy_workspace makes after Close, so
 	// that its result can be inspected; by default Close removes it.
 	KeepCopy bool
@@ -72,15 +78,28 @@ type Run struct {
 	ModelName string
 	// Copied says File.Workspace is a copy made for copy_workspace now.
 	Copied bool
+	// Start is where the workspace copy started (Config.Start, or the copy
+	// made now); nil when the run works in a directory of its own.
+	Start *patch.Start
 	// MCP are the file's MCP servers, started, in file order.
 	MCP []*mcp.Server
 
 	closers []func()
 }
 
-// Runner returns the runner.Config fields the file decides (the model and
-// tool execution); the caller adds the run's ID, store and observers.
-func (r *Run) Runner() runner.Config { return runner.Config{Model: r.Model, Exec: r.Exec} }
+// Runner returns the runner.Config fields the file decides (the model,
+// tool execution and, for an agent run on a copied workspace, taking its
+// patch); the caller adds the run's ID, store and observers.
+func (r *Run) Runner() runner.Config {
+	cfg := runner.Config{Model: r.Model, Exec: r.Exec}
+	if s := r.Start; s != nil && r.Task.Mode != loop.ModeGenerate {
+		cfg.Patch = func(ctx context.Context) *loop.Patch {
+			p := patch.Take(ctx, *s)
+			return &p
+		}
+	}
+	return cfg
+}
 
 // Close releases what the run holds: its MCP servers, its workspace and,
 // unless Config.KeepCopy, the workspace copy. It is safe to call twice.
@@ -112,6 +131,9 @@ func Build(ctx context.Context, f *File, cfg Config) (*Run, error) {
 type builder struct {
 	cfg Config
 	run *Run
+	// original and testRoot are Env's: where the workspace was copied
+	// from and its tests are read from.
+	original, testRoot string
 }
 
 func (b *builder) defaults() {
@@ -139,7 +161,10 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 	f := *file
 	r := b.run
 	r.File = &f
-	if err := b.workspace(&f); err != nil {
+	if err := b.workspace(ctx, &f); err != nil {
+		return nil, err
+	}
+	if err := b.snapshotTests(&f); err != nil {
 		return nil, err
 	}
 	spec, base := b.modelSpec(&f)
@@ -209,24 +234,72 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 
 // workspace settles the directory the run works in. The copy comes first:
 // exec checks and MCP servers read the workspace the tools edit.
-func (b *builder) workspace(f *File) error {
+func (b *builder) workspace(ctx context.Context, f *File) error {
 	switch {
+	case b.cfg.Start != nil:
+		b.run.Start = b.cfg.Start
 	case b.cfg.Workspace != "":
 		f.Workspace = b.cfg.Workspace
+		return nil
 	case f.CopyWorkspace:
-		dir, err := os.MkdirTemp("", "ratchet-workspace-")
+		s, err := patch.Begin(ctx, f.Workspace)
 		if err != nil {
 			return fmt.Errorf("%s: copy_workspace: %w", f.Path, err)
 		}
 		if !b.cfg.KeepCopy {
-			b.run.closers = append(b.run.closers, func() { os.RemoveAll(dir) })
+			b.run.closers = append(b.run.closers, func() { os.RemoveAll(s.Dir()) })
 		}
-		if err := os.CopyFS(dir, os.DirFS(f.Workspace)); err != nil {
-			return fmt.Errorf("%s: copy_workspace: %w", f.Path, err)
-		}
-		f.Workspace, b.run.Copied = dir, true
+		b.run.Start, b.run.Copied = s, true
+	default:
+		return nil
 	}
+	// The tests inside the workspace are mounted from the original, which
+	// the agent cannot reach.
+	b.original, f.Workspace = b.run.Start.Original, b.run.Start.Copy
 	return nil
+}
+
+// snapshotTests copies the exec checks' tests inside a workspace the agent
+// edits in place to a directory of their own, read from there: an agent
+// that edits them changes its own copy, never what the checks run.
+func (b *builder) snapshotTests(f *File) error {
+	if b.original != "" || f.Mode == "generate" {
+		return nil
+	}
+	tests := f.workspaceTests()
+	if len(tests) == 0 {
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "ratchet-tests-")
+	if err != nil {
+		return err
+	}
+	b.run.closers = append(b.run.closers, func() { os.RemoveAll(dir) })
+	for _, rel := range tests {
+		src, dst := filepath.Join(f.Workspace, rel), filepath.Join(dir, rel)
+		info, err := os.Stat(src)
+		if err != nil {
+			return fmt.Errorf("%s: exec.tests: %w", f.Path, err)
+		}
+		if info.IsDir() {
+			err = os.CopyFS(dst, os.DirFS(src))
+		} else if err = os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
+			err = copyFile(src, dst)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: exec.tests: %w", f.Path, err)
+		}
+	}
+	b.testRoot = dir
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o644)
 }
 
 // modelSpec is the model string and the directory its paths resolve
@@ -244,7 +317,8 @@ func (b *builder) modelSpec(f *File) (spec, base string) {
 // checks builds the task's and the sub-agents' checks, reporting the
 // problems of both at once.
 func (b *builder) checks(f *File, generator string) error {
-	env := Env{OpenModel: b.cfg.OpenModel, Generator: generator, Sandbox: b.cfg.Sandbox, Getenv: b.cfg.Getenv, Secrets: b.cfg.Secrets}
+	env := Env{OpenModel: b.cfg.OpenModel, Generator: generator, Sandbox: b.cfg.Sandbox, Getenv: b.cfg.Getenv, Secrets: b.cfg.Secrets,
+		original: b.original, testRoot: b.testRoot}
 	var problems Problems
 	collect := func(err error) error {
 		var ps Problems

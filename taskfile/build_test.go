@@ -3,6 +3,7 @@ package taskfile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +12,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/tool"
+	"github.com/ratchetloop/ratchet/verify"
 )
 
 // opened records which model strings a build opened, and from where.
@@ -147,7 +150,7 @@ func TestBuildCopyWorkspace(t *testing.T) {
 		if _, err := os.Stat(ws); os.IsNotExist(err) == keep {
 			t.Errorf("KeepCopy %v: after Close the copy's stat says %v", keep, err)
 		}
-		os.RemoveAll(ws)
+		os.RemoveAll(filepath.Dir(ws)) // the copy and its start
 	}
 	// A given workspace (a resumed run's) is used as it is.
 	other := t.TempDir()
@@ -158,5 +161,72 @@ func TestBuildCopyWorkspace(t *testing.T) {
 	defer run.Close()
 	if run.Copied || run.File.Workspace != other {
 		t.Errorf("Workspace %s: copied %v into %s", other, run.Copied, run.File.Workspace)
+	}
+}
+
+// TestExecChecksRunTheOriginalTests: in agent mode an exec check runs the
+// whole workspace the agent edited, with the tests inside it mounted from
+// outside: an agent that edits its copy of a test (on a copied workspace)
+// or the test itself (in place) does not change what the check runs.
+func TestExecChecksRunTheOriginalTests(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		testenv.Missing(t, "/usr/bin/python3 with pytest")
+	}
+	r, err := sandbox.New(sandbox.Config{})
+	if err != nil {
+		testenv.Missing(t, "a sandbox: "+err.Error())
+	}
+	for _, copied := range []bool{true, false} {
+		t.Run(map[bool]string{true: "copy", false: "in place"}[copied], func(t *testing.T) {
+			dir := t.TempDir()
+			ws := filepath.Join(dir, "project")
+			for name, data := range map[string]string{
+				"calc/__init__.py":  "",
+				"calc/ops.py":       "def add(a, b):\n    return a - b\n",
+				"tests/test_ops.py": "from calc.ops import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+			} {
+				p := filepath.Join(ws, name)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := writeTask(t, dir, "task.yaml", fmt.Sprintf(`goal: g
+workspace: project
+copy_workspace: %v
+tools: [edit_file]
+checks:
+  - exec: {command: [python3, -m, pytest, -q, -p, "no:cacheprovider", tests], format: pytest, tests: [project/tests/test_ops.py]}
+`, copied))
+			tf, err := taskfile.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []opened
+			run, err := taskfile.Build(context.Background(), tf, taskfile.Config{OpenModel: opener(&got), Sandbox: func() (sandbox.Runner, error) { return r, nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer run.Close()
+			check := run.Task.Checks.Cheap[0]
+			edit := func(name, data string) {
+				if err := os.WriteFile(filepath.Join(run.File.Workspace, name), []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The agent "passes" by editing the test.
+			edit("tests/test_ops.py", "def test_add():\n    assert True\n")
+			v, err := check.Check(context.Background(), verify.Candidate{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.OK || !strings.Contains(v.Detail, "test_add") {
+				t.Fatalf("an edited test passed the check: %+v", v)
+			}
+			edit("calc/ops.py", "def add(a, b):\n    return a + b\n")
+			if v, err := check.Check(context.Background(), verify.Candidate{}); err != nil || !v.OK {
+				t.Fatalf("the fix failed the check: %+v %v", v, err)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@
 package taskfile
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -840,6 +841,13 @@ type Env struct {
 	// the environment and every MCP header value, so that none of them is
 	// ever printed or stored.
 	Secrets *redact.Redactor
+
+	// original is the workspace as the file names it when Build has made
+	// File.Workspace a copy of it ("" means File.Workspace); testRoot is
+	// where the exec checks' tests inside it are read from ("" means
+	// original): the original, or a snapshot of the tests of a workspace
+	// the agent edits in place.
+	original, testRoot string
 }
 
 // Verifiers builds the file's checks. Errors name the check's line. A file
@@ -946,11 +954,11 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 		cfg := execcheck.Config{Name: "exec", Runner: runner, Command: c.Exec.Command, Format: c.Exec.Format,
 			Limits: sandbox.Limits{Wall: c.Exec.Timeout}}
 		for _, path := range c.Exec.Tests {
-			rel, err := filepath.Rel(f.Dir, path)
-			if err != nil || strings.HasPrefix(rel, "..") {
-				return nil, fmt.Errorf("exec.tests: %s is outside the task file's directory", path)
+			m, err := f.testMount(path, env)
+			if err != nil {
+				return nil, err
 			}
-			cfg.Tests = append(cfg.Tests, sandbox.Mount{Source: path, Target: filepath.ToSlash(rel)})
+			cfg.Tests = append(cfg.Tests, m)
 		}
 		if f.Mode == "generate" {
 			if f.Artifact == "" {
@@ -963,6 +971,46 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 		return execcheck.New(cfg)
 	}
 	return nil, fmt.Errorf("unknown check kind %q", c.Kind)
+}
+
+// testMount is how an exec check's test path is mounted. In agent mode a
+// test inside the workspace is mounted where it is in the workspace, read
+// from outside the directory the agent edits (the original of a copy, or
+// the snapshot Build took); any other test is mounted at its path relative
+// to the task file's directory.
+func (f *File) testMount(path string, env Env) (sandbox.Mount, error) {
+	if f.Mode != "generate" {
+		ws := cmp.Or(env.original, f.Workspace)
+		if rel, err := filepath.Rel(ws, path); err == nil && filepath.IsLocal(rel) {
+			return sandbox.Mount{Source: filepath.Join(cmp.Or(env.testRoot, ws), rel), Target: filepath.ToSlash(rel)}, nil
+		}
+	}
+	rel, err := filepath.Rel(f.Dir, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return sandbox.Mount{}, fmt.Errorf("exec.tests: %s is outside the task file's directory", path)
+	}
+	return sandbox.Mount{Source: path, Target: filepath.ToSlash(rel)}, nil
+}
+
+// workspaceTests are the exec checks' test paths inside the workspace, of
+// the task's checks and the sub-agents'.
+func (f *File) workspaceTests() []string {
+	checks := f.Checks
+	if f.Subagents != nil {
+		checks = append(slices.Clip(checks), f.Subagents.Checks...)
+	}
+	var out []string
+	for _, c := range checks {
+		if c.Exec == nil {
+			continue
+		}
+		for _, path := range c.Exec.Tests {
+			if rel, err := filepath.Rel(f.Workspace, path); err == nil && filepath.IsLocal(rel) {
+				out = append(out, rel)
+			}
+		}
+	}
+	return out
 }
 
 // ParseLimits reads a budget mapping (the keys of a task file's budget:)

@@ -2,9 +2,7 @@ package taskfile
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/tool"
@@ -35,7 +33,7 @@ func (b *builder) tools(f *File) ([]tool.Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: tools: %s: %w", f.Path, command.Name, err)
 		}
-		if run, err = command.New(command.Config{Runner: runner, Workspace: f.Workspace, Tests: testMounts(f), Secrets: b.cfg.Secrets}); err != nil {
+		if run, err = command.New(command.Config{Runner: runner, Workspace: f.Workspace, Tests: b.testMounts(f), Secrets: b.cfg.Secrets}); err != nil {
 			return nil, fmt.Errorf("%s: tools: %w", f.Path, err)
 		}
 	}
@@ -52,9 +50,10 @@ func (b *builder) tools(f *File) ([]tool.Tool, error) {
 }
 
 // testMounts are the tests of the task's gate exec checks, mounted
-// read-only where the checks mount them; a holdout check's tests are never
-// shown to the agent.
-func testMounts(f *File) []sandbox.Mount {
+// read-only where the checks mount them (File.testMount); a holdout
+// check's tests are never shown to the agent.
+func (b *builder) testMounts(f *File) []sandbox.Mount {
+	env := Env{original: b.original, testRoot: b.testRoot}
 	var out []sandbox.Mount
 	seen := map[string]bool{}
 	for _, c := range f.Checks {
@@ -62,14 +61,13 @@ func testMounts(f *File) []sandbox.Mount {
 			continue
 		}
 		for _, p := range c.Exec.Tests {
-			rel, err := filepath.Rel(f.Dir, p)
-			if err != nil || strings.HasPrefix(rel, "..") {
+			m, err := f.testMount(p, env)
+			if err != nil {
 				continue // refused by the check itself
 			}
-			target := filepath.ToSlash(rel)
-			if !seen[target] {
-				seen[target] = true
-				out = append(out, sandbox.Mount{Source: p, Target: target})
+			if !seen[m.Target] {
+				seen[m.Target] = true
+				out = append(out, m)
 			}
 		}
 	}

@@ -82,6 +82,8 @@ Usage:
   ratchet run TASK.yaml [flags]   run a task file; see 'ratchet run -h'
   ratchet ls [flags]              list runs: status, goal, steps, cost, age (--since 1h)
   ratchet show RUN [--events]     a run's Result, attempts, verdicts and usage (or its log)
+  ratchet show RUN --patch        an agent run's patch: its workspace copy's diff from the start
+  ratchet apply RUN               apply that patch to the original workspace, if it is unchanged
   ratchet rm RUN...               delete runs and their logs (never a running one)
   ratchet gc --older-than 30d     delete finished runs not updated for that long
   ratchet resume RUN              carry on a run whose process stopped (crash, Ctrl-C)
@@ -126,6 +128,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.lsCmd(ctx, args[1:])
 	case "show":
 		return m.showCmd(ctx, args[1:])
+	case "apply":
+		return m.applyCmd(ctx, args[1:])
 	case "resume", "answer", "approve", "deny":
 		return m.resumeCmd(ctx, args[0], args[1:])
 	case "rm":

@@ -23,6 +23,7 @@ import (
 	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
@@ -47,9 +48,11 @@ type runFlags struct {
 	cost          float64
 	time          time.Duration
 	// taskFile is the task file's absolute path; workspace, when set, is
-	// the workspace copy a resumed run goes on working in.
+	// the workspace copy a resumed run goes on working in, and start where
+	// that copy started (its patch is taken against it).
 	taskFile  string
 	workspace string
+	start     *patch.Start
 	// temporal (HOST:PORT), namespace and taskQueue run the task on
 	// Temporal workers instead of in this process (temporal.go).
 	temporal  string
@@ -367,6 +370,9 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	}
 	// Even --quiet names the run: without its ID nothing else can find it.
 	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
+	if res.Patch != nil && !f.quiet {
+		fmt.Fprintf(m.Stderr, "patch: %s\n", oneLine(patchLine(cfg.RunID, res.Patch), 400))
+	}
 	switch {
 	case runErr != nil:
 		// Infrastructure failed: the run ended failed, or its record could
@@ -419,6 +425,7 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		FallbackModel: m.Getenv("RATCHET_MODEL"),
 		Budget:        f.budget(),
 		Workspace:     f.workspace,
+		Start:         f.start,
 		KeepCopy:      true,
 		OpenModel:     m.openModel,
 		Sandbox:       m.sandbox(f.unsafeSandbox),
@@ -436,7 +443,7 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 	}
 	if run.Copied {
 		fmt.Fprintf(m.Stderr, "ratchet: working on a copy of the workspace: %s\n", run.File.Workspace)
-		f.workspace = run.File.Workspace
+		f.workspace, f.start = run.File.Workspace, run.Start
 	}
 	if !f.quiet {
 		printMCP(m.Stderr, run.MCP)

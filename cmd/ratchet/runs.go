@@ -17,6 +17,7 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/store/postgres"
@@ -114,8 +115,10 @@ func isPostgresDSN(s string) bool {
 
 // taskInfo is what a run's row keeps to rebuild its task on resume.
 type taskInfo struct {
-	TaskFile      string        `json:"task_file"`
-	Workspace     string        `json:"workspace,omitempty"`
+	TaskFile  string `json:"task_file"`
+	Workspace string `json:"workspace,omitempty"`
+	// Start is where the workspace copy started, for the run's patch.
+	Start         *patch.Start  `json:"start,omitempty"`
 	Model         string        `json:"model,omitempty"`
 	UnsafeSandbox bool          `json:"unsafe_sandbox,omitempty"`
 	Steps         int           `json:"steps,omitempty"`
@@ -133,7 +136,7 @@ type taskInfo struct {
 
 func (f runFlags) info() taskInfo {
 	return taskInfo{
-		TaskFile: f.taskFile, Workspace: f.workspace, Model: f.model, UnsafeSandbox: f.unsafeSandbox,
+		TaskFile: f.taskFile, Workspace: f.workspace, Start: f.start, Model: f.model, UnsafeSandbox: f.unsafeSandbox,
 		Steps: f.steps, ModelCalls: f.modelCalls, ToolCalls: f.toolCalls, Tokens: f.tokens, Cost: f.cost, Time: f.time,
 		Temporal: f.temporal, Namespace: f.namespace, TaskQueue: f.taskQueue,
 	}
@@ -141,7 +144,7 @@ func (f runFlags) info() taskInfo {
 
 func (i taskInfo) flags() runFlags {
 	return runFlags{
-		taskFile: i.TaskFile, workspace: i.Workspace, model: i.Model, unsafeSandbox: i.UnsafeSandbox,
+		taskFile: i.TaskFile, workspace: i.Workspace, start: i.Start, model: i.Model, unsafeSandbox: i.UnsafeSandbox,
 		steps: i.Steps, modelCalls: i.ModelCalls, toolCalls: i.ToolCalls, tokens: i.Tokens, cost: i.Cost, time: i.Time,
 	}
 }
@@ -376,14 +379,15 @@ func (m *Main) printJSON(name string, v any) int {
 // showCmd prints one run: its Result, attempts, verdicts and usage.
 func (m *Main) showCmd(ctx context.Context, args []string) int {
 	var (
-		db             string
-		events, asJSON bool
+		db                        string
+		events, asJSON, showPatch bool
 	)
 	fs := flag.NewFlagSet("ratchet show", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
 	fs.BoolVar(&events, "events", false, "print the run's event log (JSONL, docs/events.md) instead")
 	fs.BoolVar(&asJSON, "json", false, "print the Result as JSON")
+	fs.BoolVar(&showPatch, "patch", false, "print the run's patch instead: the unified diff of its workspace copy against the start, for git apply or patch -p1 (ratchet apply RUN applies it)")
 	setUsage(fs, "Usage: ratchet show RUN [flags]\n\nPrints a run's Result, attempts, verdicts and usage.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
@@ -403,6 +407,9 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
 		return runErrCode(err)
+	}
+	if showPatch {
+		return m.printPatch(row)
 	}
 	if events {
 		entries, err := s.Entries(ctx, row.ID, 0)
@@ -474,6 +481,9 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 			}
 			fmt.Fprintf(w, "    %-4s %s (%s%s)%s\n", mark, v.Check, holdout, v.Provenance, detail(v.Detail))
 		}
+	}
+	if p := res.Patch; p != nil {
+		fmt.Fprintf(w, "patch:   %s\n", patchLine(row.ID, p))
 	}
 	fmt.Fprintf(w, "usage:\n")
 	for _, d := range budget.Dimensions {

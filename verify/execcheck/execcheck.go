@@ -62,7 +62,9 @@ type Config struct {
 	// mode). Empty means the answer is not written.
 	Artifact string
 	// Workspace is a host directory copied into the sandbox (agent mode:
-	// the files the agent edited); Copy limits it to these relative paths.
+	// the whole workspace the agent edited); Copy limits it to these
+	// relative paths. Its files at or below a test's Target are left out:
+	// the test mounted there is the one that runs.
 	Workspace string
 	Copy      []string
 	// Env adds variables to the sandbox's scrubbed environment.
@@ -175,6 +177,13 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		if err := copyTree(c.cfg.Workspace, c.cfg.Copy, files); err != nil {
 			return verify.Verdict{}, fmt.Errorf("exec check %s: reading the workspace: %w", c.cfg.Name, err)
 		}
+		// The tests are mounted from outside the workspace: the agent's
+		// own copy of them, edited or not, is not what runs.
+		maps.DeleteFunc(files, func(name string, _ []byte) bool {
+			return slices.ContainsFunc(c.cfg.Tests, func(m sandbox.Mount) bool {
+				return name == m.Target || strings.HasPrefix(name, m.Target+"/")
+			})
+		})
 	}
 	if c.cfg.Artifact != "" {
 		files[c.cfg.Artifact] = []byte(cand.Answer)

@@ -1,0 +1,3 @@
+module invoice
+
+go 1.26
