@@ -24,9 +24,9 @@ type ForkOptions struct {
 	// after, which must be a step's model call (ForkPoints lists them).
 	From string
 	At   int64
-	// Model, when set, makes the fork's model calls instead of
-	// Config.Model, from its first call. Without it Config.Model carries
-	// on where the parent's calls ended (a Seeker is told how many there
+	// Model, when set, makes the fork's model calls from its first one
+	// (Config.Model may then be nil). Without it Config.Model carries on
+	// where the parent's calls ended (a Seeker is told how many there
 	// were, as on Resume).
 	Model model.Model
 	// Budget, when set, is the fork's budget instead of the run's; it is

@@ -90,7 +90,7 @@ func TestFork(t *testing.T) {
 		t.Fatalf("fork points = %+v; want one per step, 5", points)
 	}
 	other := &requests{Model: playing(t, scripted.Turn{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}})}
-	res, err := runner.Fork(ctx, journalTask(fx), runner.Config{Store: db, RunID: "child", Model: playing(t)},
+	res, err := runner.Fork(ctx, journalTask(fx), runner.Config{Store: db, RunID: "child"},
 		runner.ForkOptions{From: "parent", At: points[2].Seq, Model: other, Message: "Answer 5 now."})
 	if err != nil || res.Status != loop.Done {
 		t.Fatalf("fork: %s %v (%s)", res.Status, err, res.Reason)

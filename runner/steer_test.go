@@ -177,4 +177,3 @@ func sqliteStore(t *testing.T) store.Store {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
-
