@@ -12,6 +12,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/temporal"
 )
 
 const forkHelp = `Usage: ratchet fork RUN --at SEQ [flags]
@@ -201,8 +202,20 @@ func (m *Main) sayCmd(ctx context.Context, args []string) int {
 	return exitDone
 }
 
-// sayTemporal would send the message to the run's workflow.
-func (m *Main) sayTemporal(_ context.Context, row store.Run, _ string) int {
-	fmt.Fprintf(m.Stderr, "ratchet say: run %s runs on Temporal workers; ratchet say reaches runs carried out by a local process only\n", row.ID)
-	return exitUsage
+// sayTemporal sends the message to the run's workflow by Update.
+func (m *Main) sayTemporal(ctx context.Context, row store.Run, text string) int {
+	var info taskInfo
+	_ = json.Unmarshal(row.Task, &info) // onTemporal read it
+	c, err := dialTemporal(ctx, info.Temporal, info.Namespace, m.Stderr)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet say: %v\n", err)
+		return exitInfra
+	}
+	defer c.Close()
+	if err := temporal.SendSay(ctx, c, row.ID, text); err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet say: run %s: %v\n", row.ID, err)
+		return exitUsage
+	}
+	fmt.Fprintf(m.Stderr, "ratchet say: queued for run %s (on Temporal)\n", row.ID)
+	return exitDone
 }
