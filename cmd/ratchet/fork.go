@@ -12,6 +12,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/temporal"
 )
 
@@ -92,13 +93,29 @@ func (m *Main) forkCmd(ctx context.Context, args []string) int {
 // fork builds RUN's task again (with the fork's model, if any) and forks
 // it; the budget flags of f, when set, override the task's budget.
 func (m *Main) fork(ctx context.Context, db store.Store, row store.Run, f runFlags, opts runner.ForkOptions, budgetSet bool) int {
-	var info taskInfo
-	if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
-		fmt.Fprintf(m.Stderr, "ratchet fork: run %s was not started by 'ratchet run' (it keeps no task file to fork from)\n", row.ID)
+	built, cfg, rf, err := m.forkRun(ctx, db, row, f, &opts, budgetSet)
+	if err != nil {
+		m.reportProblems("ratchet fork", err, f.json)
 		return exitUsage
 	}
-	// The fork's spec is the parent's (its task file and flags); its own
-	// budget and model ride on the fork.
+	defer built.Close()
+	cfg.RunID = "run-" + time.Now().UTC().Format("20060102-150405.000000")
+	fmt.Fprintf(m.Stderr, "ratchet fork: run %s forks %s after entry %d\n", cfg.RunID, row.ID, opts.At)
+	return m.carryOn("ratchet fork", built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
+		return runner.Fork(ctx, built.Task, cfg, opts)
+	})
+}
+
+// forkRun builds what forking row needs: its task from the task file and
+// flags its row keeps (the fork's spec is the parent's), the fork's model
+// from f.model if set (in opts.Model), and the fork's budget from f's
+// budget flags if budgetSet (in opts.Budget). ratchet fork and ratchet
+// ui's "fork from here" both fork through it and runner.Fork.
+func (m *Main) forkRun(ctx context.Context, db store.Store, row store.Run, f runFlags, opts *runner.ForkOptions, budgetSet bool) (*taskfile.Run, runner.Config, runFlags, error) {
+	var info taskInfo
+	if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
+		return nil, runner.Config{}, f, fmt.Errorf("run %s was not started by 'ratchet run' (it keeps no task file to fork from)", row.ID)
+	}
 	rf := info.flags()
 	rf.workspace = "" // a fresh copy: the parent's stays as it is
 	rf.json, rf.quiet, rf.noWait, rf.db = f.json, f.quiet, f.noWait, f.db
@@ -107,10 +124,8 @@ func (m *Main) fork(ctx context.Context, db store.Store, row store.Run, f runFla
 	}
 	built, err := m.build(ctx, info.TaskFile, &rf)
 	if err != nil {
-		m.reportProblems("ratchet fork", err, f.json)
-		return exitUsage
+		return nil, runner.Config{}, rf, err
 	}
-	defer built.Close()
 	if budgetSet {
 		limits := built.Task.Budget
 		over := f.budget()
@@ -128,17 +143,12 @@ func (m *Main) fork(ctx context.Context, db store.Store, row store.Run, f runFla
 	child := info
 	child.Model, child.Workspace = rf.model, rf.workspace
 	child.Temporal, child.Namespace, child.TaskQueue = "", "", ""
-	taskInfo, err := json.Marshal(child)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet fork: %v\n", err)
-		return exitInfra
+	if cfg.TaskInfo, err = json.Marshal(child); err != nil {
+		built.Close()
+		return nil, runner.Config{}, rf, err
 	}
-	cfg.RunID = "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	cfg.Store, cfg.TaskInfo = db, taskInfo
-	fmt.Fprintf(m.Stderr, "ratchet fork: run %s forks %s after entry %d\n", cfg.RunID, row.ID, opts.At)
-	return m.carryOn("ratchet fork", built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
-		return runner.Fork(ctx, built.Task, cfg, opts)
-	})
+	cfg.Store = db
+	return built, cfg, rf, nil
 }
 
 // listForkPoints prints the entries of run id a fork may start from.
