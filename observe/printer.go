@@ -268,6 +268,10 @@ func (p *Printer) event(ev *loop.Event) {
 		p.printf("        ! %s: %s", ev.Error.Kind, ev.Error.Message)
 	case loop.EventHumanReply:
 		p.printf("        person: %s", oneLine(ev.Text, 160))
+	case loop.EventUserMessage:
+		p.printf("        person says (for the next turn): %s", oneLine(ev.Text, 160))
+	case loop.EventFork:
+		p.printf("        forked here%s", forkLine(ev))
 	}
 	// A cancel is not printed here: the run's end follows it at once, and
 	// its line ("cancelled: why") says so, once.
@@ -359,4 +363,19 @@ func oneLine(s string, n int) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// forkLine says what a fork event changes.
+func forkLine(ev *loop.Event) string {
+	var parts []string
+	if ev.Limits != nil {
+		parts = append(parts, "a budget of its own")
+	}
+	if ev.Text != "" {
+		parts = append(parts, "message: "+oneLine(ev.Text, 160))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }

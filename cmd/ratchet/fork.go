@@ -100,7 +100,6 @@ func (m *Main) fork(ctx context.Context, db store.Store, row store.Run, f runFla
 	}
 	defer built.Close()
 	cfg.RunID = "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	fmt.Fprintf(m.Stderr, "ratchet fork: run %s forks %s after entry %d\n", cfg.RunID, row.ID, opts.At)
 	return m.carryOn("ratchet fork", built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Fork(ctx, built.Task, cfg, opts)
 	})
@@ -161,7 +160,7 @@ func (m *Main) listForkPoints(ctx context.Context, db store.Store, id string) in
 	points := runner.ForkPoints(recs)
 	fmt.Fprintf(m.Stderr, "ratchet fork: --at SEQ says where to fork run %s; it can fork after:\n", id)
 	for _, p := range points {
-		fmt.Fprintf(m.Stderr, "  --at %d   step %d's model call\n", p.Seq, p.Step)
+		fmt.Fprintf(m.Stderr, "  --at %-6d step %d's model call\n", p.Seq, p.Step)
 	}
 	if len(points) == 0 {
 		fmt.Fprintln(m.Stderr, "  (nothing: its log has no step's model call)")

@@ -39,7 +39,7 @@ func crashDir(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-var forkedRun = regexp.MustCompile(`ratchet fork: run (\S+) forks`)
+var forkedRun = regexp.MustCompile(`(?m)^run: (\S+) \(ratchet show`)
 
 // TestForkCommand: ratchet fork lists where a run can fork, refuses a point
 // mid-way through a turn naming the nearest, and forks from step 4's model
@@ -61,7 +61,7 @@ func TestForkCommand(t *testing.T) {
 
 	list := run(t, env, "fork", "last")
 	list.wantCode(t, exitUsage)
-	points := regexp.MustCompile(`--at (\d+)   step (\d+)'s model call`).FindAllStringSubmatch(list.stderr, -1)
+	points := regexp.MustCompile(`--at (\d+) +step (\d+)'s model call`).FindAllStringSubmatch(list.stderr, -1)
 	if len(points) != 5 {
 		t.Fatalf("fork without --at lists %d points; want 5 (one per step):\n%s", len(points), list.stderr)
 	}
