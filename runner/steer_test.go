@@ -3,12 +3,14 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/replay"
 	"github.com/ratchetloop/ratchet/runner"
@@ -176,4 +178,32 @@ func sqliteStore(t *testing.T) store.Store {
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// BenchmarkStepDurable measures a step of a run kept in SQLite, whose
+// every command batch commits its entries (fsync) and reads the queue of
+// messages said to the run (Say): the read's share of a step.
+//
+//	go test ./runner -run '^$' -bench BenchmarkStepDurable -count 6
+func BenchmarkStepDurable(b *testing.B) {
+	const n = 50
+	s, task := stepsScript(b, n, 0), stepsTask(n)
+	db, err := sqlite.Open(filepath.Join(b.TempDir(), "runs.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	i := 0
+	for b.Loop() {
+		i++
+		m, err := scripted.New(s, scripted.Config{Quiet: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := runner.Run(context.Background(), task, runner.Config{Model: m, Store: db, RunID: fmt.Sprint("bench-", i)})
+		if err != nil || res.Status != loop.Done {
+			b.Fatalf("%s %v", res.Status, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/step")
 }
