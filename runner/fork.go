@@ -106,7 +106,12 @@ func forkPoint(id string, recs []observe.Record, at int64) error {
 	}
 	what := "outside its log (entries 1–" + strconv.FormatInt(last, 10) + ")"
 	if at >= 1 && at <= last {
-		what = "a " + describeEntry(recs[at-1])
+		what = describeEntry(recs[at-1])
+		if strings.ContainsRune("aeiou", rune(what[0])) {
+			what = "an " + what
+		} else {
+			what = "a " + what
+		}
 		if before != nil {
 			what += fmt.Sprintf(", after step %d's model call", before.Step)
 		}

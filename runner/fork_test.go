@@ -211,3 +211,51 @@ func (r *requests) Seek(calls int) {
 		s.Seek(calls)
 	}
 }
+
+// TestForkPendingApproval: a run waiting for a person's approval cannot
+// be forked at its question (the error says why and where it can be);
+// a fork from the step before asks again.
+func TestForkPendingApproval(t *testing.T) {
+	ctx := context.Background()
+	db, fx := memory.New(), &sideEffects{}
+	task := journalTask(fx)
+	task.Permissions = []loop.Permission{{Tool: "append_line", Action: loop.Ask}}
+	_, err := runner.Run(ctx, task, runner.Config{Model: playing(t, journalScript().Turns...), Store: db, RunID: "parent", Human: runner.Later})
+	if _, waiting := errors.AsType[*runner.AwaitingError](err); !waiting {
+		t.Fatalf("parent: %v; want it waiting for an approval", err)
+	}
+	recs, _ := runner.LoadLog(ctx, db, "parent")
+	ask := recs[len(recs)-1].Seq
+	_, err = runner.Fork(ctx, task, runner.Config{Store: db, RunID: "child", Model: playing(t)}, runner.ForkOptions{From: "parent", At: ask})
+	if err == nil || !strings.Contains(err.Error(), "is an ask_human command (a pending approval), after step 1's model call") ||
+		!strings.Contains(err.Error(), "nearest: entry 3 (step 1's model call)") {
+		t.Fatalf("fork at the approval: %v", err)
+	}
+	_, err = runner.Fork(ctx, task, runner.Config{Store: db, RunID: "child", Model: playing(t, journalScript().Turns...), Human: runner.Later}, runner.ForkOptions{From: "parent", At: 3})
+	if _, waiting := errors.AsType[*runner.AwaitingError](err); !waiting || len(fx.lines) != 0 {
+		t.Fatalf("fork before the approval: %v, journal %q; want it asking again, nothing journalled", err, fx.lines)
+	}
+}
+
+// TestForkResumed: a fork cancelled in its first call is resumed like
+// any run: its log (the copied prefix, the fork event) rebuilds it.
+func TestForkResumed(t *testing.T) {
+	ctx := context.Background()
+	db, fx := parentRun(t)
+	recs, _ := runner.LoadLog(ctx, db, "parent")
+	at := runner.ForkPoints(recs)[2].Seq
+	cctx, cancel := context.WithCancel(ctx)
+	m := &cancelAt{requests: requests{Model: playing(t, journalScript().Turns...)}, at: 1, cancel: cancel}
+	res, err := runner.Fork(cctx, journalTask(fx), runner.Config{Store: db, RunID: "child", Model: m}, runner.ForkOptions{From: "parent", At: at, Message: "Mind the check."})
+	if res.Status != loop.Cancelled {
+		t.Fatalf("fork: %s %v; want cancelled", res.Status, err)
+	}
+	res, err = runner.Resume(ctx, journalTask(fx), runner.Config{Store: db, RunID: "child", Model: playing(t, journalScript().Turns...)}, runner.ResumeOptions{})
+	if err != nil || res.Status != loop.Done || len(fx.lines) != 2 {
+		t.Fatalf("resumed fork: %s %v (%s), journal %q", res.Status, err, res.Reason, fx.lines)
+	}
+	all, _ := runner.LoadLog(ctx, db, "child")
+	if _, err := replay.Run(all); err != nil {
+		t.Errorf("the resumed fork's log does not replay: %v", err)
+	}
+}
