@@ -44,6 +44,10 @@ type Printer struct {
 	// partial is the start of a character split between two streamed
 	// pieces, held back until it is whole.
 	partial string
+	// reissued: the commands that follow were in flight when the run's
+	// process stopped (a resume) or its log was copied (a fork), issued
+	// again: Resumed's usage already counts their model calls and steps.
+	reissued bool
 }
 
 // PrinterConfig configures a Printer.
@@ -80,6 +84,7 @@ func (p *Printer) Observe(e Entry) {
 	case e.Command != nil:
 		p.command(e.Command)
 	case e.Event != nil:
+		p.reissued = e.Event.Type == loop.EventResume || e.Event.Type == loop.EventFork
 		p.event(e.Event)
 	case e.Note != nil:
 		p.note(e.Note)
@@ -166,14 +171,18 @@ func (p *Printer) printf(format string, args ...any) {
 func (p *Printer) command(c *loop.Command) {
 	switch c.Type {
 	case loop.CallModel:
-		p.used.ModelCalls++
+		if !p.reissued {
+			p.used.ModelCalls++
+		}
 		p.compacting = c.Request.Purpose == model.PurposeCompact
 		if p.compacting {
 			p.status = "compacting the history"
 			break
 		}
-		p.step++
-		p.used.Steps++
+		if !p.reissued {
+			p.step++
+			p.used.Steps++
+		}
 		p.status = "waiting for the model"
 		if c.Request.Purpose == model.PurposeClosing {
 			p.status = "closing turn: waiting for the model"
