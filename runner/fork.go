@@ -193,10 +193,18 @@ func Fork(ctx context.Context, task Task, cfg Config, opts ForkOptions) (_ loop.
 	if err != nil {
 		return loop.Result{}, fmt.Errorf("runner: fork of run %s: %w", opts.From, err)
 	}
+	if err := r.rebuildFork(ctx, recs[:opts.At], task.Policy.Key, opts, seek); err != nil {
+		return loop.Result{}, err
+	}
 	if err := r.createFork(ctx, start, opts, prefix); err != nil {
 		return loop.Result{}, err
 	}
-	return r.carryOnFork(ctx, recs[:opts.At], task.Policy.Key, opts, seek)
+	release, err := r.holdLease(ctx)
+	if err != nil {
+		return loop.Result{}, err
+	}
+	defer release()
+	return r.drive(ctx, []loop.Event{{Type: loop.EventFork, At: r.now(), Limits: opts.Budget, Text: opts.Message}})
 }
 
 // createFork inserts the fork's row and its copied log.
@@ -212,9 +220,9 @@ func (r *run) createFork(ctx context.Context, start time.Time, opts ForkOptions,
 	return nil
 }
 
-// carryOnFork rebuilds the machine from the copied prefix and drives it
-// on from the fork event.
-func (r *run) carryOnFork(ctx context.Context, prefix []observe.Record, key progress.KeyFunc, opts ForkOptions, seek bool) (loop.Result, error) {
+// rebuildFork rebuilds the machine from the copied prefix, and refuses a
+// budget of the fork's that the prefix has already spent.
+func (r *run) rebuildFork(ctx context.Context, prefix []observe.Record, key progress.KeyFunc, opts ForkOptions, seek bool) error {
 	model := r.cfg.Model
 	if !seek {
 		r.cfg.Model = nil // rebuild seeks only a model that carries on
@@ -222,14 +230,15 @@ func (r *run) carryOnFork(ctx context.Context, prefix []observe.Record, key prog
 	err := r.rebuild(ctx, prefix, key)
 	r.cfg.Model = model
 	if err != nil {
-		return loop.Result{}, err
+		return err
 	}
-	release, err := r.holdLease(ctx)
-	if err != nil {
-		return loop.Result{}, err
+	if opts.Budget != nil {
+		l, used := opts.Budget.WithDefaults(), r.m.Usage()
+		if d, spent := budget.Exhausted(l, used); spent {
+			return fmt.Errorf("runner: fork: the copied steps of run %s have already spent the fork's %s budget (%s of %s): give the fork more", opts.From, d, budget.Format(d, used.Get(d)), budget.Format(d, l.Limit(d)))
+		}
 	}
-	defer release()
-	return r.drive(ctx, []loop.Event{{Type: loop.EventFork, At: r.now(), Limits: opts.Budget, Text: opts.Message}})
+	return nil
 }
 
 // retag returns entries with their run ID from changed to to: each is the

@@ -185,6 +185,8 @@ func TestForkPoints(t *testing.T) {
 		{"nearest", journalTask(fx), runner.ForkOptions{From: "parent", At: firstTool},
 			"nearest: entry " + itoa(points[0].Seq) + " (step 1's model call) or entry " + itoa(points[1].Seq) + " (step 2's model call)"},
 		{"budget", journalTask(fx), runner.ForkOptions{From: "parent", At: points[1].Seq, Budget: &budget.Limits{Steps: -5}}, "steps: -5 is negative"},
+		{"budget spent", journalTask(fx), runner.ForkOptions{From: "parent", At: points[2].Seq, Budget: &budget.Limits{Steps: 2, Time: time.Minute}},
+			"the copied steps of run parent have already spent the fork's steps budget (3 of 2): give the fork more"},
 		{"task", changed, runner.ForkOptions{From: "parent", At: points[1].Seq}, "the task has changed since the run started"},
 		{"missing", journalTask(fx), runner.ForkOptions{From: "nope", At: 3}, "not found"},
 	} {
