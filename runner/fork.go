@@ -166,7 +166,7 @@ func Fork(ctx context.Context, task Task, cfg Config, opts ForkOptions) (_ loop.
 	if err != nil {
 		return loop.Result{}, fmt.Errorf("runner: fork: %w", err)
 	}
-	recs, err := load(ctx, cfg.Store, opts.From)
+	recs, err := decodeLog(opts.From, parent)
 	if err != nil {
 		return loop.Result{}, err
 	}
