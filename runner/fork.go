@@ -128,7 +128,9 @@ func describeEntry(rec observe.Record) string {
 	}
 	switch rec.Kind {
 	case observe.KindEvent:
-		return string(rec.Event.Type) + " event"
+		if rec.Event != nil {
+			return string(rec.Event.Type) + " event"
+		}
 	case observe.KindCommand:
 		if json.Unmarshal(rec.Command, &v) == nil && len(v.Approval) > 0 {
 			return v.Type + " command (a pending approval)"

@@ -15,6 +15,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/replay"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
@@ -260,4 +261,28 @@ func TestForkResumed(t *testing.T) {
 	if _, err := replay.Run(all); err != nil {
 		t.Errorf("the resumed fork's log does not replay: %v", err)
 	}
+}
+
+// FuzzForkPoint: whatever a stored log holds (its entries decoded as
+// Resume and Fork decode them), finding its fork points and judging one
+// never panics, and a refused point's error names the run.
+func FuzzForkPoint(f *testing.F) {
+	f.Add([]byte(`{"kind":"run","spec":{}}`), []byte(`{"kind":"command","command":{"type":"call_model","id":"m1","request":{"purpose":"step"}}}`), []byte(`{"kind":"event"}`), int64(3))
+	f.Add([]byte(`{"kind":"note","note":{"type":"attempt"}}`), []byte(`{"kind":"command","command":{"type":"ask_human","approval":{"id":"c"}}}`), []byte(`{"kind":"command","command":[1]}`), int64(2))
+	f.Add([]byte(`{}`), []byte(`{"kind":"event","event":{"type":"tool_result"}}`), []byte(`{"kind":"retry"}`), int64(-1))
+	f.Fuzz(func(t *testing.T, a, b, c []byte, at int64) {
+		var recs []observe.Record
+		for i, data := range [][]byte{a, b, c} {
+			rec, err := observe.Decode(data)
+			if err != nil {
+				return
+			}
+			rec.Seq = int64(i + 1)
+			recs = append(recs, rec)
+		}
+		runner.ForkPoints(recs)
+		if err := runner.CheckForkPoint("fuzzed", recs, at); err != nil && !strings.Contains(err.Error(), "run fuzzed") {
+			t.Fatalf("error without the run: %v", err)
+		}
+	})
 }
