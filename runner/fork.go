@@ -33,7 +33,7 @@ type ForkOptions struct {
 	// checked as a task's budget is.
 	Budget *budget.Limits
 	// Message, when set, is a user message the fork's first model call
-	// carries.
+	// carries, at most MaxMessageBytes.
 	Message string
 }
 
@@ -159,6 +159,9 @@ func Fork(ctx context.Context, task Task, cfg Config, opts ForkOptions) (_ loop.
 	defer func() { err = cfg.Redactor.Error(err) }()
 	if cfg.Store == nil || opts.From == "" {
 		return loop.Result{}, errors.New("runner: fork needs a store and the run to fork")
+	}
+	if len(opts.Message) > MaxMessageBytes {
+		return loop.Result{}, fmt.Errorf("runner: fork: the message is %d bytes, over the limit of %d", len(opts.Message), MaxMessageBytes)
 	}
 	seek := opts.Model == nil
 	if !seek {

@@ -190,6 +190,7 @@ func TestForkPoints(t *testing.T) {
 			"the copied steps of run parent have already spent the fork's steps budget (3 of 2): give the fork more"},
 		{"task", changed, runner.ForkOptions{From: "parent", At: points[1].Seq}, "the task has changed since the run started"},
 		{"missing", journalTask(fx), runner.ForkOptions{From: "nope", At: 3}, "not found"},
+		{"message", journalTask(fx), runner.ForkOptions{From: "parent", At: points[1].Seq, Message: strings.Repeat("x", runner.MaxMessageBytes+1)}, "over the limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runner.Fork(ctx, tc.task, runner.Config{Store: db, RunID: "child-" + tc.name, Model: playing(t)}, tc.opts)
