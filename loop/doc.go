@@ -25,10 +25,13 @@
 //	stopped     nothing: the run has its Result (a resume may carry on a cancelled one)
 //
 // Phase reports the coarser Phase the shell sees (model, tools, verify,
-// human…). Cancel and resume are taken in any phase. The sub-protocols
-// are types the state holds, each with its share of it and its own tests:
-// search (a candidate's alternatives and checks), compactor, plan,
-// children (sub-agents), ladder (the interventions) and approval. Each
+// human…). Cancel, resume and a person's message (EventUserMessage) are
+// taken in any phase; a fork's start (EventFork) only while a step's model
+// call is in flight. The sub-protocols are types the state holds, each
+// with its share of it and its own tests: search (a candidate's
+// alternatives and checks), compactor, plan, children (sub-agents), ladder
+// (the interventions), approval and the inbox (messages for the next
+// turn). Each
 // says what notes and commands it wants, or what it decided; only the
 // machine emits them. TestShape keeps the machine itself to 40 methods.
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/verify"
@@ -43,6 +44,18 @@ const (
 	// EventChildResult answers a RunChild command (Call is its ID): Child
 	// is the sub-agent's Result, whose usage is charged to this run.
 	EventChildResult EventType = "child_result"
+	// EventUserMessage is a message a person sent the running run (Text):
+	// taken in any phase once the run has started, it waits in the inbox
+	// and the next model turn's request carries it, after what answers the
+	// turn before (inbox.go).
+	EventUserMessage EventType = "user_message"
+	// EventFork begins a run forked from another's log: the entries up to
+	// a step's model call were copied, and this event carries the run on
+	// from there as EventResume would (the call is issued again, and the
+	// time since the last event does not count). Limits, when set, is the
+	// fork's budget; Text, when set, is a user message the re-issued call
+	// carries. It is taken only while a step's model call is in flight.
+	EventFork EventType = "fork"
 )
 
 // Event is the machine's only input. Time arrives here, never from a clock.
@@ -57,7 +70,8 @@ type Event struct {
 	Verdict *verify.Verdict `json:"verdict,omitempty"`
 	// Error says what failed (EventModelError, EventCheckError).
 	Error *Failure `json:"error,omitempty"`
-	// Text is a person's answer or a cancellation reason.
+	// Text is a person's answer, a cancellation reason, or a message a
+	// person sent the run (EventUserMessage, EventFork).
 	Text string `json:"text,omitempty"`
 	// Approved answers an AskHuman command that carries an Approval: true
 	// runs the call, false refuses it (Text may say why). When nil, Text is
@@ -65,6 +79,8 @@ type Event struct {
 	Approved *bool `json:"approved,omitempty"`
 	// Child is a sub-agent's Result (EventChildResult).
 	Child *Result `json:"child,omitempty"`
+	// Limits is a fork's budget (EventFork); nil keeps the run's.
+	Limits *budget.Limits `json:"limits,omitempty"`
 }
 
 // ToolOutcome is what one tool call produced, already trimmed by the shell.

@@ -88,7 +88,9 @@ type state struct {
 	Scratchpad Scratchpad `json:"scratchpad"`
 	Plan       plan       `json:"plan"`
 	Children   children   `json:"children"`
-	Result     *Result    `json:"result,omitempty"`
+	// Inbox holds what a person sent the run for its next model turn.
+	Inbox  inbox   `json:"inbox,omitzero"`
+	Result *Result `json:"result,omitempty"`
 }
 
 // suspended is the phase and model calls in flight when a run was
@@ -157,7 +159,7 @@ func (m *Machine) Step(ev Event) error {
 	if err := m.accept(&ev); err != nil {
 		return err
 	}
-	if (ev.Type == EventResume || ev.Type == EventHumanReply) && ev.At.After(m.st.Last) {
+	if (ev.Type == EventResume || ev.Type == EventFork || ev.Type == EventHumanReply) && ev.At.After(m.st.Last) {
 		// Nothing ran since the last event: a person was thinking, or no
 		// process was driving the run.
 		m.st.Paused += ev.At.Sub(m.st.Last)
@@ -188,6 +190,10 @@ func (m *Machine) accept(ev *Event) error {
 			return bad("after start")
 		}
 	case EventCancel, EventResume:
+	case EventUserMessage, EventFork:
+		if why := acceptSteer(ev, m.st.Phase, m.st.Awaiting, m.spec.Policy.Reserve); why != "" {
+			return bad(why)
+		}
 	case EventModelReply, EventModelError:
 		if !wanted || !slices.Contains(m.st.Awaiting, ev.Call) {
 			return bad("for call " + strconv.Quote(ev.Call))

@@ -41,7 +41,8 @@ const (
 )
 
 // phases says, for each phase, what it shows the shell and the events its
-// handler takes (EventCancel and EventResume are taken in any phase).
+// handler takes (EventCancel, EventResume and EventUserMessage are taken
+// in any phase, EventFork in phaseTurn: inbox.go).
 var phases = map[phase]struct {
 	waiting Phase
 	events  []EventType
@@ -80,6 +81,12 @@ func (m *Machine) handle(ev *Event) {
 		return
 	case EventResume:
 		m.resume()
+		return
+	case EventUserMessage:
+		m.st.Inbox.add(ev.Text)
+		return
+	case EventFork:
+		fork(m, ev)
 		return
 	}
 	switch m.st.Phase {

@@ -42,8 +42,12 @@ func (st *state) nextCallID() string {
 	return "m" + strconv.Itoa(st.CallSeq)
 }
 
-// flushOutbox sends what the next user message says to the history.
+// flushOutbox sends what the next user message says to the history:
+// the outbox, then the messages a person sent (inbox.go).
 func (st *state) flushOutbox() {
+	if msgs := st.Inbox.take(); len(msgs) > 0 {
+		st.Outbox = append(st.Outbox, msgs...)
+	}
 	if len(st.Outbox) > 0 {
 		st.History.append(model.Message{Role: model.User, Content: st.Outbox})
 		st.Outbox = nil

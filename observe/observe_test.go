@@ -896,6 +896,25 @@ func TestPrinterResumed(t *testing.T) {
 	}
 }
 
+// TestPrinterReissued: the model call a resume or a fork issues again
+// was in flight, so Resumed's usage counts it: it is the same step, not
+// the next.
+func TestPrinterReissued(t *testing.T) {
+	for _, typ := range []loop.EventType{loop.EventResume, loop.EventFork} {
+		var buf bytes.Buffer
+		p := observe.NewPrinter(&buf, observe.PrinterConfig{Limits: budget.Limits{Steps: 10}})
+		p.Resumed("r", budget.Usage{Steps: 3, ModelCalls: 3})
+		p.Observe(observe.Entry{Kind: observe.KindEvent, Event: &loop.Event{Type: typ}})
+		p.Observe(callModel(model.PurposeStep))
+		p.Observe(reply(model.TextBlock("again")))
+		p.Observe(callModel(model.PurposeStep))
+		p.Observe(reply(model.TextBlock("next")))
+		if out := buf.String(); !strings.Contains(out, "step 3  again") || !strings.Contains(out, "step 4  next") {
+			t.Errorf("after a %s at step 3, the call issued again is not step 3 and the next step 4:\n%s", typ, out)
+		}
+	}
+}
+
 // TestPrinterTicks: while the run waits, Tick moves the live line's clock;
 // without a live line it prints nothing.
 func TestPrinterTicks(t *testing.T) {

@@ -44,6 +44,10 @@ type Printer struct {
 	// partial is the start of a character split between two streamed
 	// pieces, held back until it is whole.
 	partial string
+	// reissued: the commands that follow were in flight when the run's
+	// process stopped (a resume) or its log was copied (a fork), issued
+	// again: Resumed's usage already counts their model calls and steps.
+	reissued bool
 }
 
 // PrinterConfig configures a Printer.
@@ -80,6 +84,7 @@ func (p *Printer) Observe(e Entry) {
 	case e.Command != nil:
 		p.command(e.Command)
 	case e.Event != nil:
+		p.reissued = e.Event.Type == loop.EventResume || e.Event.Type == loop.EventFork
 		p.event(e.Event)
 	case e.Note != nil:
 		p.note(e.Note)
@@ -166,14 +171,18 @@ func (p *Printer) printf(format string, args ...any) {
 func (p *Printer) command(c *loop.Command) {
 	switch c.Type {
 	case loop.CallModel:
-		p.used.ModelCalls++
+		if !p.reissued {
+			p.used.ModelCalls++
+		}
 		p.compacting = c.Request.Purpose == model.PurposeCompact
 		if p.compacting {
 			p.status = "compacting the history"
 			break
 		}
-		p.step++
-		p.used.Steps++
+		if !p.reissued {
+			p.step++
+			p.used.Steps++
+		}
 		p.status = "waiting for the model"
 		if c.Request.Purpose == model.PurposeClosing {
 			p.status = "closing turn: waiting for the model"
@@ -268,6 +277,10 @@ func (p *Printer) event(ev *loop.Event) {
 		p.printf("        ! %s: %s", ev.Error.Kind, ev.Error.Message)
 	case loop.EventHumanReply:
 		p.printf("        person: %s", OneLine(ev.Text, 160))
+	case loop.EventUserMessage:
+		p.printf("        person says (for the next turn): %s", OneLine(ev.Text, 160))
+	case loop.EventFork:
+		p.printf("        forked here%s", forkLine(ev))
 	}
 	// A cancel is not printed here: the run's end follows it at once, and
 	// its line ("cancelled: why") says so, once.
@@ -347,4 +360,19 @@ func summarizeText(t string) string {
 	lines := strings.Count(strings.TrimRight(body, "\n"), "\n") + 1
 	code := fmt.Sprintf("[%s code, %d lines]", cmp.Or(strings.TrimSpace(info), "a block of"), lines)
 	return OneLine(strings.TrimSpace(before+" "+code+" "+after), 160)
+}
+
+// forkLine says what a fork event changes.
+func forkLine(ev *loop.Event) string {
+	var parts []string
+	if ev.Limits != nil {
+		parts = append(parts, "a budget of its own")
+	}
+	if ev.Text != "" {
+		parts = append(parts, "message: "+OneLine(ev.Text, 160))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }

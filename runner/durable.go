@@ -352,6 +352,12 @@ func load(ctx context.Context, s store.Store, id string) ([]observe.Record, erro
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
+	return decodeLog(id, entries)
+}
+
+// decodeLog decodes the entries of run id's whole log.
+func decodeLog(id string, entries []store.Entry) ([]observe.Record, error) {
+	var err error
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("runner: run %s: %w", id, errNoLog)
 	}

@@ -8,3 +8,6 @@ func SetLeaseInterval(d time.Duration) (restore func()) {
 	leaseInterval = d
 	return func() { leaseInterval = old }
 }
+
+// CheckForkPoint is forkPoint, for FuzzForkPoint.
+var CheckForkPoint = forkPoint

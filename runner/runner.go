@@ -237,6 +237,9 @@ type run struct {
 	// steps and cost are the usage so far, published after each save for
 	// the lease's heartbeat, which writes them to the run's row.
 	steps, cost atomic.Int64
+	// inboxTaken is the ID of the last queued message the run took into
+	// its log, inboxDeleted the last one removed from the queue (steer.go).
+	inboxTaken, inboxDeleted int64
 }
 
 func newRun(task *Task, cfg *Config) (*run, error) {
@@ -374,11 +377,17 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if len(rd.Commands) == 0 {
 			continue
 		}
+		// A person's messages (Say) join the log here, before the batch:
+		// the next model request the core builds carries them.
+		if err := r.takeMessages(ctx); err != nil {
+			return r.stepFailed(err)
+		}
 		// Write-ahead: what led to these commands is durable before any of
 		// them is carried out.
 		if err := r.save(ctx); err != nil {
 			return r.abort(err)
 		}
+		r.takenMessages(ctx)
 		// Recorded events are pointed at by the log: the queue is only
 		// appended to, which never writes over them. An empty queue (the
 		// usual case) takes the answers as they are, without a copy.

@@ -41,7 +41,12 @@ type Run struct {
 	ID string
 	// Parent is the run that spawned this one (a sub-agent); "" for none.
 	Parent string
-	Goal   string
+	// ForkOf is the run this one was forked from and ForkSeq the entry
+	// of its log the fork carried on after (runner.Fork); "" and 0 for
+	// none.
+	ForkOf  string
+	ForkSeq int64
+	Goal    string
 	// Labels tag a run for filtering (e.g. an eval suite's label).
 	Labels []string
 	// Status is StatusRunning, StatusAwaitingInput or a final status.
@@ -179,6 +184,14 @@ type Snapshot struct {
 	Data []byte
 }
 
+// Message is a message a person sent a run while it goes (ratchet say),
+// queued until the process carrying the run out takes it into the log.
+type Message struct {
+	ID   int64 // increasing within a store, never reused
+	Text string
+	At   time.Time
+}
+
 // Store is the durable home of runs. Append must not return before the
 // entries are durable: the runner carries out no command until the events
 // before it are.
@@ -221,6 +234,16 @@ type Store interface {
 	// at the run's status or its sub-agents' runs: callers decide what may
 	// go (ratchet rm and gc never delete a running run).
 	DeleteRun(ctx context.Context, id string) error
+
+	// Enqueue queues m for the run (m.ID is ignored) and returns its ID.
+	// It wraps ErrNotFound if there is no such run.
+	Enqueue(ctx context.Context, run string, m Message) (int64, error)
+	// Messages returns the run's queued messages with ID > after, oldest
+	// first; none for a run that does not exist.
+	Messages(ctx context.Context, run string, after int64) ([]Message, error)
+	// DeleteMessages removes the run's queued messages with ID ≤ through,
+	// once the log holds them. DeleteRun removes the rest.
+	DeleteMessages(ctx context.Context, run string, through int64) error
 
 	Close() error
 }

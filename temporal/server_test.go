@@ -147,7 +147,8 @@ func waitStatus(t *testing.T, st store.Store, id, want string) store.Run {
 
 // TestRealServer runs the workflow on a real dev server, with a worker in
 // this process: a run whose Result equals the local runner's, one that
-// continues as new several times on the way, and one approved by Update.
+// continues as new several times on the way, one approved by Update, and
+// one given a message by Update.
 // Under RATCHET_RECORD_HISTORIES=1 it rewrites the golden histories.
 func TestRealServer(t *testing.T) {
 	addr := testenv.TemporalServer(t)
@@ -260,6 +261,39 @@ func TestRealServer(t *testing.T) {
 		}
 		record(t, c, "subagents", "subagents", first)
 		record(t, c, "subagents-child", "subagents/c1", info.GetExecution().GetRunId())
+	})
+
+	t.Run("say", func(t *testing.T) {
+		turns := []scripted.Turn{
+			{Delay: time.Second, Tools: []scripted.ToolCall{addCall(2, 3)}},
+			{Expect: []string{"The sum is what they want."}, Finish: finish("5")},
+		}
+		run := f.start(t, "say", baseTask(), newModel(t, turns...), temporal.StartOptions{})
+		first := run.GetRunID()
+		// Step 1's call is in the log before it is made; it takes a second.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if seq, _ := f.store.LastSeq(ctx, "say"); seq >= 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("step 1's model call was never logged")
+			}
+		}
+		if err := temporal.SendSay(ctx, c, "say", ""); err == nil || !strings.Contains(err.Error(), "the message is empty") {
+			t.Errorf("an empty message: %v, want it refused", err)
+		}
+		if err := temporal.SendSay(ctx, c, "say", "The sum is what they want."); err != nil {
+			t.Fatal(err)
+		}
+		var res loop.Result
+		if err := run.Get(ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != loop.Done {
+			t.Errorf("status %s (%s); want done, step 2 having seen the message", res.Status, res.Reason)
+		}
+		checkStored(t, f.store, "say", res)
+		record(t, c, "say", "say", first)
 	})
 }
 

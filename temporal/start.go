@@ -141,3 +141,16 @@ func SendAnswer(ctx context.Context, c client.Client, run string, a Answer) erro
 	}
 	return h.Get(ctx, nil)
 }
+
+// SendSay gives the running run a message for its next model turn, as
+// ratchet say does for a local run; it returns once the workflow has
+// queued it, or with the reason it refused it.
+func SendSay(ctx context.Context, c client.Client, run, text string) error {
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: run, UpdateName: UpdateSay, Args: []any{Say{Text: text}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, nil)
+}

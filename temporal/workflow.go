@@ -1,8 +1,10 @@
 package temporal
 
 import (
+	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -10,6 +12,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 )
 
@@ -19,6 +22,10 @@ const WorkflowName = "ratchet.run"
 // UpdateAnswer is the name of the Update that answers the question a run
 // asks (ratchet answer/approve/deny).
 const UpdateAnswer = "answer"
+
+// UpdateSay is the name of the Update that gives a running run a message
+// for its next model turn (ratchet say): its argument is a [Say].
+const UpdateSay = "say"
 
 // DefaultHistoryLimit is how many history events a workflow run may reach
 // before it continues as new with the core's snapshot.
@@ -70,6 +77,8 @@ type Carry struct {
 	// Outputs maps the ID of a tool call with a large output to the seq
 	// of its result's entry (see WireRequest.shrink).
 	Outputs map[string]OutputRef `json:"outputs,omitempty"`
+	// Inbox holds the messages said (UpdateSay) not yet fed to the core.
+	Inbox []string `json:"inbox,omitempty"`
 }
 
 // Answer is the Update's argument: a person's reply to the question a
@@ -79,6 +88,12 @@ type Answer struct {
 	Text string `json:"text,omitempty"`
 	// Approved answers an approval question; nil for an ordinary question.
 	Approved *bool `json:"approved,omitempty"`
+}
+
+// Say is UpdateSay's argument: a message a person sends the running run,
+// with runner.Say's limits.
+type Say struct {
+	Text string `json:"text"`
 }
 
 // driver is a workflow run's shell state around the machine.
@@ -102,6 +117,9 @@ type driver struct {
 	// tool outputs: model requests refer to them (WireRequest.shrink).
 	base    model.Request
 	outputs map[string]OutputRef
+	// inbox holds the messages said (UpdateSay) that the core has not
+	// yet been given: they are fed to it before the next batch.
+	inbox []string
 }
 
 // Workflow drives one run's loop core: it feeds it events and carries out
@@ -125,6 +143,7 @@ func Workflow(ctx workflow.Context, in Input) (loop.Result, error) {
 		if c.Outputs != nil {
 			d.outputs = c.Outputs
 		}
+		d.inbox = c.Inbox
 		for _, w := range c.Queue {
 			queue = append(queue, w.event())
 		}
@@ -138,6 +157,9 @@ func Workflow(ctx workflow.Context, in Input) (loop.Result, error) {
 		queue = []loop.Event{{Type: loop.EventStart, At: now(ctx)}}
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAnswer, d.onAnswer, workflow.UpdateHandlerOptions{Validator: d.validAnswer}); err != nil {
+		return loop.Result{}, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSay, d.onSay, workflow.UpdateHandlerOptions{Validator: validSay}); err != nil {
 		return loop.Result{}, err
 	}
 	return d.drive(ctx, queue)
@@ -203,6 +225,9 @@ func (d *driver) drive(ctx workflow.Context, queue []loop.Event) (loop.Result, e
 		if len(rd.Commands) == 0 {
 			continue
 		}
+		if err := d.takeMessages(now(ctx)); err != nil {
+			return d.abort(ctx, "temporal: "+err.Error())
+		}
 		evs, err := d.carryOut(ctx, rd.Commands)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -246,7 +271,7 @@ func (d *driver) continueAsNew(ctx workflow.Context, queue []loop.Event) (loop.R
 		return d.abort(ctx, "temporal: snapshot: "+err.Error())
 	}
 	in := d.in
-	in.Carry = &Carry{Snapshot: snap, Seq: d.seq, Unsaved: d.unsaved, Queue: toWireEvents(queue), Calls: d.calls, RowSeq: d.rowSeq, Outputs: d.outputs}
+	in.Carry = &Carry{Snapshot: snap, Seq: d.seq, Unsaved: d.unsaved, Queue: toWireEvents(queue), Calls: d.calls, RowSeq: d.rowSeq, Outputs: d.outputs, Inbox: d.inbox}
 	return loop.Result{}, workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 
@@ -329,5 +354,44 @@ func (d *driver) onAnswer(ctx workflow.Context, a Answer) error {
 		return err
 	}
 	d.answer = &a
+	return nil
+}
+
+// validSay refuses a message runner.Say would refuse.
+func validSay(s Say) error {
+	switch {
+	case s.Text == "":
+		return errors.New("the message is empty")
+	case len(s.Text) > runner.MaxMessageBytes:
+		return fmt.Errorf("the message is %d bytes, over the limit of %d", len(s.Text), runner.MaxMessageBytes)
+	case !utf8.ValidString(s.Text):
+		return errors.New("the message is not UTF-8 text")
+	}
+	return nil
+}
+
+// onSay queues a message for the core; drive feeds it before the next
+// batch of commands, as the local runner takes the store's queue.
+func (d *driver) onSay(_ workflow.Context, s Say) error {
+	if err := validSay(s); err != nil {
+		return err
+	}
+	d.inbox = append(d.inbox, s.Text)
+	return nil
+}
+
+// takeMessages feeds the queued messages to the core as user_message
+// events at time at, recorded with the entries the next batch writes
+// ahead of its work.
+func (d *driver) takeMessages(at time.Time) error {
+	for _, text := range d.inbox {
+		ev := loop.Event{Type: loop.EventUserMessage, At: at, Text: text}
+		d.record(observe.Entry{At: at, Kind: observe.KindEvent, Event: &ev})
+		if err := d.m.Step(ev); err != nil {
+			return err
+		}
+		d.m.Advance()
+	}
+	d.inbox = nil
 	return nil
 }

@@ -457,3 +457,43 @@ func TestSubagents(t *testing.T) {
 	checkStored(t, e.store, "t1", res)
 	checkChild(t, e.store, "t1/c1", "t1")
 }
+
+// sayTurns add, then finish only once the request carries what was said.
+var sayTurns = []scripted.Turn{
+	{Tools: []scripted.ToolCall{addCall(2, 3)}},
+	{Expect: []string{"The sum is what they want."}, Finish: finish("5")},
+}
+
+// TestSayByUpdate: a message said by Update while step 1's model call is
+// in flight is logged as a user_message event and carried by step 2's
+// request; an empty message is refused.
+func TestSayByUpdate(t *testing.T) {
+	e := newEnv(t, baseTask(), newModel(t, sayTurns...), false)
+	var empty, said error
+	e.RegisterDelayedCallback(func() {
+		e.UpdateWorkflow(temporal.UpdateSay, "s1", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { empty = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, temporal.Say{})
+		e.UpdateWorkflow(temporal.UpdateSay, "s2", &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { said = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+		}, temporal.Say{Text: "The sum is what they want."})
+	}, 0)
+	res := e.run(t)
+	if res.Status != loop.Done {
+		t.Fatalf("status %s (%s)", res.Status, res.Reason)
+	}
+	if empty == nil || said != nil {
+		t.Errorf("the empty message: %v (want refused); the message: %v (want taken)", empty, said)
+	}
+	checkStored(t, e.store, "t1", res)
+	recs, _ := runner.LoadLog(context.Background(), e.store, "t1")
+	n := 0
+	for _, r := range recs {
+		if r.Kind == observe.KindEvent && r.Event.Type == loop.EventUserMessage {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the log holds %d user_message events; want 1", n)
+	}
+}

@@ -79,7 +79,7 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 			var html strings.Builder
 			for _, st := range t.Steps {
 				html.Reset()
-				if err := s.tmpl.ExecuteTemplate(&html, "step", stepData{Step: st, RunID: id, EventsURL: runPath("/events/", id)}); err != nil {
+				if err := s.tmpl.ExecuteTemplate(&html, "step", stepData{Step: st, RunID: id, EventsURL: runPath("/events/", id), Fork: s.forkForm(id)}); err != nil {
 					s.cfg.Log.Error("ui: live", "run", id, "err", err)
 					return
 				}
@@ -119,6 +119,8 @@ type stepData struct {
 	Step      *step
 	RunID     string
 	EventsURL string
+	// Fork is the step's "fork from here" form, nil when there is none.
+	Fork *forkView
 }
 
 // RawURL is the URL of the step's raw events, "" when there is none.

@@ -103,6 +103,8 @@ type runData struct {
 	// EventsURL gives a step's raw events; "" for eval logs (the download
 	// holds them).
 	EventsURL string
+	// Fork is each step's "fork from here" form; nil offers none.
+	Fork *forkView
 }
 
 // runPath is the URL path of a run under prefix; an ID's slashes (a
@@ -146,6 +148,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Download = runPath("/events/", id)
 	d.EventsURL = d.Download
+	d.Fork = s.forkForm(id)
 	children, err := s.cfg.Store.ListRuns(r.Context(), store.Filter{Parent: id})
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, err)

@@ -35,8 +35,10 @@ var funcs = template.FuncMap{
 	"bytes":     func(s string) int { return len(s) },
 	"join":      strings.Join,
 	"time":      func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
-	"step":      func(st *step, run, events string) stepData { return stepData{Step: st, RunID: run, EventsURL: events} },
-	"deref":     func(b *bool) bool { return b != nil && *b },
+	"step": func(st *step, run, events string, fork *forkView) stepData {
+		return stepData{Step: st, RunID: run, EventsURL: events, Fork: fork}
+	},
+	"deref": func(b *bool) bool { return b != nil && *b },
 }
 
 func fmtDur(d time.Duration) string {

@@ -29,6 +29,9 @@ type step struct {
 	Highlight bool
 	// Usage is what this step's model calls used.
 	InputTokens, OutputTokens int64
+	// ForkAt is the entry a fork from this step starts after (its step
+	// model call: runner.ForkPoints); 0 for none (the closing turn).
+	ForkAt int64
 }
 
 // ID is the step's element id, which live updates replace.
@@ -187,6 +190,9 @@ func buildTranscript(runID string, entries []store.Entry, first int, redact func
 func (t *transcript) newStep(e store.Entry) {
 	t.n++
 	t.cur = &step{N: t.n, FirstSeq: e.Seq, Start: e.At}
+	if bytes.Contains(e.Data, []byte(`"purpose":"step"`)) {
+		t.cur.ForkAt = e.Seq
+	}
 	t.Steps = append(t.Steps, t.cur)
 }
 

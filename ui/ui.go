@@ -54,6 +54,12 @@ type Config struct {
 	// own, with a context that ends when the server is closed. Nil makes
 	// the UI read-only: a waiting run shows the command that answers it.
 	Resume func(ctx context.Context, runID string, opts runner.ResumeOptions) error
+	// Fork starts run child from the state after entry opts.At of run
+	// opts.From (a step's model call) with opts.Message, as ratchet fork
+	// does (runner.Fork); the server calls it in a goroutine of its own,
+	// with a context that ends when the server is closed. Nil offers no
+	// "fork from here".
+	Fork func(ctx context.Context, child string, opts runner.ForkOptions) error
 	// Redactor replaces secrets in every text shown; nil shows text as it
 	// is stored (which the runner has already redacted).
 	Redactor *redact.Redactor
@@ -150,6 +156,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /live/{id...}", s.live)
 	s.mux.HandleFunc("GET /row/{id...}", s.rowFragment)
 	s.mux.HandleFunc("POST /answer/{id...}", s.answer)
+	s.mux.HandleFunc("POST /fork/{id...}", s.fork)
 	s.mux.HandleFunc("GET /evals/{$}", s.evalsPage)
 	s.mux.HandleFunc("GET /evals/{label}/{$}", s.suitePage)
 	s.mux.HandleFunc("GET /evals/{label}/run", s.evalRunPage)

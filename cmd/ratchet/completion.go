@@ -9,11 +9,11 @@ import (
 )
 
 // commands are the subcommands completion offers, in usage order.
-var commands = []string{"run", "ls", "show", "apply", "rm", "gc", "resume", "answer", "approve", "deny",
+var commands = []string{"run", "ls", "show", "apply", "rm", "gc", "resume", "answer", "approve", "deny", "say", "fork",
 	"verify", "replay", "sim", "eval", "worker", "doctor", "completion", "version", "help"}
 
 // runArgCommands take a run as their first argument.
-var runArgCommands = []string{"show", "apply", "rm", "resume", "answer", "approve", "deny", "replay"}
+var runArgCommands = []string{"show", "apply", "rm", "resume", "answer", "approve", "deny", "say", "fork", "replay"}
 
 // completionCmd prints a completion script for a shell. The scripts
 // complete subcommands, task files for run and verify, and run IDs (asked

@@ -90,6 +90,8 @@ Usage:
   ratchet answer RUN TEXT         answer the question a waiting run asks, and carry it on
   ratchet approve RUN             approve the tool call a waiting run asks about
   ratchet deny RUN [WHY]          refuse it
+  ratchet say RUN MESSAGE         send a running run a message its next model turn sees
+  ratchet fork RUN --at SEQ       start a new run from a step of RUN (another --model, budget, --message)
   ratchet verify TASK.yaml FILE…  run a task's checks on candidate files, no model
   ratchet verify --strength TASK.yaml  measure the checks on mutants of a reference solution
   ratchet replay RUN|LOG.jsonl    re-drive the core over a recorded run; exit 1 if it diverges
@@ -132,6 +134,10 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.applyCmd(ctx, args[1:])
 	case "resume", "answer", "approve", "deny":
 		return m.resumeCmd(ctx, args[0], args[1:])
+	case "fork":
+		return m.forkCmd(ctx, args[1:])
+	case "say":
+		return m.sayCmd(ctx, args[1:])
 	case "rm":
 		return m.rmCmd(ctx, args[1:])
 	case "gc":

@@ -323,10 +323,13 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 			Updated    time.Time `json:"updated"`
 			// Interrupted: running, but the process carrying it out is gone.
 			Interrupted bool `json:"interrupted,omitempty"`
+			// ForkOf and ForkSeq: the run and entry this one was forked from.
+			ForkOf  string `json:"fork_of,omitempty"`
+			ForkSeq int64  `json:"fork_seq,omitempty"`
 		}
 		out := make([]row, len(runs))
 		for i, r := range runs {
-			out[i] = row{r.ID, r.Parent, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now())}
+			out[i] = row{r.ID, r.Parent, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now()), r.ForkOf, r.ForkSeq}
 		}
 		return m.printJSON("ratchet ls", out)
 	}
@@ -334,7 +337,11 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	fmt.Fprintln(tw, "RUN\tSTATUS\tSTEPS\tCOST\tAGE\tGOAL")
 	now := time.Now()
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, shownStatus(r, now), r.Steps, budget.Micros(r.CostMicros), observe.Age(now.Sub(r.Created)), oneLine(r.Goal, 60))
+		goal := oneLine(r.Goal, 60)
+		if r.ForkOf != "" {
+			goal = fmt.Sprintf("(fork of %s@%d) %s", r.ForkOf, r.ForkSeq, goal)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, shownStatus(r, now), r.Steps, budget.Micros(r.CostMicros), observe.Age(now.Sub(r.Created)), goal)
 	}
 	tw.Flush()
 	if len(runs) == 0 {
@@ -439,14 +446,19 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 			Labels   []string     `json:"labels,omitempty"`
 			Question string       `json:"question,omitempty"`
 			Created  time.Time    `json:"created"`
+			ForkOf   string       `json:"fork_of,omitempty"`
+			ForkSeq  int64        `json:"fork_seq,omitempty"`
 			Result   *loop.Result `json:"result,omitempty"`
-		}{row.ID, row.Status, row.Goal, row.Labels, row.Question, row.Created, res})
+		}{row.ID, row.Status, row.Goal, row.Labels, row.Question, row.Created, row.ForkOf, row.ForkSeq, res})
 	}
 	// The text is a model's and its tools': shown escaped (observe.Escape).
 	w := escaper{m.Stdout}
 	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, shownStatus(row, time.Now()), oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
 	if len(row.Labels) > 0 {
 		fmt.Fprintf(w, "labels:  %s\n", strings.Join(row.Labels, ", "))
+	}
+	if row.ForkOf != "" {
+		fmt.Fprintf(w, "forked:  from %s after entry %d (ratchet show --events %[1]s)\n", row.ForkOf, row.ForkSeq)
 	}
 	if row.Status == store.StatusAwaitingInput {
 		fmt.Fprintf(w, "waiting: %s\n", row.Question)

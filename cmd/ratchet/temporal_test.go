@@ -306,7 +306,8 @@ func testTemporalWorkerKilled(t *testing.T, c *temporalCLI) {
 
 // testTemporalApprove: a Temporal run that asks for an approval leaves
 // 'ratchet run' waiting (exit 4); 'ratchet answer' is refused as for a
-// local run, and 'ratchet approve' carries it on to its end.
+// local run, 'ratchet say' queues a message for it, and 'ratchet approve'
+// carries it on to its end.
 func testTemporalApprove(t *testing.T, c *temporalCLI) {
 	c.worker(t)
 	code, _, errOut := c.run(t, "run", "--temporal", c.addr, "--task-queue", "e2e", "approve.yaml")
@@ -322,9 +323,17 @@ func testTemporalApprove(t *testing.T, c *temporalCLI) {
 	if code, _, errOut := c.run(t, "answer", id, "yes"); code != exitUsage || !strings.Contains(errOut, "asks for an approval (approve or deny), not an answer") {
 		t.Errorf("ratchet answer to an approval: exit %d:\n%s", code, errOut)
 	}
+	// A message said while it waits reaches its workflow by Update, and
+	// its log once it goes on.
+	if code, _, errOut := c.run(t, "say", id, "Approval is on its way."); code != exitDone || !strings.Contains(errOut, "queued for run") {
+		t.Errorf("ratchet say to a waiting Temporal run: exit %d:\n%s", code, errOut)
+	}
 	code, out, errOut := c.run(t, "approve", "--json", id)
 	if code != exitDone {
 		t.Fatalf("ratchet approve: exit %d:\n%s%s", code, out, errOut)
+	}
+	if _, events, _ := c.run(t, "show", "--events", id); !strings.Contains(events, `"type":"user_message"`) || !strings.Contains(events, "Approval is on its way.") {
+		t.Errorf("the run's log lacks the message said:\n%s", events)
 	}
 	if res := decodeResult(t, out); res.Status != loop.Done {
 		t.Errorf("status %s", res.Status)

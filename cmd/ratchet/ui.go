@@ -78,6 +78,25 @@ func (m *Main) uiCmd(ctx context.Context, args []string) int {
 			return err
 		}
 	}
+	if cfg.Resume != nil { // not read-only: a step's "fork from here" forks the run
+		cfg.Fork = func(ctx context.Context, child string, opts runner.ForkOptions) error {
+			row, err := s.Run(ctx, opts.From)
+			if err != nil {
+				return err
+			}
+			built, rc, _, err := m.forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
+			if err != nil {
+				return err
+			}
+			defer built.Close()
+			rc.RunID, rc.Human = child, runner.Later
+			_, err = runner.Fork(ctx, built.Task, rc, opts)
+			if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
+				return nil
+			}
+			return err
+		}
+	}
 	handler, err := ui.New(cfg)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)

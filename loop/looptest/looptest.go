@@ -35,6 +35,10 @@
 //	no-human
 //	cancel [at=DUR]
 //	resume [at=DUR]
+//	say [at=DUR]     a message a person sends the running run
+//	  <message>
+//	fork [at=DUR] [steps=N]   carry a copied run on (steps: a new budget)
+//	  <message>      (none: no message)
 //	request          prints the messages of the latest model request
 //	usage            prints the run's usage against its limits
 //	snapshot         round-trips the machine through Snapshot/Restore and
@@ -166,6 +170,15 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		ev.Type, ev.Text = loop.EventCancel, strings.TrimSpace(td.Input)
 	case "resume":
 		ev.Type = loop.EventResume
+	case "say":
+		ev.Type, ev.Text = loop.EventUserMessage, strings.TrimSpace(td.Input)
+	case "fork":
+		ev.Type, ev.Text = loop.EventFork, strings.TrimSpace(td.Input)
+		if td.HasArg("steps") {
+			l := d.m.Spec().Budget
+			td.ScanArgs(t, "steps", &l.Steps)
+			ev.Limits = &l
+		}
 	case "request", "usage", "snapshot":
 		return d.inspect(td.Cmd)
 	default:

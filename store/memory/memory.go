@@ -19,6 +19,7 @@ type Store struct {
 	mu    sync.Mutex
 	runs  map[string]*run
 	order int64
+	msgID int64 // the last Message ID given
 }
 
 type run struct {
@@ -26,6 +27,7 @@ type run struct {
 	created int64 // insertion order, to break ties between equal times
 	entries []store.Entry
 	snap    *store.Snapshot
+	inbox   []store.Message
 }
 
 var _ store.Store = (*Store)(nil)
@@ -302,6 +304,54 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 		return err
 	}
 	delete(s.runs, id)
+	return nil
+}
+
+// Enqueue implements store.Store.
+func (s *Store) Enqueue(ctx context.Context, id string, m store.Message) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil {
+		return 0, err
+	}
+	s.msgID++
+	m.ID, m.At = s.msgID, at(m.At)
+	r.inbox = append(r.inbox, m)
+	return m.ID, nil
+}
+
+// Messages implements store.Store.
+func (s *Store) Messages(ctx context.Context, id string, after int64) ([]store.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.Message
+	if r, ok := s.runs[id]; ok {
+		for _, m := range r.inbox {
+			if m.ID > after {
+				out = append(out, m)
+			}
+		}
+	}
+	return out, nil
+}
+
+// DeleteMessages implements store.Store.
+func (s *Store) DeleteMessages(ctx context.Context, id string, through int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.runs[id]; ok {
+		r.inbox = slices.DeleteFunc(r.inbox, func(m store.Message) bool { return m.ID <= through })
+	}
 	return nil
 }
 

@@ -127,10 +127,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 		return errors.New("postgres: create run: empty ID")
 	}
 	tag, err := s.pool.Exec(ctx, `INSERT INTO runs
-		(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING`,
+		(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat, fork_of, fork_seq)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT (id) DO NOTHING`,
 		r.ID, r.Parent, r.Goal, nonNil(r.Labels), r.Status, r.Question, r.Task, r.Result,
-		r.Steps, r.CostMicros, r.Created, r.Updated, r.Holder, nullTime(r.Heartbeat))
+		r.Steps, r.CostMicros, r.Created, r.Updated, r.Holder, nullTime(r.Heartbeat), r.ForkOf, r.ForkSeq)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrExists
 	}
@@ -140,7 +140,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	return nil
 }
 
-const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat`
+const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat, fork_of, fork_seq`
 
 func scanRun(row pgx.Row) (store.Run, error) {
 	var (
@@ -148,7 +148,7 @@ func scanRun(row pgx.Row) (store.Run, error) {
 		heartbeat *time.Time
 	)
 	if err := row.Scan(&r.ID, &r.Parent, &r.Goal, &r.Labels, &r.Status, &r.Question, &r.Task, &r.Result,
-		&r.Steps, &r.CostMicros, &r.Created, &r.Updated, &r.Holder, &heartbeat); err != nil {
+		&r.Steps, &r.CostMicros, &r.Created, &r.Updated, &r.Holder, &heartbeat, &r.ForkOf, &r.ForkSeq); err != nil {
 		return store.Run{}, err
 	}
 	if heartbeat != nil {
@@ -183,11 +183,13 @@ func (s *Store) Run(ctx context.Context, id string) (store.Run, error) {
 }
 
 // DeleteRun implements store.Store. One statement deletes the run and, by
-// its data-modifying CTEs, the entries and snapshots that reference it.
+// its data-modifying CTEs, the entries, snapshots and queued messages that
+// reference it.
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	tag, err := s.pool.Exec(ctx, `WITH
 		e AS (DELETE FROM entries WHERE run = $1),
-		sn AS (DELETE FROM snapshots WHERE run = $1)
+		sn AS (DELETE FROM snapshots WHERE run = $1),
+		q AS (DELETE FROM messages WHERE run = $1)
 		DELETE FROM runs WHERE id = $1`, id)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = store.ErrNotFound
@@ -388,3 +390,43 @@ func nonNil[T any](s []T) []T {
 // writeTimeout bounds one append transaction, so a hung server fails the
 // appends waiting on it instead of blocking their runs forever.
 const writeTimeout = time.Minute
+
+// Enqueue implements store.Store.
+func (s *Store) Enqueue(ctx context.Context, run string, m store.Message) (int64, error) {
+	var id int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO messages (run, text, at)
+		SELECT $1, $2, $3 WHERE EXISTS (SELECT 1 FROM runs WHERE id = $1) RETURNING id`, run, m.Text, m.At).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: enqueue for run %q: %w", run, err)
+	}
+	return id, nil
+}
+
+// Messages implements store.Store.
+func (s *Store) Messages(ctx context.Context, run string, after int64) ([]store.Message, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, text, at FROM messages WHERE run = $1 AND id > $2 ORDER BY id`, run, after)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: messages of run %q: %w", run, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Message, error) {
+		var m store.Message
+		err := row.Scan(&m.ID, &m.Text, &m.At)
+		m.At = m.At.UTC()
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: messages of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// DeleteMessages implements store.Store.
+func (s *Store) DeleteMessages(ctx context.Context, run string, through int64) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM messages WHERE run = $1 AND id <= $2`, run, through); err != nil {
+		return fmt.Errorf("postgres: delete messages of run %q: %w", run, err)
+	}
+	return nil
+}

@@ -54,6 +54,17 @@ var migrations = []string{
 	// 2: the lease of the process carrying a run out.
 	`ALTER TABLE runs ADD COLUMN holder text NOT NULL DEFAULT '',
 		ADD COLUMN heartbeat timestamptz;`,
+	// 3: forks (the run and entry a run was forked from) and the messages
+	// a person sends a running run, queued until its process logs them.
+	`ALTER TABLE runs ADD COLUMN fork_of text NOT NULL DEFAULT '',
+		ADD COLUMN fork_seq bigint NOT NULL DEFAULT 0;
+	CREATE TABLE messages (
+		id   bigserial   PRIMARY KEY,
+		run  text        NOT NULL REFERENCES runs (id),
+		text text        NOT NULL,
+		at   timestamptz NOT NULL
+	);
+	CREATE INDEX messages_run ON messages (run, id);`,
 }
 
 // migrateLock is the advisory lock key that serializes migrations of one

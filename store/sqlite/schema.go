@@ -59,6 +59,17 @@ var migrations = []string{
 	// reads every row past its result to the column it sorts by.
 	`CREATE INDEX runs_cost ON runs (cost_micros DESC, created DESC, n DESC);
 	CREATE INDEX runs_steps ON runs (steps DESC, created DESC, n DESC);`,
+	// 4: forks (the run and entry a run was forked from) and the messages
+	// a person sends a running run, queued until its process logs them.
+	`ALTER TABLE runs ADD COLUMN fork_of TEXT NOT NULL DEFAULT '';
+	ALTER TABLE runs ADD COLUMN fork_seq INTEGER NOT NULL DEFAULT 0;
+	CREATE TABLE messages (
+		id   INTEGER PRIMARY KEY AUTOINCREMENT,
+		run  TEXT    NOT NULL REFERENCES runs (id),
+		text TEXT    NOT NULL,
+		at   INTEGER NOT NULL
+	);
+	CREATE INDEX messages_run ON messages (run, id);`,
 }
 
 // migrate brings the database on c to the newest schema in one immediate

@@ -198,10 +198,10 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	}
 	err = s.w.do(ctx, func(t tx) error {
 		res, err := t.exec(`INSERT INTO runs
-			(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+			(id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat, fork_of, fork_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
 			r.ID, r.Parent, r.Goal, string(labels), r.Status, r.Question, r.Task, r.Result,
-			r.Steps, r.CostMicros, r.Created.UnixMicro(), r.Updated.UnixMicro(), r.Holder, toMicros(r.Heartbeat))
+			r.Steps, r.CostMicros, r.Created.UnixMicro(), r.Updated.UnixMicro(), r.Holder, toMicros(r.Heartbeat), r.ForkOf, r.ForkSeq)
 		if err != nil {
 			return err
 		}
@@ -223,7 +223,7 @@ func (s *Store) CreateRun(ctx context.Context, r store.Run) error {
 	return nil
 }
 
-const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat`
+const runColumns = `id, parent, goal, labels, status, question, task, result, steps, cost_micros, created, updated, holder, heartbeat, fork_of, fork_seq`
 
 type scanner interface{ Scan(...any) error }
 
@@ -235,7 +235,7 @@ func scanRun(sc scanner) (store.Run, error) {
 		heartbeat        int64
 	)
 	if err := sc.Scan(&r.ID, &r.Parent, &r.Goal, &labels, &r.Status, &r.Question, &r.Task, &r.Result,
-		&r.Steps, &r.CostMicros, &created, &updated, &r.Holder, &heartbeat); err != nil {
+		&r.Steps, &r.CostMicros, &created, &updated, &r.Holder, &heartbeat, &r.ForkOf, &r.ForkSeq); err != nil {
 		return store.Run{}, err
 	}
 	if err := json.Unmarshal([]byte(labels), &r.Labels); err != nil {
@@ -259,6 +259,7 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 			`DELETE FROM entries WHERE run = ?`,
 			`DELETE FROM snapshots WHERE run = ?`,
 			`DELETE FROM run_labels WHERE run = ?`,
+			`DELETE FROM messages WHERE run = ?`,
 		} {
 			if _, err := t.exec(q, id); err != nil {
 				return err
@@ -545,6 +546,61 @@ func (s *Store) LatestSnapshot(ctx context.Context, run string) (store.Snapshot,
 		return store.Snapshot{}, fmt.Errorf("sqlite: latest snapshot of run %q: %w", run, err)
 	}
 	return snap, nil
+}
+
+// Enqueue implements store.Store.
+func (s *Store) Enqueue(ctx context.Context, run string, m store.Message) (int64, error) {
+	var id int64
+	err := s.w.do(ctx, func(t tx) error {
+		var one int
+		if err := t.queryRow(`SELECT 1 FROM runs WHERE id = ?`, run).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		return t.queryRow(`INSERT INTO messages (run, text, at) VALUES (?, ?, ?) RETURNING id`, run, m.Text, m.At.UnixMicro()).Scan(&id)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: enqueue for run %q: %w", run, err)
+	}
+	return id, nil
+}
+
+// Messages implements store.Store.
+func (s *Store) Messages(ctx context.Context, run string, after int64) ([]store.Message, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, text, at FROM messages WHERE run = ? AND id > ? ORDER BY id`, run, after)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: messages of run %q: %w", run, err)
+	}
+	defer rows.Close()
+	var out []store.Message
+	for rows.Next() {
+		var (
+			m  store.Message
+			at int64
+		)
+		if err := rows.Scan(&m.ID, &m.Text, &at); err != nil {
+			return nil, fmt.Errorf("sqlite: messages of run %q: %w", run, err)
+		}
+		m.At = fromMicros(at)
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: messages of run %q: %w", run, err)
+	}
+	return out, nil
+}
+
+// DeleteMessages implements store.Store.
+func (s *Store) DeleteMessages(ctx context.Context, run string, through int64) error {
+	err := s.w.do(ctx, func(t tx) error {
+		_, err := t.exec(`DELETE FROM messages WHERE run = ? AND id <= ?`, run, through)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: delete messages of run %q: %w", run, err)
+	}
+	return nil
 }
 
 // fromMicros is the inverse of time.Time.UnixMicro, in UTC.

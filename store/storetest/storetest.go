@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		{"CancelledAppend", testCancelledAppend},
 		{"ConcurrentRuns", testConcurrentRuns},
 		{"Delete", testDelete},
+		{"Messages", testMessages},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,6 +162,8 @@ func testCreateAndGet(t *testing.T, s store.Store) {
 	full := store.Run{
 		ID:         "run-full",
 		Parent:     "run-parent",
+		ForkOf:     "run-forked-from",
+		ForkSeq:    42,
 		Goal:       "Add 2 and 3 — ünïcode, \"quotes\", 'single', back\\slash",
 		Labels:     []string{"suite:smoke", "b", "a"},
 		Status:     store.StatusAwaitingInput,
@@ -575,6 +578,9 @@ func testDelete(t *testing.T, s store.Store) {
 	if err := s.SaveSnapshot(ctx, "doomed", store.Snapshot{Seq: 2, Data: []byte("snap")}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Enqueue(ctx, "doomed", store.Message{Text: "unread", At: base}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.DeleteRun(ctx, "doomed"); err != nil {
 		t.Fatalf("DeleteRun: %v", err)
 	}
@@ -590,6 +596,9 @@ func testDelete(t *testing.T, s store.Store) {
 	}
 	if _, err := s.LatestSnapshot(ctx, "doomed"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a new run with a deleted run's ID has a snapshot (%v); want ErrNotFound", err)
+	}
+	if msgs, err := s.Messages(ctx, "doomed", 0); err != nil || len(msgs) != 0 {
+		t.Errorf("a new run with a deleted run's ID has %d queued messages, %v; want none", len(msgs), err)
 	}
 	if runs, err := s.ListRuns(ctx, store.Filter{Label: "gone"}); err != nil || len(runs) != 0 {
 		t.Errorf("ListRuns by the deleted run's label = %d runs, %v; want none (the new run has no labels)", len(runs), err)
@@ -865,5 +874,67 @@ func testConcurrentRuns(t *testing.T, s store.Store) {
 		if snap, err := s.LatestSnapshot(ctx, id); err != nil || snap.Seq != seq {
 			t.Errorf("run %s: LatestSnapshot seq = %d, %v; want %d", id, snap.Seq, err, seq)
 		}
+	}
+}
+
+// testMessages checks the queue of messages a person sends a run: in
+// order, with IDs that only grow, per run, removed through an ID.
+func testMessages(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	mustCreate(t, s, run("a", base), run("b", base))
+	if _, err := s.Enqueue(ctx, "missing", store.Message{Text: "x", At: base}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Enqueue for a missing run = %v, want ErrNotFound", err)
+	}
+	if msgs, err := s.Messages(ctx, "a", 0); err != nil || len(msgs) != 0 {
+		t.Errorf("Messages of a run with none = %v, %v; want none", msgs, err)
+	}
+	texts := []string{"first — ünïcode", "", "third\nline"}
+	var want []store.Message
+	for i, text := range texts {
+		at := base.Add(time.Duration(i) * time.Second).In(time.FixedZone("X", 3600)).Add(123 * time.Nanosecond)
+		id, err := s.Enqueue(ctx, "a", store.Message{ID: 999, Text: text, At: at})
+		if err != nil {
+			t.Fatalf("Enqueue: %v", err)
+		}
+		if len(want) > 0 && id <= want[len(want)-1].ID {
+			t.Errorf("Enqueue returned ID %d after %d; IDs must grow", id, want[len(want)-1].ID)
+		}
+		want = append(want, store.Message{ID: id, Text: text, At: at.UTC().Truncate(time.Microsecond)})
+		if _, err := s.Enqueue(ctx, "b", store.Message{Text: "for b", At: base}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Messages(ctx, "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, equal); diff != "" {
+		t.Errorf("Messages (-want +got):\n%s", diff)
+	}
+	if got, err := s.Messages(ctx, "a", want[0].ID); err != nil || len(got) != 2 || got[0].ID != want[1].ID {
+		t.Errorf("Messages after the first = %v, %v; want the other two", got, err)
+	}
+	if err := s.DeleteMessages(ctx, "a", want[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Messages(ctx, "a", 0); err != nil || len(got) != 1 || got[0].ID != want[2].ID {
+		t.Errorf("Messages after DeleteMessages through the second = %v, %v; want only the third", got, err)
+	}
+	if got, err := s.Messages(ctx, "b", 0); err != nil || len(got) != 3 {
+		t.Errorf("another run's messages after DeleteMessages = %d, %v; want its 3", len(got), err)
+	}
+	var wg sync.WaitGroup
+	ids := make([]int64, 8)
+	for i := range ids {
+		wg.Go(func() {
+			var err error
+			if ids[i], err = s.Enqueue(ctx, "b", store.Message{Text: fmt.Sprint(i), At: base}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got, err := s.Messages(ctx, "b", 0); err != nil || len(got) != 3+len(ids) {
+		t.Errorf("after %d concurrent Enqueues, Messages = %d, %v; want %d", len(ids), len(got), err, 3+len(ids))
 	}
 }
