@@ -45,6 +45,11 @@ type Result struct {
 	// Attempts holds every submitted candidate in order.
 	Attempts []Attempt    `json:"attempts"`
 	Usage    budget.Usage `json:"usage"`
+	// ByModel is the share of Usage each model of a fallback chain had,
+	// in the order they first answered; nil when the run's model is not a
+	// chain. Only answered calls count: a call that failed over has no
+	// usage of its own.
+	ByModel []ModelUsage `json:"by_model,omitempty"`
 	// Limits are the limits the run ran under, defaults applied.
 	Limits budget.Limits `json:"limits"`
 	// Question is the specific question for a person (escalated runs).
@@ -58,6 +63,18 @@ type Result struct {
 	// the answers that came. Approvals of tool calls are not counted.
 	Asked    int `json:"asked,omitempty"`
 	Answered int `json:"answered,omitempty"`
+}
+
+// ModelUsage is what one model of a fallback chain consumed in a run: the
+// calls it answered and their tokens and cost, counted as Usage counts
+// them.
+type ModelUsage struct {
+	Model        string        `json:"model"` // its model string
+	ModelCalls   int           `json:"model_calls"`
+	InputTokens  int64         `json:"input_tokens"`
+	OutputTokens int64         `json:"output_tokens"`
+	Cost         budget.Micros `json:"cost_micros"`
+	CostUnknown  bool          `json:"cost_unknown,omitempty"`
 }
 
 // Attempt is one submitted candidate and what the checks said of it.
