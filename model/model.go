@@ -228,7 +228,7 @@ type Fallback struct {
 // by every run on its provider in the process (model/limit).
 type Wait struct {
 	Provider string        `json:"provider"` // the limits' key, e.g. "anthropic"
-	Wait     time.Duration `json:"wait_ns"`  // how long the call is expected to wait
+	For      time.Duration `json:"wait_ns"`  // how long the call may wait; 0 when that depends on calls in flight
 	Reason   string        `json:"reason"`   // e.g. "requests per minute (50) reached"
 }
 

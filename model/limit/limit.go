@@ -204,7 +204,7 @@ func (l *Limiter) acquire(ctx context.Context) error {
 		if !told {
 			told = true
 			if h := model.HooksFrom(ctx); h.OnWait != nil {
-				h.OnWait(model.Wait{Provider: l.provider, Wait: wait, Reason: why})
+				h.OnWait(model.Wait{Provider: l.provider, For: wait, Reason: why})
 			}
 		}
 		if err := sleep(ctx, wait, changed); err != nil {
@@ -326,6 +326,10 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, _ := req.Context().Value(callKey{}).(*call)
+	if c != nil {
+		c.release() // an earlier attempt of the call is over, and used nothing
+	}
 	if err := t.l.acquire(req.Context()); err != nil {
 		if req.Body != nil {
 			req.Body.Close()
@@ -338,7 +342,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.l.closed()
 		return nil, err
 	}
-	resp.Body = &body{ReadCloser: resp.Body, done: t.l.closed}
+	done := t.l.closed
+	if c != nil && resp.StatusCode/100 == 2 {
+		// A reply's call stays in flight until Model has counted its
+		// tokens: the next attempt must see them.
+		done = func() { c.hold(t.l.closed) }
+	}
+	resp.Body = &body{ReadCloser: resp.Body, done: done}
 	switch resp.StatusCode {
 	case 429, 503, 529:
 		if d, ok := retry.RetryAfter(resp.Header, t.l.cfg.Now()); ok {
@@ -370,10 +380,53 @@ type Model struct {
 }
 
 func (m Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
-	resp, err := m.Model.Generate(ctx, req)
+	c := &call{}
+	defer c.end()
+	resp, err := m.Model.Generate(context.WithValue(ctx, callKey{}, c), req)
 	u := resp.Usage
 	m.Limiter.Spend(u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens)
 	return resp, err
+}
+
+// call is one Model call: the ends of its attempts in flight are held
+// back until its tokens are counted.
+type call struct {
+	mu      sync.Mutex
+	ended   bool
+	pending []func()
+}
+
+type callKey struct{}
+
+// hold runs f once the call's tokens are counted (now, if they are).
+func (c *call) hold(f func()) {
+	c.mu.Lock()
+	if !c.ended {
+		c.pending = append(c.pending, f)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	f()
+}
+
+// release runs what is held.
+func (c *call) release() {
+	c.mu.Lock()
+	fs := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// end releases what is held, and anything held from now on at once.
+func (c *call) end() {
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+	c.release()
 }
 
 // Name is the wrapped model's name, if it has one.
