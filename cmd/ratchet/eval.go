@@ -83,7 +83,9 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	label := fs.String("label", "", "name of this result set (default the suite's label:); a second run with the same label resumes")
 	dir := fs.String("dir", "", "result directory (default .ratchet/eval/LABEL, or $RATCHET_EVAL_DIR/LABEL)")
 	conc := fs.Int("concurrency", 0, "runs at once (default the suite's concurrency:)")
-	mdl := fs.String("model", "", "model for every task case, e.g. scripted:turns.yaml (sim cases keep theirs)")
+	mdl := new(string)
+	modelFlag(fs, mdl, "model for every task case, e.g. scripted:turns.yaml (sim cases keep theirs)")
+	m.providerLimitFlag(fs)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
 	noLogs := fs.Bool("no-logs", false, "do not keep each run's event log")
@@ -118,6 +120,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		printProblems(m.Stderr, "ratchet eval run", err)
 		return exitUsage
 	}
+	taskfile.SetLimits(m.limits, suite.Limits)
 	if *limit > 0 && *limit < len(suite.Cases) {
 		suite.Cases = suite.Cases[:*limit]
 	}
@@ -230,11 +233,12 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 	strengths := &strengthMemo{m: m, byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
-			FallbackModel: m.Getenv("RATCHET_MODEL"),
-			OpenModel:     func(spec, base string) (model.Model, error) { return m.openEvalModel(spec, base, notice) },
-			Sandbox:       m.sandbox(unsafeSandbox),
-			Getenv:        m.Getenv,
-			Secrets:       m.secrets,
+			DefaultModel: m.Getenv("RATCHET_MODEL"),
+			Limits:       m.limits,
+			OpenModel:    func(spec, base string) (model.Model, error) { return m.openEvalModel(spec, base, notice) },
+			Sandbox:      m.sandbox(unsafeSandbox),
+			Getenv:       m.Getenv,
+			Secrets:      m.secrets,
 		}
 		switch {
 		case modelFlag != "":
@@ -283,7 +287,7 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 // openEvalModel is openModel with the scripted model's notice printed once
 // per suite rather than once per run.
 func (m *Main) openEvalModel(spec, base string, notice io.Writer) (model.Model, error) {
-	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" {
+	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" && !strings.Contains(spec, ",") {
 		if base != "" && !filepath.IsAbs(arg) {
 			arg = filepath.Join(base, arg)
 		}

@@ -33,8 +33,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -443,4 +445,55 @@ func (m Model) PriceKnown() bool {
 		return p.PriceKnown()
 	}
 	return true
+}
+
+// ParseFlag reads one provider's limits as the --provider-limit flag
+// gives them: PROVIDER:FIELD=N[,FIELD=N...], the fields those of the
+// task file's provider_limits: (requests_per_minute, tokens_per_minute,
+// max_in_flight), e.g. anthropic:requests_per_minute=50,max_in_flight=8.
+// The provider is everything before the last colon ahead of the first
+// "=", so an openai-compatible:BASE_URL with a port reads as one.
+func ParseFlag(s string) (string, Limits, error) {
+	eq := strings.IndexByte(s, '=')
+	colon := -1
+	if eq > 0 {
+		colon = strings.LastIndexByte(s[:eq], ':')
+	}
+	if colon < 0 {
+		return "", Limits{}, fmt.Errorf("provider limit %q: want PROVIDER:FIELD=N,..., e.g. anthropic:requests_per_minute=50,max_in_flight=8", s)
+	}
+	name, fields := s[:colon], s[colon+1:]
+	if err := CheckProvider(name); err != nil {
+		return "", Limits{}, fmt.Errorf("provider limit %q: %v", s, err)
+	}
+	var l Limits
+	var problems []string
+	seen := map[string]bool{}
+	for field := range strings.SplitSeq(fields, ",") {
+		key, val, _ := strings.Cut(field, "=")
+		n, err := strconv.ParseInt(val, 10, 64)
+		switch {
+		case seen[key]:
+			problems = append(problems, key+" is given twice")
+			continue
+		case err != nil || n < 1:
+			problems = append(problems, fmt.Sprintf("%s must be a whole number of at least 1, got %q", key, val))
+			continue
+		}
+		seen[key] = true
+		switch key {
+		case "requests_per_minute":
+			l.RequestsPerMinute = int(min(n, math.MaxInt32))
+		case "tokens_per_minute":
+			l.TokensPerMinute = n
+		case "max_in_flight":
+			l.MaxInFlight = int(min(n, math.MaxInt32))
+		default:
+			problems = append(problems, fmt.Sprintf("unknown field %q (known: requests_per_minute, tokens_per_minute, max_in_flight)", key))
+		}
+	}
+	if len(problems) > 0 {
+		return "", Limits{}, fmt.Errorf("provider limit %q: %s", s, strings.Join(problems, "; "))
+	}
+	return name, l, nil
 }
