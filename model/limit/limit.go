@@ -302,6 +302,14 @@ func (l *Limiter) Pause(d time.Duration) {
 	}
 }
 
+// PausedUntil is when the latest pause ends; the zero time if none was
+// asked for.
+func (l *Limiter) PausedUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.paused
+}
+
 // Spend counts tokens used by a call that just ended.
 func (l *Limiter) Spend(tokens int64) {
 	if tokens <= 0 {
