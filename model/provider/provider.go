@@ -35,7 +35,7 @@ import (
 // Options lists the model string forms, for error messages and help.
 const Options = "anthropic:MODEL (needs ANTHROPIC_API_KEY), openai:MODEL (needs OPENAI_API_KEY), " +
 	"openai-compatible:BASE_URL#MODEL (Ollama, vLLM, llama.cpp server, LM Studio; e.g. openai-compatible:http://localhost:11434/v1#llama3.1), " +
-	"scripted:FILE (a recorded, offline test double)"
+	"scripted:FILE (a recorded, offline test double); several joined by commas are a fallback chain"
 
 // ErrNoModel is returned (wrapped) when no model is configured.
 var ErrNoModel = errors.New("no model configured")
@@ -161,18 +161,18 @@ func Open(s string, cfg Config) (model.Model, error) {
 		}
 		return open(sp, cfg, getenv)
 	}
-	if _, err := ParseChain(s); err != nil {
+	specs, err := ParseChain(s)
+	if err != nil {
 		return nil, err
 	}
-	var members []fallback.Member
-	for _, one := range strings.Split(s, ",") {
-		one = strings.TrimSpace(one)
-		sp, _ := Parse(one)
-		m, err := open(sp, cfg, getenv)
+	members := make([]fallback.Member, len(specs))
+	for i, name := range strings.Split(s, ",") { // one name per spec
+		name = strings.TrimSpace(name)
+		m, err := open(specs[i], cfg, getenv)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", one, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		members = append(members, fallback.Member{Name: one, Model: m})
+		members[i] = fallback.Member{Name: name, Model: m}
 	}
 	return fallback.New(members...)
 }
