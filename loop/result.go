@@ -45,10 +45,11 @@ type Result struct {
 	// Attempts holds every submitted candidate in order.
 	Attempts []Attempt    `json:"attempts"`
 	Usage    budget.Usage `json:"usage"`
-	// ByModel is the share of Usage each model of a fallback chain had,
-	// in the order they first answered; nil when the run's model is not a
-	// chain. Only answered calls count: a call that failed over has no
-	// usage of its own.
+	// ByModel is the share each model of a fallback chain had of the
+	// run's own calls (a sub-agent's are in its own Result), in the order
+	// they first answered; nil when the run's model is not a chain. Only
+	// answered calls count: a call that failed over has no usage of its
+	// own.
 	ByModel []ModelUsage `json:"by_model,omitempty"`
 	// Limits are the limits the run ran under, defaults applied.
 	Limits budget.Limits `json:"limits"`
