@@ -33,7 +33,7 @@ func (s *inFlightServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.now--
 		s.mu.Unlock()
 	}()
-	time.Sleep(30 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // long enough for the samples to overlap, however busy the machine
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprint(w, `{"id":"msg_01","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"finish","input":{"answer":"5","confidence":0.3}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`)
 }
