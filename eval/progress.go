@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/observe"
 )
 
 // progressBar shows how far a suite has got. Live, it redraws one line (a bar,
@@ -25,8 +28,11 @@ type progressBar struct {
 	ok       int
 	began    time.Time
 	lastTen  int
-	quit     chan struct{}
-	stopped  sync.WaitGroup
+	// holding counts the runs whose model call is held by its provider's
+	// shared limits now (holdWatch).
+	holding int
+	quit    chan struct{}
+	stopped sync.WaitGroup
 }
 
 func newProgressBar(w io.Writer, live bool, total, resumed int, now func() time.Time) *progressBar {
@@ -131,8 +137,45 @@ func (p *progressBar) eta() string {
 
 func (p *progressBar) line() string {
 	pct := 100 * p.finished / max(1, p.total)
-	return fmt.Sprintf("%d/%d runs (%d%%), %d succeeded, elapsed %s, ETA %s",
+	s := fmt.Sprintf("%d/%d runs (%d%%), %d succeeded, elapsed %s, ETA %s",
 		p.finished, p.total, pct, p.ok, p.now().Sub(p.began).Round(time.Second), p.eta())
+	if p.holding > 0 {
+		s += fmt.Sprintf(", %d held by provider limits", p.holding)
+	}
+	return s
+}
+
+// holdWatch observes one run's entries for the bar: the run is held from
+// a wait entry (its call waits for its provider's shared limits) until the
+// event that answers a model call, or the run's end (release).
+type holdWatch struct {
+	p    *progressBar
+	held bool
+}
+
+func (p *progressBar) watch() *holdWatch { return &holdWatch{p: p} }
+
+func (w *holdWatch) Observe(e observe.Entry) {
+	switch {
+	case e.Wait != nil:
+		w.set(true)
+	case e.Event != nil && (e.Event.Type == loop.EventModelReply || e.Event.Type == loop.EventModelError):
+		w.set(false)
+	}
+}
+
+func (w *holdWatch) release() { w.set(false) }
+
+func (w *holdWatch) set(held bool) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	switch {
+	case held && !w.held:
+		w.p.holding++
+	case !held && w.held:
+		w.p.holding--
+	}
+	w.held = held
 }
 
 func (p *progressBar) draw() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/observe"
 )
 
 // fakeClock advances a second per reading.
@@ -64,5 +65,29 @@ func TestProgressLive(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%q", want, out)
 		}
+	}
+}
+
+// The line counts the runs whose model call waits for its provider's
+// shared limits: from the wait entry to the event answering the call, or
+// the run's end.
+func TestProgressHeld(t *testing.T) {
+	p := newProgressBar(nil, true, 4, 0, (&fakeClock{}).now)
+	a, b := p.watch(), p.watch()
+	wait := observe.Entry{Kind: observe.KindWait, Wait: &observe.Wait{Call: "m1"}}
+	a.Observe(wait)
+	a.Observe(wait) // a second sample of the same run
+	b.Observe(wait)
+	if got := p.line(); !strings.HasSuffix(got, ", 2 held by provider limits") {
+		t.Errorf("two runs waiting: %q", got)
+	}
+	a.Observe(observe.Entry{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelReply}})
+	if got := p.line(); !strings.HasSuffix(got, ", 1 held by provider limits") {
+		t.Errorf("one run answered: %q", got)
+	}
+	b.release()
+	b.release()
+	if got := p.line(); strings.Contains(got, "held") {
+		t.Errorf("no run waiting: %q", got)
 	}
 }

@@ -185,7 +185,7 @@ func Run(ctx context.Context, s *Suite, cfg Config) (Outcome, error) {
 				if j >= len(jobs) || ctx.Err() != nil {
 					return
 				}
-				rec, err := runOne(ctx, cfg, jobs[j].c, jobs[j].repeat)
+				rec, err := runOne(ctx, cfg, jobs[j].c, jobs[j].repeat, bar.watch())
 				switch {
 				case errors.Is(err, errLoad):
 					mu.Lock()
@@ -220,8 +220,8 @@ var errLoad = errors.New("cannot set up the case")
 // runOne runs one repeat of a case. It returns a nil record when ctx was
 // cancelled mid-run (nothing to store), an error wrapping errLoad when the
 // case could not be set up, and another error when a log could not be
-// written.
-func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, error) {
+// written. held follows the run for the progress display.
+func runOne(ctx context.Context, cfg Config, c *Case, repeat int, held *holdWatch) (*Record, error) {
 	var job Job
 	if c.Sim != nil {
 		job = simJob(c.Sim, repeat)
@@ -269,6 +269,8 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int) (*Record, erro
 		jl = observe.NewJSONL(logW)
 		rcfg.Observers = []observe.Observer{jl}
 	}
+	rcfg.Observers = append(rcfg.Observers, held)
+	defer held.release()
 	start := cfg.Now()
 	var res loop.Result
 	var runErr error

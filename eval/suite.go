@@ -14,6 +14,7 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/internal/yamlerr"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/sim"
 	"github.com/ratchetloop/ratchet/taskfile"
 )
@@ -34,7 +35,10 @@ type Suite struct {
 	// Model, when set, replaces the model of every task case that does
 	// not name its own.
 	Model string
-	Cases []Case
+	// Limits are the provider_limits: every run of the suite shares, by
+	// provider; the task files' own apply too (the strictest holds).
+	Limits map[string]limit.Limits
+	Cases  []Case
 }
 
 // Case is one task the suite runs Repeats times.
@@ -207,7 +211,7 @@ func (p *suiteParser) top(n *yaml.Node) {
 		return
 	}
 	var cases, sims *yaml.Node
-	p.fields(n, "suite", []string{"label", "repeats", "concurrency", "model", "cases", "sim"}, func(key string, v *yaml.Node) {
+	p.fields(n, "suite", []string{"label", "repeats", "concurrency", "model", "provider_limits", "cases", "sim"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "label":
 			p.s.Label = p.str(v, key)
@@ -219,7 +223,13 @@ func (p *suiteParser) top(n *yaml.Node) {
 		case "concurrency":
 			p.s.Concurrency = p.int(v, key, 1, 10_000)
 		case "model":
-			p.s.Model = p.str(v, key)
+			m, probs := taskfile.ParseModel(v, p.file, key)
+			p.s.Model = m
+			p.problems = append(p.problems, probs...)
+		case "provider_limits":
+			l, probs := taskfile.ParseProviderLimits(v, p.file, key)
+			p.s.Limits = l
+			p.problems = append(p.problems, probs...)
 		case "cases":
 			cases = v
 		case "sim":
@@ -279,7 +289,9 @@ func (p *suiteParser) cases(n *yaml.Node) {
 			case "repeats":
 				c.Repeats = p.int(v, "case repeats", 1, 10_000)
 			case "model":
-				c.Model = p.str(v, "case model")
+				m, probs := taskfile.ParseModel(v, p.file, "case model")
+				c.Model = m
+				p.problems = append(p.problems, probs...)
 			case "budget":
 				b, probs := taskfile.ParseLimits(v, p.file, "case budget")
 				c.Budget = b

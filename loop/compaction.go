@@ -233,7 +233,7 @@ func (m *Machine) stepCompact(ev *Event) {
 		c.Job, c.Failed = nil, true
 		m.note(m.st.trim(&m.req, j.To, "compact_failed", "the compaction call failed: "+clip(ev.Error.Message, 200)))
 	default:
-		m.st.charge(ev.Reply.Usage)
+		m.st.charge(ev.Reply)
 		was := len(m.st.History.Messages)
 		summary := c.apply(*ev.Reply, &m.st.History, m.spec.Goal, m.spec.Policy.SummaryTokens)
 		if summary == "" {

@@ -42,6 +42,9 @@ type state struct {
 	Phase phase        `json:"phase"`
 	Start time.Time    `json:"start"`
 	Usage budget.Usage `json:"usage"`
+	// ByModel shares Usage's model calls, tokens and cost among the
+	// models of a fallback chain, in the order they first answered.
+	ByModel []ModelUsage `json:"by_model,omitempty"`
 	// Last is the latest event time seen. Paused is the time that does not
 	// count against the time budget: spent waiting for a person, or with
 	// no process running the run (between the last event before a crash or
@@ -294,6 +297,7 @@ func (m *Machine) stop(s Status, reason string) {
 		Reason:   reason,
 		Attempts: append([]Attempt{}, m.st.Attempts...), // [] rather than null in JSON
 		Usage:    m.st.Usage,
+		ByModel:  slices.Clone(m.st.ByModel),
 		Limits:   m.spec.Budget,
 		Question: question,
 		Asked:    m.st.Asked,

@@ -45,6 +45,12 @@ type Result struct {
 	// Attempts holds every submitted candidate in order.
 	Attempts []Attempt    `json:"attempts"`
 	Usage    budget.Usage `json:"usage"`
+	// ByModel is the share each model of a fallback chain had of the
+	// run's own calls (a sub-agent's are in its own Result), in the order
+	// they first answered; nil when the run's model is not a chain. Only
+	// answered calls count: a call that failed over has no usage of its
+	// own.
+	ByModel []ModelUsage `json:"by_model,omitempty"`
 	// Limits are the limits the run ran under, defaults applied.
 	Limits budget.Limits `json:"limits"`
 	// Question is the specific question for a person (escalated runs).
@@ -89,6 +95,18 @@ type Patch struct {
 	Copy string `json:"copy,omitempty"`
 	// Problem says why Diff is missing or incomplete ("" when it is whole).
 	Problem string `json:"problem,omitempty"`
+}
+
+// ModelUsage is what one model of a fallback chain consumed in a run: the
+// calls it answered and their tokens and cost, counted as Usage counts
+// them.
+type ModelUsage struct {
+	Model        string        `json:"model"` // its model string
+	ModelCalls   int           `json:"model_calls"`
+	InputTokens  int64         `json:"input_tokens"`
+	OutputTokens int64         `json:"output_tokens"`
+	Cost         budget.Micros `json:"cost_micros"`
+	CostUnknown  bool          `json:"cost_unknown,omitempty"`
 }
 
 // Attempt is one submitted candidate and what the checks said of it.

@@ -361,7 +361,7 @@ func (m *Machine) stepSample(ev *Event) {
 	if ev.Type == EventModelError {
 		problem = "the call failed: " + ev.Error.Message
 	} else {
-		m.st.charge(ev.Reply.Usage)
+		m.st.charge(ev.Reply)
 		answer, conf, how, err := candidateOf(ev.Reply, m.spec.Mode)
 		if err != nil {
 			problem = err.Error()

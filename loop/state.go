@@ -21,8 +21,13 @@ func (st *state) deadline(limit, keep time.Duration) time.Time {
 	return st.Start.Add(st.Paused + limit - keep)
 }
 
-// charge adds one reply's usage.
-func (st *state) charge(u model.Usage) {
+// charge adds one reply's usage, and to its model's share when a
+// fallback chain says which of its models answered (Response.Via).
+func (st *state) charge(r *model.Response) {
+	u := r.Usage
+	if r.Via != "" {
+		st.ByModel = addModelUsage(st.ByModel, r.Via, u)
+	}
 	// Cached input is still input the model read: the token budget bounds
 	// what a run makes the model process (the cost budget prices the
 	// cache's discount).
@@ -33,6 +38,25 @@ func (st *state) charge(u model.Usage) {
 	if !u.CostKnown {
 		st.Usage.CostUnknown = true
 	}
+}
+
+// addModelUsage adds u to name's entry of by, adding the entry at the end
+// the first time name answers.
+func addModelUsage(by []ModelUsage, name string, u model.Usage) []ModelUsage {
+	i := 0
+	for i < len(by) && by[i].Model != name {
+		i++
+	}
+	if i == len(by) {
+		by = append(by, ModelUsage{Model: name})
+	}
+	e := &by[i]
+	e.ModelCalls++
+	e.InputTokens += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+	e.OutputTokens += u.OutputTokens
+	e.Cost += u.Cost
+	e.CostUnknown = e.CostUnknown || !u.CostKnown
+	return by
 }
 
 // nextCallID counts a model call and returns its ID.

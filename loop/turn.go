@@ -169,7 +169,7 @@ func (m *Machine) callModel(p model.Purpose, n, maxOut int, keep time.Duration) 
 // slices of it, never writes through it.
 func (m *Machine) onReply(r *model.Response, closing bool) {
 	m.st.Awaiting = nil
-	m.st.charge(r.Usage)
+	m.st.charge(r)
 	shape := shapeOf(r)
 	switch {
 	case shape.size > m.spec.Policy.MaxReplyBytes:

@@ -114,6 +114,10 @@ type Response struct {
 	// Cached marks a reply answered from a response cache (model/cache)
 	// instead of a call: it cost nothing, whatever its tokens.
 	Cached bool `json:"cached,omitempty"`
+	// Via is the model string of the fallback chain's member that answered
+	// (model/fallback); "" when the call was not made through a chain. The
+	// loop accounts usage per model by it (loop.Result.ByModel).
+	Via string `json:"via,omitempty"`
 }
 
 // Model generates one reply. Implementations must be safe for concurrent use,
@@ -214,6 +218,23 @@ type Retry struct {
 	Reason  string        `json:"reason"` // e.g. "429 rate_limited", "connection reset"
 }
 
+// Fallback describes a call handed from one model of a fallback chain to
+// the next, after From's retries gave up with an error a later call might
+// not meet (rate limited, overloaded, a server or transport error).
+type Fallback struct {
+	From   string `json:"from"`   // the model string that failed
+	To     string `json:"to"`     // the model string that takes the call
+	Reason string `json:"reason"` // From's error
+}
+
+// Wait describes a call held back before it is sent, by the limits shared
+// by every run on its provider in the process (model/limit).
+type Wait struct {
+	Provider string        `json:"provider"` // the limits' key, e.g. "anthropic"
+	For      time.Duration `json:"wait_ns"`  // how long the call may wait; 0 when that depends on calls in flight
+	Reason   string        `json:"reason"`   // e.g. "requests per minute (50) reached"
+}
+
 // Hooks are callbacks a caller attaches to a Generate call's context. They
 // observe the call and must not change it: whatever the hooks do, the
 // Response is the same. Either may be nil. They may be called from the
@@ -224,6 +245,12 @@ type Hooks struct {
 	// OnText receives text as a streaming provider produces it, in order.
 	// The Response still carries the whole text.
 	OnText func(delta string)
+	// OnFallback is called when a fallback chain hands the call to its
+	// next model.
+	OnFallback func(Fallback)
+	// OnWait is called before the call waits for its provider's shared
+	// limits.
+	OnWait func(Wait)
 }
 
 type hooksKey struct{}

@@ -110,15 +110,17 @@ func EncodeCommand(c *loop.Command) ([]byte, error) {
 // Record is one entry read back from a JSONL log. Commands and notes are
 // kept as their JSON, which is what replay compares.
 type Record struct {
-	Seq     int64           `json:"seq"`
-	Run     string          `json:"run"`
-	At      time.Time       `json:"at"`
-	Kind    Kind            `json:"kind"`
-	Spec    *loop.Spec      `json:"spec,omitempty"`
-	Event   *loop.Event     `json:"-"`
-	Command json.RawMessage `json:"command,omitempty"`
-	Note    json.RawMessage `json:"note,omitempty"`
-	Retry   *Retry          `json:"retry,omitempty"`
+	Seq      int64           `json:"seq"`
+	Run      string          `json:"run"`
+	At       time.Time       `json:"at"`
+	Kind     Kind            `json:"kind"`
+	Spec     *loop.Spec      `json:"spec,omitempty"`
+	Event    *loop.Event     `json:"-"`
+	Command  json.RawMessage `json:"command,omitempty"`
+	Note     json.RawMessage `json:"note,omitempty"`
+	Retry    *Retry          `json:"retry,omitempty"`
+	Fallback *Fallback       `json:"fallback,omitempty"`
+	Wait     *Wait           `json:"wait,omitempty"`
 }
 
 // ReadJSONL reads a log written by JSONL. Tool arguments logged as

@@ -32,19 +32,39 @@ const (
 	// way in (bytes that are not UTF-8 replaced), so that nothing changes
 	// silently. Like a retry, the core never sees it and replay skips it.
 	KindRepair Kind = "repair"
+	// KindFallback records a model call handed to the next model of a
+	// fallback chain; KindWait a call held back by its provider's shared
+	// limits. Like retries, the core never sees them and replay skips them.
+	KindFallback Kind = "fallback"
+	KindWait     Kind = "wait"
 )
 
 // Entry is one line of a run's log.
 type Entry struct {
-	Seq     int64         `json:"seq"`
-	Run     string        `json:"run"`
-	At      time.Time     `json:"at"`
-	Kind    Kind          `json:"kind"`
-	Spec    *loop.Spec    `json:"spec,omitempty"`
-	Event   *loop.Event   `json:"event,omitempty"`
-	Command *loop.Command `json:"command,omitempty"`
-	Note    *loop.Note    `json:"note,omitempty"`
-	Retry   *Retry        `json:"retry,omitempty"`
+	Seq      int64         `json:"seq"`
+	Run      string        `json:"run"`
+	At       time.Time     `json:"at"`
+	Kind     Kind          `json:"kind"`
+	Spec     *loop.Spec    `json:"spec,omitempty"`
+	Event    *loop.Event   `json:"event,omitempty"`
+	Command  *loop.Command `json:"command,omitempty"`
+	Note     *loop.Note    `json:"note,omitempty"`
+	Retry    *Retry        `json:"retry,omitempty"`
+	Fallback *Fallback     `json:"fallback,omitempty"`
+	Wait     *Wait         `json:"wait,omitempty"`
+}
+
+// Fallback is the model call Call handed from one model of a fallback
+// chain to the next.
+type Fallback struct {
+	Call string `json:"call"`
+	model.Fallback
+}
+
+// Wait is the model call Call held back by its provider's shared limits.
+type Wait struct {
+	Call string `json:"call"`
+	model.Wait
 }
 
 // Retry is a transport retry of the model call Call (a call_model
@@ -93,9 +113,9 @@ type Memory struct {
 	entries     []memEntry
 }
 
-// memEntry is an Entry in 24 bytes instead of 104, with one pointer for
-// the collector to follow instead of five: its At in Unix nanoseconds and,
-// of its five pointers, the one that is set, kept as an interface whose
+// memEntry is an Entry in 24 bytes instead of 120, with one pointer for
+// the collector to follow instead of seven: its At in Unix nanoseconds and,
+// of its seven pointers, the one that is set, kept as an interface whose
 // type gives the Kind. Its Seq is implied. An entry of another shape is
 // kept whole.
 type memEntry struct {
@@ -143,6 +163,12 @@ func compact(e Entry) any {
 	if e.Retry != nil {
 		ptr, set = e.Retry, set+1
 	}
+	if e.Fallback != nil {
+		ptr, set = e.Fallback, set+1
+	}
+	if e.Wait != nil {
+		ptr, set = e.Wait, set+1
+	}
 	if set != 1 || kindOf(ptr) != e.Kind {
 		whole := e // declared here so that only such entries are copied to the heap
 		return &whole
@@ -163,6 +189,10 @@ func kindOf(ptr any) Kind {
 		return KindNote
 	case *Retry:
 		return KindRetry
+	case *Fallback:
+		return KindFallback
+	case *Wait:
+		return KindWait
 	}
 	return ""
 }
@@ -180,6 +210,10 @@ func (m *Memory) entry(me memEntry, seq int64) Entry {
 		e.Note = p
 	case *Retry:
 		e.Retry = p
+	case *Fallback:
+		e.Fallback = p
+	case *Wait:
+		e.Wait = p
 	}
 	return e
 }

@@ -960,3 +960,35 @@ func TestPrinterCancelOnce(t *testing.T) {
 		t.Errorf("the cancel's reason is printed %d times, want once:\n%s", n, buf.String())
 	}
 }
+
+// A call held by its provider's shared limits says so on the live line,
+// whose clock runs on while it waits; without a live line the wait is a
+// line of its own. A fallback is a line either way, and the live line
+// names the model now asked.
+func TestPrinterWaitAndFallback(t *testing.T) {
+	wait := observe.Entry{Kind: observe.KindWait, Wait: &observe.Wait{Call: "m1", Wait: model.Wait{Provider: "anthropic", For: time.Second, Reason: "50 requests per minute reached (requests_per_minute)"}}}
+	fb := observe.Entry{Kind: observe.KindFallback, Fallback: &observe.Fallback{Call: "m1", Fallback: model.Fallback{From: "anthropic:claude-sonnet-4-5", To: "openai:gpt-4.1", Reason: "anthropic:claude-sonnet-4-5: anthropic: 529 overloaded"}}}
+
+	var buf bytes.Buffer
+	p := observe.NewPrinter(&buf, observe.PrinterConfig{Live: true})
+	p.Observe(callModel(model.PurposeStep))
+	p.Observe(wait)
+	p.Tick(time.Now().Add(4 * time.Second))
+	if got := buf.String(); !strings.HasSuffix(got, " · 4s] held by anthropic's shared limits: 50 requests per minute reached (requests_per_minute)") {
+		t.Errorf("the live line while held: %q", got[strings.LastIndex(got, "\r"):])
+	}
+	buf.Reset()
+	p.Observe(fb)
+	if got := buf.String(); !strings.Contains(got, "        ⇢ anthropic:claude-sonnet-4-5 failed: anthropic:claude-sonnet-4-5: anthropic: 529 overloaded; openai:gpt-4.1 takes the call\n") ||
+		!strings.HasSuffix(got, "] waiting for the model (openai:gpt-4.1)") {
+		t.Errorf("after the fallback: %q", got)
+	}
+
+	var plain bytes.Buffer
+	q := observe.NewPrinter(&plain, observe.PrinterConfig{})
+	q.Observe(callModel(model.PurposeStep))
+	q.Observe(wait)
+	if !strings.Contains(plain.String(), "        ⏸ held by anthropic's shared limits: 50 requests per minute reached (requests_per_minute)\n") {
+		t.Errorf("plain output: %q", plain.String())
+	}
+}

@@ -92,6 +92,18 @@ func (p *Printer) Observe(e Entry) {
 		p.endStream() // a broken stream's text is shown again on the retry
 		r := e.Retry
 		p.printf("        ↻ %s: retry %d in %s", r.Reason, r.Attempt, r.Wait.Round(time.Millisecond).String())
+	case e.Fallback != nil:
+		p.endStream()
+		f := e.Fallback
+		p.printf("        ⇢ %s failed: %s; %s takes the call", f.From, OneLine(f.Reason, 160), f.To)
+		p.status = "waiting for the model (" + f.To + ")"
+	case e.Wait != nil:
+		w := e.Wait
+		// The line says why; the live line's clock shows how long it lasts.
+		p.status = fmt.Sprintf("held by %s's shared limits: %s", w.Provider, w.Reason)
+		if !p.live {
+			p.printf("        ⏸ held by %s's shared limits: %s", w.Provider, w.Reason)
+		}
 	}
 	p.drawLive()
 }

@@ -86,9 +86,14 @@ func Run(records []observe.Record) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("replay: the recorded spec: %w", err)
 	}
-	// Retries and repairs are the shell's, not the core's: skip them.
+	// Retries, repairs, fallbacks and waits are the shell's, not the
+	// core's: skip them.
 	records = slices.DeleteFunc(slices.Clone(records), func(r observe.Record) bool {
-		return r.Kind == observe.KindRetry || r.Kind == observe.KindRepair
+		switch r.Kind {
+		case observe.KindRetry, observe.KindRepair, observe.KindFallback, observe.KindWait:
+			return true
+		}
+		return false
 	})
 	sum := Summary{Run: records[0].Run}
 	i := 1

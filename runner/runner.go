@@ -526,7 +526,16 @@ func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 // text is not streamed.
 func (r *run) withHooks(ctx context.Context, c *loop.Command) (_ context.Context, endText func()) {
 	id := c.ID
-	h := model.Hooks{OnRetry: func(rt model.Retry) { r.recordRetry(id, rt) }}
+	h := model.Hooks{
+		OnRetry: func(rt model.Retry) { r.recordRetry(id, rt) },
+		OnFallback: func(f model.Fallback) {
+			f.Reason = r.cfg.Redactor.String(f.Reason) // a server's error text may echo a secret
+			r.recordShell(observe.Entry{Kind: observe.KindFallback, Fallback: &observe.Fallback{Call: id, Fallback: f}})
+		},
+		OnWait: func(w model.Wait) {
+			r.recordShell(observe.Entry{Kind: observe.KindWait, Wait: &observe.Wait{Call: id, Wait: w}})
+		},
+	}
 	if c.Request.Purpose == model.PurposeSample || len(r.text) == 0 {
 		return model.WithHooks(ctx, h), func() {}
 	}
@@ -548,12 +557,19 @@ func (r *run) withHooks(ctx context.Context, c *loop.Command) (_ context.Context
 	}
 }
 
-// recordRetry records a transport retry of call id. Sampled alternatives
-// call it from their own goroutines.
+// recordRetry records a transport retry of call id.
 func (r *run) recordRetry(id string, rt model.Retry) {
+	r.recordShell(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
+}
+
+// recordShell records, stamped now, what happened to a model call on its
+// way (a retry, a fallback, a wait for shared limits): the core never sees
+// it. Sampled alternatives call it from their own goroutines.
+func (r *run) recordShell(e observe.Entry) {
 	r.recordMu.Lock()
 	defer r.recordMu.Unlock()
-	r.record(observe.Entry{At: r.now(), Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
+	e.At = r.now()
+	r.record(e)
 }
 
 // failure classifies err, naming the time budget when the command's

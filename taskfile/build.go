@@ -12,6 +12,7 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/redact"
@@ -28,14 +29,22 @@ import (
 // environment.
 type Config struct {
 	// Model, when set, replaces the file's model: (a model string such as
-	// anthropic:claude-sonnet-4-5 or scripted:turns.yaml). Its relative
-	// paths resolve against ModelDir; "" means the working directory.
+	// anthropic:claude-sonnet-4-5 or scripted:turns.yaml, or a fallback
+	// chain of them joined by commas). Its relative paths resolve against
+	// ModelDir; "" means the working directory.
 	Model    string
 	ModelDir string
-	// FallbackModel is the model when neither Model nor the file names one
+	// DefaultModel is the model when neither Model nor the file names one
 	// (the CLI passes $RATCHET_MODEL); relative paths resolve against the
-	// working directory.
-	FallbackModel string
+	// working directory. (A model that takes over when another fails is a
+	// fallback chain, written as a model string: see Model.)
+	DefaultModel string
+	// Limits is the registry of the limits the run's models share with
+	// every other run of the process on their provider (model/limit):
+	// Build tightens it by the file's provider_limits: section, and the default
+	// OpenModel opens models with it; a custom OpenModel must open its
+	// models with the same registry. Nil means a registry of the run's own.
+	Limits *limit.Registry
 	// Budget's non-zero fields replace the file's budget, field by field.
 	Budget budget.Limits
 	// Workspace, when set, is the directory the run works in instead of
@@ -140,10 +149,13 @@ func (b *builder) defaults() {
 	if b.cfg.Getenv == nil {
 		b.cfg.Getenv = os.Getenv
 	}
+	if b.cfg.Limits == nil {
+		b.cfg.Limits = limit.NewRegistry(limit.Config{})
+	}
 	if b.cfg.OpenModel == nil {
-		getenv := b.cfg.Getenv
+		getenv, limits := b.cfg.Getenv, b.cfg.Limits
 		b.cfg.OpenModel = func(spec, base string) (model.Model, error) {
-			return provider.Open(spec, provider.Config{Dir: base, Getenv: getenv})
+			return provider.Open(spec, provider.Config{Dir: base, Getenv: getenv, Limits: limits})
 		}
 	}
 	if b.cfg.Sandbox == nil {
@@ -189,6 +201,7 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 		},
 	}
 	r.Exec = execConfig(f.ToolOutput)
+	SetLimits(b.cfg.Limits, f.Limits)
 	// The checks' and the model's problems are the file's: reported in one
 	// list, each at its line.
 	var problems Problems
@@ -303,7 +316,7 @@ func copyFile(src, dst string) error {
 }
 
 // modelSpec is the model string and the directory its paths resolve
-// against: Config.Model, else the file's model:, else the fallback.
+// against: Config.Model, else the file's model:, else the default.
 func (b *builder) modelSpec(f *File) (spec, base string) {
 	switch {
 	case b.cfg.Model != "":
@@ -311,7 +324,7 @@ func (b *builder) modelSpec(f *File) (spec, base string) {
 	case f.Model != "":
 		return f.Model, f.Dir
 	}
-	return b.cfg.FallbackModel, ""
+	return b.cfg.DefaultModel, ""
 }
 
 // checks builds the task's and the sub-agents' checks, reporting the

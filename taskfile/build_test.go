@@ -14,6 +14,7 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/tool"
@@ -48,7 +49,7 @@ func TestBuildModelAndOverrides(t *testing.T) {
 		cfg  taskfile.Config
 		want opened
 	}{
-		{"the file's model, against its directory", taskfile.Config{FallbackModel: "scripted:env.yaml"}, opened{"scripted:turns.yaml", dir}},
+		{"the file's model, against its directory", taskfile.Config{DefaultModel: "scripted:env.yaml"}, opened{"scripted:turns.yaml", dir}},
 		{"Model overrides it", taskfile.Config{Model: "scripted:x.yaml", ModelDir: "/suite"}, opened{"scripted:x.yaml", "/suite"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,7 +75,7 @@ func TestBuildModelAndOverrides(t *testing.T) {
 	// No model anywhere: the fallback.
 	tf.Model = ""
 	var got []opened
-	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{FallbackModel: "scripted:env.yaml", OpenModel: opener(&got)})
+	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{DefaultModel: "scripted:env.yaml", OpenModel: opener(&got)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,5 +229,40 @@ checks:
 				t.Fatalf("the fix failed the check: %+v %v", v, err)
 			}
 		})
+	}
+}
+
+// A model: list is a fallback chain, opened as one model string; the
+// provider_limits: section tightens the registry the caller shares among
+// its runs, so that limits of several files all hold.
+func TestBuildModelChainAndProviderLimits(t *testing.T) {
+	dir := t.TempDir()
+	path := writeTask(t, dir, "task.yaml", `goal: g
+model: [anthropic:claude-sonnet-4-5, openai:gpt-4.1]
+checks: [{equals: a}]
+provider_limits:
+  anthropic: {requests_per_minute: 50, tokens_per_minute: 40_000, max_in_flight: 8}
+  openai-compatible:http://localhost:11434/v1: {max_in_flight: 2}
+`)
+	tf, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := limit.NewRegistry(limit.Config{})
+	reg.Set("anthropic", limit.Limits{RequestsPerMinute: 20}) // a flag's, stricter
+	var got []opened
+	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{OpenModel: opener(&got), Limits: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if want := []opened{{"anthropic:claude-sonnet-4-5,openai:gpt-4.1", dir}}; !cmp.Equal(want, got, cmp.AllowUnexported(opened{})) {
+		t.Errorf("opened %+v, want %+v", got, want)
+	}
+	if got, want := reg.Limiter("anthropic").Limits(), (limit.Limits{RequestsPerMinute: 20, TokensPerMinute: 40000, MaxInFlight: 8}); got != want {
+		t.Errorf("anthropic's limits %+v, want %+v (the stricter of each)", got, want)
+	}
+	if got := reg.Limiter("openai-compatible:http://localhost:11434/v1").Limits(); got.MaxInFlight != 2 {
+		t.Errorf("the compatible server's limits %+v", got)
 	}
 }

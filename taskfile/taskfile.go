@@ -10,7 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ratchetloop/ratchet/model/provider"
+	"github.com/ratchetloop/ratchet/model/limit"
 	"math"
 	"os"
 	"path/filepath"
@@ -41,9 +41,13 @@ type File struct {
 	Goal         string
 	Instructions string
 	// Model is the model string as written (e.g. "scripted:turns.yaml"),
-	// empty when the file names none; ModelLine is its line.
+	// a list's models joined by commas (a fallback chain), empty when the
+	// file names none; ModelLine is its line.
 	Model     string
 	ModelLine int
+	// Limits are the provider_limits: section, by provider: what the run's calls
+	// share with every run of the process on that provider.
+	Limits map[string]limit.Limits
 	// Workspace is the directory the file tools work in, absolute; default
 	// Dir.
 	Workspace string
@@ -279,8 +283,10 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review", "provider_limits"}, func(key string, v *yaml.Node) {
 		switch key {
+		case "provider_limits":
+			p.f.Limits = p.providerLimits(v, key)
 		case "reference", "min_strength":
 			p.strengthField(key, v)
 		case "subagents":
@@ -313,10 +319,7 @@ func (p *parser) top(n *yaml.Node) {
 		case "instructions":
 			p.f.Instructions = strings.TrimSpace(p.str(v, key))
 		case "model":
-			p.f.Model, p.f.ModelLine = p.str(v, key), v.Line
-			if _, err := provider.Parse(p.f.Model); err != nil && p.f.Model != "" {
-				p.errorf(v, "model: %v", err)
-			}
+			p.f.Model, p.f.ModelLine = p.model(v, key), v.Line
 		case "workspace":
 			ws := p.str(v, key)
 			if !filepath.IsAbs(ws) {

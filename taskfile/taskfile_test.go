@@ -14,6 +14,7 @@ import (
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/taskfile"
@@ -428,7 +429,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength, allow_self_review)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength, allow_self_review, provider_limits)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
@@ -695,5 +696,39 @@ func TestSelfJudgedGate(t *testing.T) {
 		case !tc.refused && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// The problems of model: lists and provider_limits: come back together,
+// each at its line.
+func TestModelChainAndProviderLimitsProblems(t *testing.T) {
+	data := `goal: g
+checks: [{equals: a}]
+model: [anthropic:claude-sonnet-4-5, gemini:pro, anthropic:claude-sonnet-4-5]
+provider_limits:
+  anthropic: {requests_per_minute: 0, tokens: 5}
+  bedrock: {max_in_flight: 2}
+  openai: 3
+`
+	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
+	want := `dir/bad.yaml:3: model: unknown model "gemini:pro"; options: ` + provider.Options + `
+dir/bad.yaml:5: provider_limits.anthropic.requests_per_minute must be at least 1, got 0
+dir/bad.yaml:5: unknown field "tokens" in provider_limits.anthropic (known: requests_per_minute, tokens_per_minute, max_in_flight)
+dir/bad.yaml:6: provider_limits: unknown provider "bedrock" for limits: use anthropic, openai or openai-compatible:BASE_URL
+dir/bad.yaml:7: provider_limits.openai must be a mapping`
+	if err == nil {
+		t.Fatal("no problems")
+	}
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+
+	_, err = taskfile.Parse([]byte("goal: g\nchecks: [{equals: a}]\nmodel: [anthropic:claude-sonnet-4-5, anthropic:claude-sonnet-4-5]\n"), "dup.yaml")
+	if err == nil || !strings.Contains(err.Error(), "dup.yaml:3: model: a model is listed twice") {
+		t.Errorf("a repeated model: %v", err)
+	}
+	f, err := taskfile.Parse([]byte("goal: g\nchecks: [{equals: a}]\nmodel: [anthropic:claude-sonnet-4-5, openai:gpt-4.1]\n"), "ok.yaml")
+	if err != nil || f.Model != "anthropic:claude-sonnet-4-5,openai:gpt-4.1" {
+		t.Errorf("model %q, err %v", f.Model, err)
 	}
 }

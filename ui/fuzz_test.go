@@ -22,6 +22,8 @@ func FuzzTranscript(f *testing.F) {
 		`{"seq":6,"run":"r","at":"2026-12-01T13:53:44Z","kind":"event","event":{"type":"verdict","call":"v1.cheap","verdict":{"check":"x","ok":false,"detail":"<b>"}}}`,
 		`{"seq":7,"run":"r","at":"2026-12-01T13:53:44Z","kind":"command","command":{"type":"ask_human","id":"h1","question":"?","approval":{"id":"c3","name":"add","args":"not json"}}}`,
 		`{"seq":8,"run":"r","at":"2026-12-01T13:53:44Z","kind":"retry","retry":{"call":"m1","attempt":2,"wait_ns":5}}`,
+		`{"seq":9,"run":"r","at":"2026-12-01T13:53:44Z","kind":"fallback","fallback":{"call":"m1","from":"a:x","to":"b:y","reason":"<i>529</i>"}}`,
+		`{"seq":10,"run":"r","at":"2026-12-01T13:53:44Z","kind":"wait","wait":{"call":"m1","provider":"anthropic","wait_ns":5,"reason":"paused"}}`,
 	} {
 		f.Add("command", []byte(line), []byte(line))
 	}
@@ -52,3 +54,29 @@ func FuzzTranscript(f *testing.F) {
 
 // nopStore is a Store for tests that never reach it.
 type nopStore struct{ store.Store }
+
+// A fallback and a wait for shared limits show in the step of the call
+// they happened to, as the retries do.
+func TestTranscriptFallbackAndWait(t *testing.T) {
+	entries := []store.Entry{
+		{Seq: 1, Kind: "command", Data: []byte(`{"seq":1,"run":"r","at":"2026-12-01T13:53:44Z","kind":"command","command":{"type":"call_model","id":"m1","request":{"purpose":"step","messages":1}}}`)},
+		{Seq: 2, Kind: "wait", Data: []byte(`{"seq":2,"run":"r","at":"2026-12-01T13:53:44Z","kind":"wait","wait":{"call":"m1","provider":"anthropic","wait_ns":5,"reason":"paused by the server's retry-after"}}`)},
+		{Seq: 3, Kind: "fallback", Data: []byte(`{"seq":3,"run":"r","at":"2026-12-01T13:53:45Z","kind":"fallback","fallback":{"call":"m1","from":"anthropic:x","to":"openai:y","reason":"529 overloaded"}}`)},
+	}
+	tr, err := buildTranscript("r", entries, 0, func(s string) string { return s })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, st := range tr.Steps {
+		for _, it := range st.Items {
+			texts = append(texts, it.Text)
+		}
+	}
+	got := strings.Join(texts, "\n")
+	for _, want := range []string{"model call m1: held by anthropic's shared limits: paused by the server's retry-after", "model call m1: anthropic:x failed (529 overloaded); openai:y takes the call"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the transcript lacks %q:\n%s", want, got)
+		}
+	}
+}

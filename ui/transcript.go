@@ -217,7 +217,7 @@ func (t *transcript) add(e store.Entry) error {
 			return err
 		}
 		t.command(e, &c)
-	case observe.KindEvent, observe.KindNote, observe.KindRetry:
+	case observe.KindEvent, observe.KindNote, observe.KindRetry, observe.KindFallback, observe.KindWait:
 		rec, err := observe.Decode(e.Data)
 		if err != nil {
 			return err
@@ -233,6 +233,12 @@ func (t *transcript) add(e store.Entry) error {
 			t.note(e, &n)
 		case rec.Retry != nil:
 			t.push(&item{Kind: "error", Class: "retry", Seq: e.Seq, At: e.At, Text: t.redact(fmt.Sprintf("model call %s: retry %d after %s (%s)", rec.Retry.Call, rec.Retry.Attempt, rec.Retry.Wait.Round(time.Millisecond), rec.Retry.Reason))})
+		case rec.Fallback != nil:
+			f := rec.Fallback
+			t.push(&item{Kind: "error", Class: "retry", Seq: e.Seq, At: e.At, Text: t.redact(fmt.Sprintf("model call %s: %s failed (%s); %s takes the call", f.Call, f.From, f.Reason, f.To))})
+		case rec.Wait != nil:
+			w := rec.Wait
+			t.push(&item{Kind: "error", Class: "retry", Seq: e.Seq, At: e.At, Text: t.redact(fmt.Sprintf("model call %s: held by %s's shared limits: %s", w.Call, w.Provider, w.Reason))})
 		}
 	}
 	return nil

@@ -88,7 +88,9 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	label := fs.String("label", "", "name of this result set (default the suite's label:); a second run with the same label resumes")
 	dir := fs.String("dir", "", "result directory (default .ratchet/eval/LABEL, or $RATCHET_EVAL_DIR/LABEL)")
 	conc := fs.Int("concurrency", 0, "runs at once (default the suite's concurrency:)")
-	mdl := fs.String("model", "", "model for every task case, e.g. scripted:turns.yaml (sim cases keep theirs)")
+	mdl := new(string)
+	modelFlag(fs, mdl, "model for every task case, e.g. scripted:turns.yaml (sim cases keep theirs)")
+	m.providerLimitFlag(fs)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
 	noLogs := fs.Bool("no-logs", false, "do not keep each run's event log")
@@ -128,6 +130,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		printProblems(m.Stderr, "ratchet eval run", err)
 		return exitUsage
 	}
+	taskfile.SetLimits(m.limits, suite.Limits)
 	if *limit > 0 && *limit < len(suite.Cases) {
 		suite.Cases = suite.Cases[:*limit]
 	}
@@ -258,7 +261,8 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 	strengths := &strengthMemo{m: m, byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
-			FallbackModel: m.Getenv("RATCHET_MODEL"),
+			DefaultModel: m.Getenv("RATCHET_MODEL"),
+			Limits:       m.limits,
 			OpenModel: func(spec, base string) (model.Model, error) {
 				return m.openEvalModel(spec, base, notice, cacheScope(c.Name, repeat))
 			},
@@ -314,7 +318,7 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 // per suite rather than once per run, and the response cache's scope
 // that of the run.
 func (m *Main) openEvalModel(spec, base string, notice io.Writer, scope string) (model.Model, error) {
-	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" {
+	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" && !strings.Contains(spec, ",") {
 		if base != "" && !filepath.IsAbs(arg) {
 			arg = filepath.Join(base, arg)
 		}

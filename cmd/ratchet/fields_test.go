@@ -125,6 +125,10 @@ var fieldChecks = map[string]fieldCheck{
 	// A gate at config time too (TestSelfJudgedGate), and the Result's
 	// self_judged (TestSelfJudgedResult).
 	"AllowSelfReview": notRun,
+	// The limits every run of the process shares on a provider, not one
+	// run's: TestProviderLimitsReachTheCalls measures, at a local server,
+	// that they reach the calls of ratchet run and ratchet eval run.
+	"Limits": notRun,
 	"Dir": {"agent", func(t *testing.T, o *observed) {
 		// The scripted model's file, the workspace and the MCP server's
 		// command resolve against it: the run played its turns.

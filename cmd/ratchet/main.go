@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/ratchetloop/ratchet/model/cache"
+	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/redact"
 )
 
@@ -63,6 +64,11 @@ type Main struct {
 	// notices, when set, is where notices printed during a run go (a
 	// model's), so that they land above the live status line, not on it.
 	notices io.Writer
+
+	// limits are the provider limits every model this process opens
+	// shares (--provider-limit, a suite's and a task file's
+	// provider_limits:).
+	limits *limit.Registry
 }
 
 // noticeWriter writes to Main's notices, else its Stderr, at the time of
@@ -115,6 +121,9 @@ failure, 4 waiting for a person.
 // Run dispatches to a subcommand and returns the exit code.
 func (m *Main) Run(ctx context.Context, args []string) int {
 	m.guard()
+	if m.limits == nil {
+		m.limits = limit.NewRegistry(limit.Config{})
+	}
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
 		return exitUsage

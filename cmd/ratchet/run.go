@@ -151,7 +151,8 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.Usage = m.runUsage(fs)
-	fs.StringVar(&f.model, "model", "", "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
+	modelFlag(fs, &f.model, "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
+	m.providerLimitFlag(fs)
 	f.addOutput(fs)
 	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
 	fs.StringVar(&f.record, "record", "", "write the model's replies to this file as a scripted turns file, so the run can be played offline (--model scripted:FILE)")
@@ -421,16 +422,17 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		return nil, err
 	}
 	run, err := taskfile.Build(ctx, tf, taskfile.Config{
-		Model:         f.model,
-		FallbackModel: m.Getenv("RATCHET_MODEL"),
-		Budget:        f.budget(),
-		Workspace:     f.workspace,
-		Start:         f.start,
-		KeepCopy:      true,
-		OpenModel:     m.openModel,
-		Sandbox:       m.sandbox(f.unsafeSandbox),
-		Getenv:        m.Getenv,
-		Secrets:       m.secrets,
+		Model:        f.model,
+		DefaultModel: m.Getenv("RATCHET_MODEL"),
+		Limits:       m.limits,
+		Budget:       f.budget(),
+		Workspace:    f.workspace,
+		Start:        f.start,
+		KeepCopy:     true,
+		OpenModel:    m.openModel,
+		Sandbox:      m.sandbox(f.unsafeSandbox),
+		Getenv:       m.Getenv,
+		Secrets:      m.secrets,
 	})
 	if err != nil {
 		return nil, err
@@ -514,7 +516,7 @@ func (m *Main) openUncached(spec, base string) (model.Model, error) {
 	if spec == "" {
 		return nil, fmt.Errorf("no model configured: pass --model, set model: in the task file, or set RATCHET_MODEL; options: %s", provider.Options)
 	}
-	cfg := provider.Config{Dir: base, Stream: m.Getenv("RATCHET_NO_STREAM") == "", Notice: noticeWriter{m}, Getenv: m.Getenv}
+	cfg := provider.Config{Dir: base, Stream: m.Getenv("RATCHET_NO_STREAM") == "", Notice: noticeWriter{m}, Getenv: m.Getenv, Limits: m.limits}
 	if m.noModelRetry {
 		cfg.Retry.MaxAttempts = 1
 	}

@@ -337,10 +337,13 @@ func (e *temporalEval) load(s *eval.Suite, modelFlag string) func(context.Contex
 // absModel makes a scripted model's file absolute against base (the
 // suite's directory), as a worker elsewhere must find it.
 func absModel(spec, base string) string {
-	if file, ok := strings.CutPrefix(spec, "scripted:"); ok && !filepath.IsAbs(file) {
-		return "scripted:" + filepath.Join(base, file)
+	models := strings.Split(spec, ",") // a fallback chain: each of its models
+	for i, one := range models {
+		if file, ok := strings.CutPrefix(one, "scripted:"); ok && !filepath.IsAbs(file) {
+			models[i] = "scripted:" + filepath.Join(base, file)
+		}
 	}
-	return spec
+	return strings.Join(models, ",")
 }
 
 // run starts a job's run workflow and waits for its Result; cancelling

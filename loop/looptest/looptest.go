@@ -17,7 +17,7 @@
 //	  <goal>
 //	start [at=DUR]
 //	reply [call=ID] [at=DUR] [in=N] [cache_read=N] [cache_write=N] [out=N]
-//	      [cost=USD] [unknown_cost]
+//	      [cost=USD] [unknown_cost] [via=MODEL]
 //	  text: <thought>
 //	  call <id> <tool> <json args>
 //	model-error [call=ID] [at=DUR] [kind=K]
@@ -283,6 +283,9 @@ func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {
 	if td.HasArg("out") {
 		td.ScanArgs(t, "out", &r.Usage.OutputTokens)
 	}
+	if td.HasArg("via") { // the fallback chain's member that answered
+		td.ScanArgs(t, "via", &r.Via)
+	}
 	if td.HasArg("cost") {
 		var c string
 		td.ScanArgs(t, "cost", &c)
@@ -440,6 +443,7 @@ func (d *Driver) render(rd loop.Ready) string {
 				fmt.Fprintf(&b, "  people: asked %d, answered %d\n", r.Asked, r.Answered)
 			}
 			fmt.Fprintf(&b, "  usage: %s\n", budget.Report(r.Limits, r.Usage))
+			writeByModel(&b, r.ByModel)
 		}
 	}
 	if b.Len() == 0 {
@@ -525,3 +529,14 @@ func limits(l budget.Limits) string {
 }
 
 func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n    ") }
+
+// writeByModel writes a fallback chain's usage by model, a line each.
+func writeByModel(b *strings.Builder, by []loop.ModelUsage) {
+	for _, u := range by {
+		unknown := ""
+		if u.CostUnknown {
+			unknown = " (cost unknown)"
+		}
+		fmt.Fprintf(b, "  by model %s: model_calls=%d input_tokens=%d output_tokens=%d cost=%s%s\n", u.Model, u.ModelCalls, u.InputTokens, u.OutputTokens, u.Cost, unknown)
+	}
+}

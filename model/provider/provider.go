@@ -8,6 +8,11 @@
 //
 // An empty string means $RATCHET_MODEL. For openai-compatible, an empty
 // base URL means $OPENAI_BASE_URL.
+//
+// Model strings joined by commas are a fallback chain (model/fallback):
+// "anthropic:claude-sonnet-4-5,openai:gpt-4.1" asks OpenAI when Anthropic
+// is overloaded. With Config.Limits, every HTTP provider's calls share the
+// limits of their provider in the process (model/limit).
 package provider
 
 import (
@@ -20,6 +25,8 @@ import (
 
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/anthropic"
+	"github.com/ratchetloop/ratchet/model/fallback"
+	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/model/openai"
 	"github.com/ratchetloop/ratchet/model/retry"
 	"github.com/ratchetloop/ratchet/model/scripted"
@@ -28,7 +35,7 @@ import (
 // Options lists the model string forms, for error messages and help.
 const Options = "anthropic:MODEL (needs ANTHROPIC_API_KEY), openai:MODEL (needs OPENAI_API_KEY), " +
 	"openai-compatible:BASE_URL#MODEL (Ollama, vLLM, llama.cpp server, LM Studio; e.g. openai-compatible:http://localhost:11434/v1#llama3.1), " +
-	"scripted:FILE (a recorded, offline test double)"
+	"scripted:FILE (a recorded, offline test double); several joined by commas are a fallback chain"
 
 // ErrNoModel is returned (wrapped) when no model is configured.
 var ErrNoModel = errors.New("no model configured")
@@ -47,6 +54,11 @@ type Config struct {
 	Notice io.Writer
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
+	// Limits, when set, holds the limits the HTTP providers' calls share
+	// with every other model opened with it (see Key): each attempt waits
+	// its turn under the retrying transport, and a retry-after pauses the
+	// provider's every call. Nil means no shared limits.
+	Limits *limit.Registry
 }
 
 // Spec is a parsed model string.
@@ -55,6 +67,42 @@ type Spec struct {
 	Model    string // the model name; "" for scripted
 	BaseURL  string // openai-compatible only (before the environment default)
 	File     string // scripted only
+}
+
+// Key is the name the limits of sp's provider are kept under:
+// "anthropic", "openai", or "openai-compatible:BASE_URL" (each compatible
+// server is limited apart); "" for scripted, which has none.
+func (sp Spec) Key() string {
+	switch sp.Provider {
+	case "anthropic", "openai":
+		return sp.Provider
+	case "openai-compatible":
+		return sp.Provider + ":" + sp.BaseURL
+	}
+	return ""
+}
+
+// ParseChain parses a model string that may be a fallback chain (model
+// strings joined by commas), returning one Spec per model.
+func ParseChain(s string) ([]Spec, error) {
+	if s == "" {
+		_, err := Parse(s)
+		return nil, err
+	}
+	var specs []Spec
+	var problems []string
+	for _, one := range strings.Split(s, ",") {
+		sp, err := Parse(strings.TrimSpace(one))
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		specs = append(specs, sp)
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return specs, nil
 }
 
 // Parse parses a model string. It does not read the environment.
@@ -106,10 +154,47 @@ func Open(s string, cfg Config) (model.Model, error) {
 	if s == "" {
 		s = getenv("RATCHET_MODEL")
 	}
-	sp, err := Parse(s)
+	if !strings.Contains(s, ",") {
+		sp, err := Parse(s)
+		if err != nil {
+			return nil, err
+		}
+		return open(sp, cfg, getenv)
+	}
+	specs, err := ParseChain(s)
 	if err != nil {
 		return nil, err
 	}
+	members := make([]fallback.Member, len(specs))
+	for i, name := range strings.Split(s, ",") { // one name per spec
+		name = strings.TrimSpace(name)
+		m, err := open(specs[i], cfg, getenv)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		members[i] = fallback.Member{Name: name, Model: m}
+	}
+	return fallback.New(members...)
+}
+
+// open opens one parsed model string.
+func open(sp Spec, cfg Config, getenv func(string) string) (model.Model, error) {
+	if sp.Provider == "openai-compatible" && sp.BaseURL == "" {
+		sp.BaseURL = getenv("OPENAI_BASE_URL")
+	}
+	var lim *limit.Limiter
+	if key := sp.Key(); cfg.Limits != nil && key != "" {
+		lim = cfg.Limits.Limiter(key)
+		cfg.Retry.Base = lim.Transport(cfg.Retry.Base)
+	}
+	m, err := openProvider(sp, cfg, getenv)
+	if err != nil || lim == nil {
+		return m, err
+	}
+	return limit.Model{Model: m, Limiter: lim}, nil
+}
+
+func openProvider(sp Spec, cfg Config, getenv func(string) string) (model.Model, error) {
 	switch sp.Provider {
 	case "anthropic":
 		return anthropic.New(anthropic.Config{

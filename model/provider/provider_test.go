@@ -94,3 +94,38 @@ func TestOpen(t *testing.T) {
 		}
 	}
 }
+
+func TestParseChain(t *testing.T) {
+	specs, err := ParseChain("anthropic:claude-sonnet-4-5, openai:gpt-4.1")
+	want := []Spec{{Provider: "anthropic", Model: "claude-sonnet-4-5"}, {Provider: "openai", Model: "gpt-4.1"}}
+	if err != nil || !cmp.Equal(want, specs) {
+		t.Errorf("ParseChain = %+v, %v", specs, err)
+	}
+	_, err = ParseChain("anthropic:,claude,openai:gpt-4.1")
+	if err == nil || !strings.Contains(err.Error(), "needs a model name") || !strings.Contains(err.Error(), `unknown model "claude"`) {
+		t.Errorf("every member's problem at once: %v", err)
+	}
+}
+
+// A chain opens each member as a model of its own, and fails naming the
+// member that cannot be opened.
+func TestOpenChain(t *testing.T) {
+	dir := t.TempDir()
+	turns := "turns:\n  - finish: {answer: \"5\", confidence: 0.9}\n"
+	for _, f := range []string{"a.yaml", "b.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(turns), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := Open("scripted:a.yaml, scripted:b.yaml", Config{Dir: dir, Notice: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := m.(model.Named); !ok || n.Name() != "scripted:a.yaml,scripted:b.yaml" {
+		t.Errorf("the chain is named %v", m)
+	}
+	_, err = Open("scripted:a.yaml,scripted:missing.yaml", Config{Dir: dir, Notice: io.Discard})
+	if err == nil || !strings.HasPrefix(err.Error(), "scripted:missing.yaml: ") {
+		t.Errorf("err %v; want it to name the member", err)
+	}
+}

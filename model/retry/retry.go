@@ -167,7 +167,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		default:
 			status = resp.StatusCode
 			reason = fmt.Sprintf("%d %s", status, model.KindOf(status))
-			if wait, asked = retryAfter(resp.Header, t.cfg.Now()); asked && wait > t.cfg.MaxRetryAfter {
+			if wait, asked = RetryAfter(resp.Header, t.cfg.Now()); asked && wait > t.cfg.MaxRetryAfter {
 				c.stopped = notRetried(attempt, fmt.Sprintf("retry-after %s exceeds the longest wait honoured (%s)", seconds(wait), seconds(t.cfg.MaxRetryAfter)))
 				return resp, nil
 			}
@@ -395,9 +395,9 @@ func transient(err error) (string, bool) {
 	return "", false
 }
 
-// retryAfter reads the server's requested wait: retry-after-ms (Anthropic
+// RetryAfter reads the server's requested wait: retry-after-ms (Anthropic
 // and OpenAI send it), else retry-after in seconds or as an HTTP date.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Get("Retry-After-Ms"); v != "" {
 		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && ms < 1e12 {
 			return max(time.Duration(ms*float64(time.Millisecond)), 1), true

@@ -37,9 +37,9 @@ func TestRetryAfter(t *testing.T) {
 		for k, v := range tt.h {
 			h.Set(k, v)
 		}
-		got, asked := retryAfter(h, now)
+		got, asked := RetryAfter(h, now)
 		if got != tt.want || asked != tt.asked {
-			t.Errorf("retryAfter(%v) = %v, %v; want %v, %v", tt.h, got, asked, tt.want, tt.asked)
+			t.Errorf("RetryAfter(%v) = %v, %v; want %v, %v", tt.h, got, asked, tt.want, tt.asked)
 		}
 	}
 }
@@ -53,9 +53,9 @@ func FuzzRetryAfter(f *testing.F) {
 		h := http.Header{}
 		h.Set("Retry-After", after)
 		h.Set("Retry-After-Ms", ms)
-		d, asked := retryAfter(h, now)
+		d, asked := RetryAfter(h, now)
 		if d < 0 || asked != (d > 0) {
-			t.Errorf("retryAfter(%q, %q) = %v, %v", after, ms, d, asked)
+			t.Errorf("RetryAfter(%q, %q) = %v, %v", after, ms, d, asked)
 		}
 	})
 }

@@ -228,7 +228,22 @@ func graderRequest(goal string, rubric []Point, answer string) (string, error) {
 // dependence says what the grader and generator models named a and b
 // share, in words ("its provider anthropic", "its model family claude"),
 // or "" when they are independent: another provider and another family.
+// Either may be a fallback chain (model strings joined by commas): every
+// model of one must be independent of every model of the other, since any
+// of them may answer.
 func dependence(a, b string) string {
+	for _, x := range strings.Split(a, ",") {
+		for _, y := range strings.Split(b, ",") {
+			if shared := dependence1(x, y); shared != "" {
+				return shared
+			}
+		}
+	}
+	return ""
+}
+
+// dependence1 is dependence of two single model strings.
+func dependence1(a, b string) string {
 	ap, af := modelID(a)
 	bp, bf := modelID(b)
 	var shared []string

@@ -218,6 +218,10 @@ func TestGraderIndependence(t *testing.T) {
 		{"openai-compatible:http://h:8000/v1#llama3.1", "ollama:llama3.2", false, ""},
 		{"openai-compatible:http://h:8000/v1#qwen2.5", "ollama:llama3.2", false, verify.Grader},
 		{"anthropic:claude-sonnet-4-5", "bedrock:claude-sonnet-4-5", true, verify.Self},
+		// A fallback chain's every model may answer: a grader must be
+		// independent of each.
+		{"anthropic:claude-x", "openai:gpt-4.1,anthropic:claude-y", false, ""},
+		{"openai:gpt-x", "anthropic:claude-y,gemini:gemini-2", false, verify.Grader},
 	}
 	for _, tt := range tests {
 		cfg := graderConfig(replying("", nil))

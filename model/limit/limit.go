@@ -1,0 +1,507 @@
+// Package limit holds the limits that every run on one provider shares
+// within a process (an eval run at concurrency 50, a service running many
+// loops): requests per minute, tokens per minute and calls in flight, and
+// the pause a 429's retry-after asks for.
+//
+// A Registry keeps one Limiter per provider. A provider's HTTP attempts go
+// through its Limiter's Transport, placed under the retrying transport
+// (model/retry), so that every attempt, retries included, waits its turn;
+// Model wraps the provider's model to count the tokens each call used.
+//
+// What is promised, and how it is kept:
+//   - Requests per minute, as the server counts them. An attempt takes a
+//     slot when it is sent and keeps it until a Window after its reply
+//     arrived (while it is in flight its slot counts too). The server saw
+//     the request between those two moments, so however long the network
+//     takes, no Window of the server's clock holds more requests than the
+//     limit.
+//   - Calls in flight: attempts sent and not yet read to their end.
+//   - Tokens per minute: a call's input and output tokens count when it
+//     ends, for a Window; no attempt is sent while the Window's tokens have
+//     reached the limit. Calls in flight are not known until they end, so
+//     they can carry the count past the limit; bound them with MaxInFlight.
+//   - A reply of 429, 503 or 529 with a retry-after pauses every attempt
+//     on the provider until then, not only the call that got it.
+//
+// Waiting honours the call's context: the runner derives its deadline from
+// the run's time budget, so time spent waiting counts against the budget.
+// Before an attempt waits, model.HooksFrom(ctx).OnWait is called (the
+// runner logs it, and the terminal's status line shows it).
+package limit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/retry"
+)
+
+// Limits are one provider's limits. A zero field means no limit.
+type Limits struct {
+	RequestsPerMinute int   `json:"requests_per_minute,omitempty"`
+	TokensPerMinute   int64 `json:"tokens_per_minute,omitempty"`
+	MaxInFlight       int   `json:"max_in_flight,omitempty"`
+}
+
+// Tighten returns l with each limit o sets taken where it is stricter: the
+// limits of several sources (flags, a suite file, its task files) all hold.
+func (l Limits) Tighten(o Limits) Limits {
+	lower := func(a, b int64) int64 {
+		if b > 0 && (a == 0 || b < a) {
+			return b
+		}
+		return a
+	}
+	l.RequestsPerMinute = int(lower(int64(l.RequestsPerMinute), int64(o.RequestsPerMinute)))
+	l.TokensPerMinute = lower(l.TokensPerMinute, o.TokensPerMinute)
+	l.MaxInFlight = int(lower(int64(l.MaxInFlight), int64(o.MaxInFlight)))
+	return l
+}
+
+// String writes l as the --limit flag takes it, without the provider.
+func (l Limits) String() string {
+	var parts []string
+	if l.RequestsPerMinute > 0 {
+		parts = append(parts, fmt.Sprintf("requests_per_minute=%d", l.RequestsPerMinute))
+	}
+	if l.TokensPerMinute > 0 {
+		parts = append(parts, fmt.Sprintf("tokens_per_minute=%d", l.TokensPerMinute))
+	}
+	if l.MaxInFlight > 0 {
+		parts = append(parts, fmt.Sprintf("max_in_flight=%d", l.MaxInFlight))
+	}
+	return strings.Join(parts, ",")
+}
+
+// CheckProvider says whether name can key limits: anthropic, openai, or
+// openai-compatible:BASE_URL (each compatible server has its own).
+func CheckProvider(name string) error {
+	switch {
+	case name == "anthropic", name == "openai":
+		return nil
+	case strings.HasPrefix(name, "openai-compatible:") && len(name) > len("openai-compatible:"):
+		return nil
+	}
+	return fmt.Errorf("unknown provider %q for limits: use anthropic, openai or openai-compatible:BASE_URL", name)
+}
+
+// Config configures a Registry. The zero value means defaults.
+type Config struct {
+	// Window is the span the per-minute limits count over; default one
+	// minute. Tests shorten it: the limits then hold per Window.
+	Window time.Duration
+	// MaxPause is the longest retry-after that pauses the provider
+	// (default 60s, the retrying transport's longest honoured wait).
+	MaxPause time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Registry holds the Limiter of each provider. It is safe for concurrent
+// use; share one among every run of the process.
+type Registry struct {
+	cfg      Config
+	mu       sync.Mutex
+	limiters map[string]*Limiter
+}
+
+// NewRegistry returns an empty registry: no limits, but a provider's
+// retry-after pauses all its calls once they go through its Limiter.
+func NewRegistry(cfg Config) *Registry {
+	if cfg.Window <= 0 {
+		cfg.Window = time.Minute
+	}
+	if cfg.MaxPause <= 0 {
+		cfg.MaxPause = 60 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Registry{cfg: cfg, limiters: map[string]*Limiter{}}
+}
+
+// Set tightens provider's limits by l (see Limits.Tighten).
+func (r *Registry) Set(provider string, l Limits) {
+	lim := r.Limiter(provider)
+	lim.mu.Lock()
+	defer lim.mu.Unlock()
+	lim.limits = lim.limits.Tighten(l)
+	lim.wake()
+}
+
+// Limiter returns provider's limiter, making it on first use.
+func (r *Registry) Limiter(provider string) *Limiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.limiters[provider]
+	if l == nil {
+		l = &Limiter{provider: provider, cfg: r.cfg, changed: make(chan struct{})}
+		r.limiters[provider] = l
+	}
+	return l
+}
+
+// Limiter is one provider's shared limits and their state.
+type Limiter struct {
+	provider string
+	cfg      Config
+
+	mu     sync.Mutex
+	limits Limits
+	// open counts the attempts sent and not yet read to their end;
+	// pending those of them whose reply has not come. sent are the reply
+	// times of attempts within the last Window; spent the tokens of calls
+	// that ended within it.
+	open, pending int
+	sent          []time.Time
+	spent         []spend
+	paused        time.Time
+	// changed is closed, and replaced, whenever a waiting attempt might
+	// now go: an attempt ended, limits changed.
+	changed chan struct{}
+}
+
+type spend struct {
+	at     time.Time
+	tokens int64
+}
+
+// Limits returns the provider's limits.
+func (l *Limiter) Limits() Limits {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limits
+}
+
+func (l *Limiter) wake() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// acquire waits until an attempt may be sent and takes its slot; replied
+// must be called once its reply arrived (or it failed), closed once it is
+// over.
+func (l *Limiter) acquire(ctx context.Context) error {
+	told := false
+	for {
+		l.mu.Lock()
+		wait, why := l.blocked(l.cfg.Now())
+		if why == "" {
+			l.open++
+			l.pending++
+			l.mu.Unlock()
+			return nil
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if !told {
+			told = true
+			if h := model.HooksFrom(ctx); h.OnWait != nil {
+				h.OnWait(model.Wait{Provider: l.provider, For: wait, Reason: why})
+			}
+		}
+		if err := sleep(ctx, wait, changed); err != nil {
+			return err
+		}
+	}
+}
+
+// sleep waits for d (forever when d is 0), for changed to close, or for
+// ctx to be done.
+func sleep(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
+	var timer <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-changed:
+	case <-timer:
+	}
+	return nil
+}
+
+// blocked says why an attempt may not be sent at now, and for how long at
+// most (0 when only the end of another attempt can free it); "" when it
+// may. l.mu is held.
+func (l *Limiter) blocked(now time.Time) (time.Duration, string) {
+	if now.Before(l.paused) {
+		return l.paused.Sub(now), "paused by the server's retry-after"
+	}
+	from := now.Add(-l.cfg.Window)
+	l.sent = slices.DeleteFunc(l.sent, func(t time.Time) bool { return !t.After(from) })
+	l.spent = slices.DeleteFunc(l.spent, func(s spend) bool { return !s.at.After(from) })
+	lim := l.limits
+	if lim.MaxInFlight > 0 && l.open >= lim.MaxInFlight {
+		return 0, fmt.Sprintf("%d calls in flight (max_in_flight)", l.open)
+	}
+	if n := lim.RequestsPerMinute; n > 0 && l.pending+len(l.sent) >= n {
+		var wait time.Duration
+		if len(l.sent) > 0 {
+			wait = l.sent[0].Sub(from) // sent in order: the oldest frees first
+		}
+		return wait, fmt.Sprintf("%d requests per %s reached (requests_per_minute)", n, window(l.cfg.Window))
+	}
+	if n := lim.TokensPerMinute; n > 0 {
+		var used int64
+		for _, s := range l.spent {
+			used += s.tokens
+		}
+		if used >= n {
+			return l.spent[0].at.Sub(from), fmt.Sprintf("%d tokens per %s reached (tokens_per_minute)", n, window(l.cfg.Window))
+		}
+	}
+	return 0, ""
+}
+
+func window(d time.Duration) string {
+	if d == time.Minute {
+		return "minute"
+	}
+	return d.String()
+}
+
+// replied moves an attempt from in flight to the window, once its reply
+// (or failure) is in: from here on the server has certainly seen it.
+func (l *Limiter) replied() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending--
+	l.sent = append(l.sent, l.cfg.Now())
+	l.wake()
+}
+
+// closed ends an attempt's time in flight.
+func (l *Limiter) closed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.open--
+	l.wake()
+}
+
+// Pause holds every attempt on the provider back until now+d (capped at
+// Config.MaxPause); a later pause already set stands.
+func (l *Limiter) Pause(d time.Duration) {
+	d = min(d, l.cfg.MaxPause)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if until := l.cfg.Now().Add(d); until.After(l.paused) {
+		l.paused = until
+	}
+}
+
+// PausedUntil is when the latest pause ends; the zero time if none was
+// asked for.
+func (l *Limiter) PausedUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.paused
+}
+
+// Spend counts tokens used by a call that just ended.
+func (l *Limiter) Spend(tokens int64) {
+	if tokens <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.spent = append(l.spent, spend{at: l.cfg.Now(), tokens: tokens})
+}
+
+// Transport returns base (nil: http.DefaultTransport) under l: each
+// attempt waits for l's limits, and a reply asking to retry after a while
+// pauses the provider.
+func (l *Limiter) Transport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{l: l, base: base}
+}
+
+type transport struct {
+	l    *Limiter
+	base http.RoundTripper
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c, _ := req.Context().Value(callKey{}).(*call)
+	if c != nil {
+		c.release() // an earlier attempt of the call is over, and used nothing
+	}
+	if err := t.l.acquire(req.Context()); err != nil {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(req)
+	t.l.replied()
+	if err != nil {
+		t.l.closed()
+		return nil, err
+	}
+	done := t.l.closed
+	if c != nil && resp.StatusCode/100 == 2 {
+		// A reply's call stays in flight until Model has counted its
+		// tokens: the next attempt must see them.
+		done = func() { c.hold(t.l.closed) }
+	}
+	resp.Body = &body{ReadCloser: resp.Body, done: done}
+	switch resp.StatusCode {
+	case 429, 503, 529:
+		if d, ok := retry.RetryAfter(resp.Header, t.l.cfg.Now()); ok {
+			t.l.Pause(d)
+		}
+	}
+	return resp, nil
+}
+
+// body ends its attempt's time in flight when it is closed, once.
+type body struct {
+	io.ReadCloser
+	once sync.Once
+	done func()
+}
+
+func (b *body) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.done)
+	return err
+}
+
+// Model wraps a provider's model so that the tokens of each call count
+// against its Limiter's tokens per minute. It says the same Name and
+// PriceKnown as the model it wraps.
+type Model struct {
+	model.Model
+	Limiter *Limiter
+}
+
+func (m Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	c := &call{}
+	defer c.end()
+	resp, err := m.Model.Generate(context.WithValue(ctx, callKey{}, c), req)
+	u := resp.Usage
+	m.Limiter.Spend(u.InputTokens + u.OutputTokens + u.CacheReadTokens + u.CacheWriteTokens)
+	return resp, err
+}
+
+// call is one Model call: the ends of its attempts in flight are held
+// back until its tokens are counted.
+type call struct {
+	mu      sync.Mutex
+	ended   bool
+	pending []func()
+}
+
+type callKey struct{}
+
+// hold runs f once the call's tokens are counted (now, if they are).
+func (c *call) hold(f func()) {
+	c.mu.Lock()
+	if !c.ended {
+		c.pending = append(c.pending, f)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	f()
+}
+
+// release runs what is held.
+func (c *call) release() {
+	c.mu.Lock()
+	fs := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// end releases what is held, and anything held from now on at once.
+func (c *call) end() {
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+	c.release()
+}
+
+// Name is the wrapped model's name, if it has one.
+func (m Model) Name() string {
+	if n, ok := m.Model.(model.Named); ok {
+		return n.Name()
+	}
+	return ""
+}
+
+// PriceKnown is the wrapped model's; a model that does not say is priced.
+func (m Model) PriceKnown() bool {
+	if p, ok := m.Model.(model.Priced); ok {
+		return p.PriceKnown()
+	}
+	return true
+}
+
+// ParseFlag reads one provider's limits as the --provider-limit flag
+// gives them: PROVIDER:FIELD=N[,FIELD=N...], the fields those of the
+// task file's provider_limits: (requests_per_minute, tokens_per_minute,
+// max_in_flight), e.g. anthropic:requests_per_minute=50,max_in_flight=8.
+// The provider is everything before the last colon ahead of the first
+// "=", so an openai-compatible:BASE_URL with a port reads as one.
+func ParseFlag(s string) (string, Limits, error) {
+	eq := strings.IndexByte(s, '=')
+	colon := -1
+	if eq > 0 {
+		colon = strings.LastIndexByte(s[:eq], ':')
+	}
+	if colon < 0 {
+		return "", Limits{}, fmt.Errorf("provider limit %q: want PROVIDER:FIELD=N,..., e.g. anthropic:requests_per_minute=50,max_in_flight=8", s)
+	}
+	name, fields := s[:colon], s[colon+1:]
+	if err := CheckProvider(name); err != nil {
+		return "", Limits{}, fmt.Errorf("provider limit %q: %v", s, err)
+	}
+	var l Limits
+	var problems []string
+	seen := map[string]bool{}
+	for field := range strings.SplitSeq(fields, ",") {
+		key, val, _ := strings.Cut(field, "=")
+		n, err := strconv.ParseInt(val, 10, 64)
+		switch {
+		case seen[key]:
+			problems = append(problems, key+" is given twice")
+			continue
+		case err != nil || n < 1:
+			problems = append(problems, fmt.Sprintf("%s must be a whole number of at least 1, got %q", key, val))
+			continue
+		}
+		seen[key] = true
+		switch key {
+		case "requests_per_minute":
+			l.RequestsPerMinute = int(min(n, math.MaxInt32))
+		case "tokens_per_minute":
+			l.TokensPerMinute = n
+		case "max_in_flight":
+			l.MaxInFlight = int(min(n, math.MaxInt32))
+		default:
+			problems = append(problems, fmt.Sprintf("unknown field %q (known: requests_per_minute, tokens_per_minute, max_in_flight)", key))
+		}
+	}
+	if len(problems) > 0 {
+		return "", Limits{}, fmt.Errorf("provider limit %q: %s", s, strings.Join(problems, "; "))
+	}
+	return name, l, nil
+}
