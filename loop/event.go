@@ -65,6 +65,8 @@ type Event struct {
 	Approved *bool `json:"approved,omitempty"`
 	// Child is a sub-agent's Result (EventChildResult).
 	Child *Result `json:"child,omitempty"`
+	// Guardrail is the guardrail that tripped (EventGuardrail, guardrail.go).
+	Guardrail *GuardrailTrip `json:"guardrail,omitempty"`
 }
 
 // ToolOutcome is what one tool call produced, already trimmed by the shell.
@@ -121,6 +123,9 @@ type Command struct {
 	Deadline time.Time   `json:"deadline,omitzero"`
 	// CallModel. Request.Messages is shared with the machine: read-only.
 	Request *model.Request `json:"request,omitempty"`
+	// Override names the guardrail a person let this call through (a
+	// call issued again after a trip): the shell does not apply it.
+	Override string `json:"override,omitempty"`
 	// InputEstimate is the core's estimate of Request's input tokens,
 	// made before sending (see EstimateTokens); compare it with the
 	// reply's usage.

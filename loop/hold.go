@@ -37,6 +37,10 @@ type hold struct {
 	// Problem is why the last answer was not understood, said when the
 	// question is put again.
 	Problem string `json:"problem,omitempty"`
+	// Guardrail is the guardrail whose trip is held (guardrail.go), and
+	// Interrupted the model calls it stopped, issued again on "continue".
+	Guardrail   string     `json:"guardrail,omitempty"`
+	Interrupted *suspended `json:"interrupted,omitempty"`
 }
 
 // question is what the person is asked now.

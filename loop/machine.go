@@ -225,6 +225,10 @@ func (m *Machine) accept(ev *Event) error {
 		if !wanted {
 			return bad("while not waiting for a person")
 		}
+	case EventGuardrail:
+		if why := acceptTrip(&m.st, ev); why != "" {
+			return bad(why)
+		}
 	default:
 		return bad("(unknown type)")
 	}

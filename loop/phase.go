@@ -41,7 +41,8 @@ const (
 )
 
 // phases says, for each phase, what it shows the shell and the events its
-// handler takes (EventCancel and EventResume are taken in any phase).
+// handler takes (EventCancel and EventResume are taken in any phase, and
+// EventGuardrail in the phases waiting for a model: see acceptTrip).
 var phases = map[phase]struct {
 	waiting Phase
 	events  []EventType
@@ -80,6 +81,9 @@ func (m *Machine) handle(ev *Event) {
 		return
 	case EventResume:
 		m.resume()
+		return
+	case EventGuardrail:
+		tripped(m, ev)
 		return
 	}
 	switch m.st.Phase {
@@ -212,6 +216,10 @@ func (m *Machine) stepEscalated(ev *Event) {
 				m.spec.Budget.Set(x.Dim, x.To)
 			}
 			m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "raised", Text: "a person " + r.describe()})
+			if h.Interrupted != nil {
+				letThrough(m, h)
+				return
+			}
 			m.st.Outbox = append(m.st.Outbox, model.TextBlock("A person was asked and "+r.describe()+". Carry on: tools are offered again, and finish when your answer is ready."))
 			m.st.Hold, m.st.Closing = nil, ""
 			m.nextTurn()

@@ -71,6 +71,8 @@ type callParams struct {
 	// Keep is the time the call must leave of the budget: its deadline is
 	// computed when the command is built, so that it moves with pauses.
 	Keep time.Duration `json:"keep,omitempty"`
+	// Override is the guardrail a person let these calls through.
+	Override string `json:"override,omitempty"`
 }
 
 // nextTurn begins the next step: a plan step's check first if one is due;
@@ -327,7 +329,7 @@ func freshCallID(taken *[]string, step, n int) string {
 // onFinish takes a reply whose only calls are finish: it submits the
 // candidate, or answers the calls with what is wrong.
 func (m *Machine) onFinish(closing bool) {
-	answer, conf, problem, text := finishOnly(m.st.Calls)
+	answer, conf, problem, text := finishOnly(m.st.Calls, len(m.spec.OutputSchema) > 0)
 	if problem == "" {
 		id := m.st.Calls[0].ID
 		m.st.Calls = m.st.Calls[:0]

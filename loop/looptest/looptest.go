@@ -33,13 +33,20 @@
 //	human [at=DUR]
 //	  <answer>
 //	no-human
+//	guardrail name=<name> stage=(input|output) [call=ID] [escalate] [out=N]
+//	          [at=DUR]   (out=N: the stopped reply, of N output tokens)
+//	  <reason>
 //	cancel [at=DUR]
 //	resume [at=DUR]
 //	request          prints the messages of the latest model request
+//	tool name=<tool> prints the input schema of a tool the latest model
+//	                 request offered
 //	usage            prints the run's usage against its limits
 //	snapshot         round-trips the machine through Snapshot/Restore and
 //	                 prints the commands Pending rebuilds
 //
+// A line "output_schema: <JSON>" in the spec's input is the output schema
+// (a typed answer), not part of the goal.
 // show_tokens adds each model call's input estimate (est=N) to its line.
 // The sub_* arguments turn on sub-agents (Policy.Subagents): sub_cheap and
 // sub_expensive list the checks a child may be given.
@@ -162,6 +169,11 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		ev.Type, ev.Text = loop.EventHumanReply, strings.TrimSpace(td.Input)
 	case "no-human":
 		ev.Type = loop.EventHumanUnavailable
+	case "guardrail":
+		ev.Type, ev.Call = loop.EventGuardrail, d.target(t, td, "call", d.modelCall)
+		ev.Guardrail, ev.Reply = parseTrip(t, td)
+	case "tool":
+		return d.toolSchema(t, td)
 	case "cancel":
 		ev.Type, ev.Text = loop.EventCancel, strings.TrimSpace(td.Input)
 	case "resume":
@@ -253,6 +265,35 @@ func (d *Driver) inspect(cmd string) string {
 		return out + d.render(loop.Ready{Commands: m.Pending()})
 	}
 	return ""
+}
+
+// parseTrip reads a guardrail directive's trip, and the reply it stopped.
+func parseTrip(t testing.TB, td *datadriven.TestData) (*loop.GuardrailTrip, *model.Response) {
+	g := &loop.GuardrailTrip{Escalate: td.HasArg("escalate"), Reason: strings.TrimSpace(td.Input)}
+	td.ScanArgs(t, "name", &g.Name)
+	td.ScanArgs(t, "stage", &g.Stage)
+	if !td.HasArg("out") {
+		return g, nil
+	}
+	r := &model.Response{Usage: model.Usage{CostKnown: true}}
+	td.ScanArgs(t, "out", &r.Usage.OutputTokens)
+	return g, r
+}
+
+// toolSchema prints the input schema of the tool name= in the latest
+// model request.
+func (d *Driver) toolSchema(t testing.TB, td *datadriven.TestData) string {
+	var name string
+	td.ScanArgs(t, "name", &name)
+	if d.lastRequest == nil {
+		return "error: no model request yet\n"
+	}
+	for _, t := range d.lastRequest.Tools {
+		if t.Name == name {
+			return string(t.InputSchema) + "\n"
+		}
+	}
+	return "error: the latest request offers no tool " + name + "\n"
 }
 
 func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {
@@ -355,6 +396,32 @@ func parseChild(t testing.TB, td *datadriven.TestData) (loop.Result, error) {
 	return res, nil
 }
 
+// renderCall prints a CallModel command, checking the invariants of every
+// request.
+func (d *Driver) renderCall(b *strings.Builder, c loop.Command, deadline string) {
+	d.lastRequest, d.modelCall = c.Request, c.ID
+	names := make([]string, len(c.Request.Tools))
+	for i, t := range c.Request.Tools {
+		names[i] = t.Name
+	}
+	// Invariants of every request, checked in every script.
+	if want := loop.EstimateTokens(*c.Request); c.InputEstimate != want {
+		fmt.Fprintf(b, "error: %s input estimate %d, but EstimateTokens says %d\n", c.ID, c.InputEstimate, want)
+	}
+	if err := CheckPairing(c.Request.Messages); err != nil {
+		fmt.Fprintf(b, "error: %s: %v\n", c.ID, err)
+	}
+	est := ""
+	if d.showTokens {
+		est = fmt.Sprintf(" est=%d", c.InputEstimate)
+	}
+	if c.Override != "" {
+		est += " override=" + c.Override
+	}
+	fmt.Fprintf(b, "call_model %s purpose=%s messages=%d tools=(%s) max_out=%d%s%s\n",
+		c.ID, c.Request.Purpose, len(c.Request.Messages), strings.Join(names, ","), c.Request.MaxOutputTokens, est, deadline)
+}
+
 func (d *Driver) render(rd loop.Ready) string {
 	var b strings.Builder
 	for _, n := range rd.Notes {
@@ -374,24 +441,7 @@ func (d *Driver) render(rd loop.Ready) string {
 		}
 		switch c.Type {
 		case loop.CallModel:
-			d.lastRequest, d.modelCall = c.Request, c.ID
-			names := make([]string, len(c.Request.Tools))
-			for i, t := range c.Request.Tools {
-				names[i] = t.Name
-			}
-			// Invariants of every request, checked in every script.
-			if want := loop.EstimateTokens(*c.Request); c.InputEstimate != want {
-				fmt.Fprintf(&b, "error: %s input estimate %d, but EstimateTokens says %d\n", c.ID, c.InputEstimate, want)
-			}
-			if err := CheckPairing(c.Request.Messages); err != nil {
-				fmt.Fprintf(&b, "error: %s: %v\n", c.ID, err)
-			}
-			est := ""
-			if d.showTokens {
-				est = fmt.Sprintf(" est=%d", c.InputEstimate)
-			}
-			fmt.Fprintf(&b, "call_model %s purpose=%s messages=%d tools=(%s) max_out=%d%s%s\n",
-				c.ID, c.Request.Purpose, len(c.Request.Messages), strings.Join(names, ","), c.Request.MaxOutputTokens, est, deadline)
+			d.renderCall(&b, c, deadline)
 		case loop.RunTools:
 			fmt.Fprintf(&b, "run_tools %s%s\n", c.ID, deadline)
 			for _, call := range c.Calls {
