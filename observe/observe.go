@@ -32,6 +32,12 @@ const (
 	// way in (bytes that are not UTF-8 replaced), so that nothing changes
 	// silently. Like a retry, the core never sees it and replay skips it.
 	KindRepair Kind = "repair"
+	// KindHook records, in its Note, a decision of one of the caller's
+	// hooks that changed something (runner.Hooks: context added to a
+	// model call, a tool call denied or its arguments or result
+	// rewritten). What it changed reaches the core as the events that
+	// follow, so the core never sees it and replay skips it.
+	KindHook Kind = "hook"
 )
 
 // Entry is one line of a run's log.

@@ -86,9 +86,10 @@ func Run(records []observe.Record) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("replay: the recorded spec: %w", err)
 	}
-	// Retries and repairs are the shell's, not the core's: skip them.
+	// Retries, repairs and hook decisions are the shell's, not the core's:
+	// skip them.
 	records = slices.DeleteFunc(slices.Clone(records), func(r observe.Record) bool {
-		return r.Kind == observe.KindRetry || r.Kind == observe.KindRepair
+		return r.Kind == observe.KindRetry || r.Kind == observe.KindRepair || r.Kind == observe.KindHook
 	})
 	sum := Summary{Run: records[0].Run}
 	i := 1

@@ -60,6 +60,9 @@ func (r *run) admit(ev *loop.Event) {
 		a.text(&v.Detail)
 		a.text(&v.Where)
 	}
+	if g := ev.Guardrail; g != nil {
+		a.text(&g.Reason)
+	}
 	if c := ev.Child; c != nil {
 		a.text(&c.Reason)
 		a.text(&c.Question)
