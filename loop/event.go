@@ -123,9 +123,9 @@ type Command struct {
 	Deadline time.Time   `json:"deadline,omitzero"`
 	// CallModel. Request.Messages is shared with the machine: read-only.
 	Request *model.Request `json:"request,omitempty"`
-	// Override names the guardrail a person let this call through (a
-	// call issued again after a trip): the shell does not apply it.
-	Override string `json:"override,omitempty"`
+	// Overridden names the guardrails a person let the run go on past
+	// (guardrail.go): the shell does not apply them any more.
+	Overridden []string `json:"overridden,omitempty"`
 	// InputEstimate is the core's estimate of Request's input tokens,
 	// made before sending (see EstimateTokens); compare it with the
 	// reply's usage.

@@ -9,10 +9,11 @@ import (
 // model (input) or comes back from it (output). The core sees only a trip,
 // as EventGuardrail answering the model call it stopped, and ends the run
 // with the status Guardrail(name) — or, when the trip says Escalate, asks
-// a person first (a hold, hold.go): "continue" lets the stopped call
-// through (it is made again, marked with the guardrail a person overrode,
-// which the shell then does not apply to it), "stop" ends the run with the
-// guardrail's status, and nobody to answer ends it escalated.
+// a person first (a hold, hold.go): "continue" lets the run go on past the
+// guardrail (the stopped calls are made again, and every model call from
+// then on names it in Command.Overridden: the shell no longer applies it),
+// "stop" ends the run with the guardrail's status, and nobody to answer
+// ends it escalated.
 
 // EventGuardrail says a guardrail tripped on a model call in flight (Call
 // is the call's ID; Guardrail says which and why). Reply, for an output
@@ -78,7 +79,7 @@ func tripped(m *Machine, ev *Event) {
 	}
 	h := &hold{Status: Guardrail(g.Name), Reason: reason, Guardrail: g.Name,
 		Interrupted: &suspended{Phase: m.st.Phase, Awaiting: m.st.Awaiting},
-		Question: fmt.Sprintf("The run was stopped: %s. Answer \"continue\" to let this model call through (it is made again without guardrail %s), or \"stop\" to end the run %s.",
+		Question: fmt.Sprintf("The run was stopped: %s. Answer \"continue\" to let the run go on without guardrail %s (the model call is made again), or \"stop\" to end the run %s.",
 			reason, g.Name, Guardrail(g.Name))}
 	m.st.Awaiting = nil
 	m.st.Hold = h
@@ -89,12 +90,14 @@ func tripped(m *Machine, ev *Event) {
 }
 
 // letThrough carries on after a person said continue to a guardrail's
-// hold: the interrupted model calls are issued again, marked with the
-// guardrail overridden.
+// hold: the guardrail is overridden from now on, and the interrupted model
+// calls are issued again.
 func letThrough(m *Machine, h *hold) {
 	m.st.Hold = nil
 	m.st.Phase, m.st.Awaiting = h.Interrupted.Phase, h.Interrupted.Awaiting
-	m.st.Call.Override = h.Guardrail
+	if !slices.Contains(m.st.Overridden, h.Guardrail) {
+		m.st.Overridden = append(m.st.Overridden, h.Guardrail)
+	}
 	for _, c := range m.Pending() {
 		m.emit(c)
 	}

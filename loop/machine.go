@@ -82,6 +82,8 @@ type state struct {
 	// Answered count the questions put to a person about the run, stuck
 	// or held, and the answers that came.
 	Hold       *hold      `json:"hold,omitempty"`
+	// Overridden are the guardrails a person let the run go on past.
+	Overridden []string `json:"overridden,omitempty"`
 	Asked      int        `json:"asked,omitempty"`
 	Answered   int        `json:"answered,omitempty"`
 	Context    compactor  `json:"context"`

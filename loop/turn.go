@@ -71,8 +71,6 @@ type callParams struct {
 	// Keep is the time the call must leave of the budget: its deadline is
 	// computed when the command is built, so that it moves with pauses.
 	Keep time.Duration `json:"keep,omitempty"`
-	// Override is the guardrail a person let these calls through.
-	Override string `json:"override,omitempty"`
 }
 
 // nextTurn begins the next step: a plan step's check first if one is due;

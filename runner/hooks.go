@@ -87,8 +87,8 @@ type ToolOutput struct {
 // goes to the model, Output each reply before the core sees it (either may
 // be nil). A trip ends the run with status guardrail:<Name> and the
 // verdict's reason; with Escalate a person is asked first, through the
-// Asker (Config.Human), and may let the call through ("continue") or stop
-// the run. A guardrail's error or panic ends the run failed: it fails
+// Asker (Config.Human), and may let the run go on without the guardrail
+// ("continue") or stop it. A guardrail's error or panic ends the run failed: it fails
 // closed. Guardrails apply to the run's sub-agents too, and may be called
 // concurrently (sampled alternatives).
 type Guardrail struct {
@@ -128,11 +128,11 @@ func checkGuardrails(gs []Guardrail) error {
 // beforeModel is the name of BeforeModel's refusals, as a guardrail.
 const beforeModel = "before_model"
 
-// safely calls fn, turning a panic into an error naming what panicked.
-func safely[T any](what string, fn func() (T, error)) (v T, err error) {
+// safely calls fn, turning a panic into an error.
+func safely[T any](fn func() (T, error)) (v T, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s panicked: %v", what, p)
+			err = fmt.Errorf("panicked: %v", p)
 		}
 	}()
 	return fn()
@@ -153,7 +153,7 @@ func (r *run) recordHook(call, problem, text string) {
 func (r *run) beforeModel(ctx context.Context, c *loop.Command) (*model.Request, *loop.Event) {
 	req := c.Request
 	if h := r.cfg.Hooks.BeforeModel; h != nil {
-		d, err := safely("the before_model hook", func() (ModelDecision, error) { return h(ctx, ModelCall{ID: c.ID, Request: req}) })
+		d, err := safely(func() (ModelDecision, error) { return h(ctx, ModelCall{ID: c.ID, Request: req}) })
 		switch {
 		case err != nil:
 			return nil, &loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "hook", Message: "the before_model hook failed: " + err.Error()}}
@@ -165,10 +165,10 @@ func (r *run) beforeModel(ctx context.Context, c *loop.Command) (*model.Request,
 		}
 	}
 	for _, g := range r.cfg.Guardrails {
-		if g.Input == nil || g.Name == c.Override {
+		if g.Input == nil || slices.Contains(c.Overridden, g.Name) {
 			continue
 		}
-		v, err := safely("guardrail "+g.Name, func() (Verdict, error) { return g.Input(ctx, req) })
+		v, err := safely(func() (Verdict, error) { return g.Input(ctx, req) })
 		if err != nil {
 			return nil, &loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "guardrail", Message: "guardrail " + g.Name + " failed: " + err.Error()}}
 		}
@@ -184,10 +184,10 @@ func (r *run) beforeModel(ctx context.Context, c *loop.Command) (*model.Request,
 // the event carries its usage only.
 func (r *run) afterModel(ctx context.Context, c *loop.Command, resp *model.Response) *loop.Event {
 	for _, g := range r.cfg.Guardrails {
-		if g.Output == nil || g.Name == c.Override {
+		if g.Output == nil || slices.Contains(c.Overridden, g.Name) {
 			continue
 		}
-		v, err := safely("guardrail "+g.Name, func() (Verdict, error) { return g.Output(ctx, resp) })
+		v, err := safely(func() (Verdict, error) { return g.Output(ctx, resp) })
 		if err != nil {
 			return &loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "guardrail", Message: "guardrail " + g.Name + " failed: " + err.Error()}}
 		}
@@ -229,7 +229,7 @@ func (r *run) beforeTools(ctx context.Context, events *[]loop.Event, calls []too
 	}
 	run := calls[:0:0]
 	for _, c := range calls {
-		d, err := safely("the before_tool hook", func() (ToolDecision, error) {
+		d, err := safely(func() (ToolDecision, error) {
 			return h(ctx, ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 		})
 		switch {
@@ -259,7 +259,7 @@ func (r *run) afterTool(ctx context.Context, call tool.Call, res tool.Result) to
 	if h == nil {
 		return res
 	}
-	out, err := safely("the after_tool hook", func() (ToolOutput, error) {
+	out, err := safely(func() (ToolOutput, error) {
 		return h(ctx, ToolCall{ID: call.ID, Name: call.Name, Args: call.Args}, ToolOutput{Output: res.Output, IsError: res.IsError})
 	})
 	switch {

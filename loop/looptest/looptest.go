@@ -415,8 +415,8 @@ func (d *Driver) renderCall(b *strings.Builder, c loop.Command, deadline string)
 	if d.showTokens {
 		est = fmt.Sprintf(" est=%d", c.InputEstimate)
 	}
-	if c.Override != "" {
-		est += " override=" + c.Override
+	if len(c.Overridden) > 0 {
+		est += " overridden=(" + strings.Join(c.Overridden, ",") + ")"
 	}
 	fmt.Fprintf(b, "call_model %s purpose=%s messages=%d tools=(%s) max_out=%d%s%s\n",
 		c.ID, c.Request.Purpose, len(c.Request.Messages), strings.Join(names, ","), c.Request.MaxOutputTokens, est, deadline)
