@@ -132,7 +132,7 @@ var fieldChecks = map[string]fieldCheck{
 			t.Errorf("status %s: %s", o.result.Status, o.result.Reason)
 		}
 	}},
-	"Goal":         specIs("agent", func(s loop.Spec) string { return s.Goal }, "Reach every field, then finish with 42."),
+	"Goal": specIs("agent", func(s loop.Spec) string { return s.Goal }, "Reach every field, then finish with 42."),
 	"OutputSchema": {"generate", func(t *testing.T, o *observed) {
 		// The schema reaches the spec, and its check ran on the answers.
 		if string(o.spec.OutputSchema) != `{"type":"integer"}` || o.spec.Checks[0] != (loop.Check{Name: loop.OutputCheck, Tier: verify.Cheap}) {
