@@ -15,6 +15,7 @@ import (
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/replay"
 	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store/memory"
 )
 
 // runLogged runs task with cfg, logging to JSONL, and checks that the log
@@ -224,5 +225,68 @@ func TestGuardrails(t *testing.T) {
 	_, err = runner.Run(context.Background(), addTask(), runner.Config{Model: newModel(t), Guardrails: []runner.Guardrail{{Name: "a b"}, {Name: "before_model", Input: broken.Input}}})
 	if err == nil || !strings.Contains(err.Error(), `name "a b"`) || !strings.Contains(err.Error(), `"before_model" is taken`) {
 		t.Errorf("bad guardrails: %v", err)
+	}
+}
+
+// TestAfterToolDurable: with a Store a turn's calls are made durable one
+// by one as they end; AfterTool still runs on each before anything is
+// kept, so the stored log never holds what it removed, and replays.
+func TestAfterToolDurable(t *testing.T) {
+	st := memory.New()
+	turns := []scripted.Turn{
+		{Tools: []scripted.ToolCall{{Name: "add", Args: map[string]int{"a": 2, "b": 3}}, {Name: "add", Args: map[string]int{"a": 1, "b": 4}}}},
+		{Expect: []string{"[masked]"}, Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.9)}},
+	}
+	var rewrites atomic.Int32
+	hooks := runner.Hooks{AfterTool: func(_ context.Context, _ runner.ToolCall, out runner.ToolOutput) (runner.ToolOutput, error) {
+		rewrites.Add(1)
+		return runner.ToolOutput{Output: strings.ReplaceAll(out.Output, "5", "[masked]")}, nil
+	}}
+	res, err := runner.Run(context.Background(), addTask(), runner.Config{Model: newModel(t, turns...), Store: st, RunID: "d", Hooks: hooks})
+	if err != nil || res.Status != loop.Done || rewrites.Load() != 2 {
+		t.Fatalf("%v %s: %s; %d rewrites", err, res.Status, res.Reason, rewrites.Load())
+	}
+	recs, err := runner.LoadLog(context.Background(), st, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Kind == observe.KindEvent && r.Event.Tool != nil && strings.Contains(r.Event.Tool.Output, "5") {
+			t.Errorf("the stored log holds the unmasked output %q", r.Event.Tool.Output)
+		}
+	}
+	if got := strings.Join(hookEntries(recs), ","); got != "after_tool:rewrite,after_tool:rewrite" {
+		t.Errorf("hook entries %s", got)
+	}
+	if _, err := replay.Run(recs); err != nil {
+		t.Errorf("the stored log does not replay: %v", err)
+	}
+}
+
+// TestGuardrailAnsweredLater: a guardrail with Escalate and a person who
+// answers later leaves the run awaiting input; the answer continue carries
+// it on past the guardrail, in another process.
+func TestGuardrailAnsweredLater(t *testing.T) {
+	st := memory.New()
+	task := addTask()
+	task.Goal = "Mail ada@example.com the sum of 2+3."
+	cfg := runner.Config{Model: newModel(t, addThenFinish()...), Store: st, RunID: "g", Human: runner.Later, Guardrails: []runner.Guardrail{pii(true)}}
+	_, err := runner.Run(context.Background(), task, cfg)
+	var aw *runner.AwaitingError
+	if !errors.As(err, &aw) || !strings.Contains(aw.Question, "guardrail pii tripped on the model's input") {
+		t.Fatalf("want the run awaiting a person about the guardrail, got %v", err)
+	}
+	cfg.Model = newModel(t, addThenFinish()...)
+	answer := "continue"
+	res, err := runner.Resume(context.Background(), task, cfg, runner.ResumeOptions{Answer: &answer})
+	if err != nil || res.Status != loop.Done || res.Answered != 1 {
+		t.Fatalf("%v %s: %s", err, res.Status, res.Reason)
+	}
+	recs, err := runner.LoadLog(context.Background(), st, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Run(recs); err != nil {
+		t.Errorf("the stored log does not replay: %v", err)
 	}
 }
