@@ -78,12 +78,12 @@ type state struct {
 	// tool call a person is asked to approve.
 	Question string    `json:"question,omitempty"`
 	Approval *approval `json:"approval,omitempty"`
+	// Overridden are the guardrails a person let the run go on past.
+	Overridden []string `json:"overridden,omitempty"`
 	// Hold is the end a person is asked about first (hold.go). Asked and
 	// Answered count the questions put to a person about the run, stuck
 	// or held, and the answers that came.
 	Hold       *hold      `json:"hold,omitempty"`
-	// Overridden are the guardrails a person let the run go on past.
-	Overridden []string `json:"overridden,omitempty"`
 	Asked      int        `json:"asked,omitempty"`
 	Answered   int        `json:"answered,omitempty"`
 	Context    compactor  `json:"context"`
