@@ -13,6 +13,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/replay"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store/memory"
@@ -288,5 +289,40 @@ func TestGuardrailAnsweredLater(t *testing.T) {
 	}
 	if _, err := replay.Run(recs); err != nil {
 		t.Errorf("the stored log does not replay: %v", err)
+	}
+}
+
+// TestGuardrailAmongSamples: a guardrail that trips on sampled
+// alternatives, run in parallel, stops the batch with one trip: the other
+// alternatives' answers are dropped, and the person's stop ends the run
+// with the guardrail's status (not a protocol failure).
+func TestGuardrailAmongSamples(t *testing.T) {
+	task := addTask()
+	task.Policy.ConfidenceThreshold, task.Policy.Samples = 0.95, 2
+	turns := []scripted.Turn{
+		{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}},
+		{Text: "ask me at x@example.com", Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}},
+		{Text: "ask me at y@example.com", Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}},
+	}
+	res, err, _ := runLogged(t, task, runner.Config{Model: newModel(t, turns...), Human: &answers{"stop"}, Guardrails: []runner.Guardrail{pii(true)}})
+	if err != nil || res.Status != "guardrail:pii" || res.Asked != 1 {
+		t.Fatalf("%v %s: %s (asked %d)", err, res.Status, res.Reason, res.Asked)
+	}
+}
+
+// TestGuardrailReasonRedacted: a guardrail's reason is text from outside
+// the core, redacted like any other before the core or the log see it.
+func TestGuardrailReasonRedacted(t *testing.T) {
+	leaky := runner.Guardrail{Name: "leaky", Input: func(context.Context, *model.Request) (runner.Verdict, error) {
+		return runner.Verdict{Trip: true, Reason: "found the key sk-secret-123"}, nil
+	}}
+	res, err, recs := runLogged(t, addTask(), runner.Config{Model: newModel(t), Guardrails: []runner.Guardrail{leaky}, Redactor: redact.New("sk-secret-123")})
+	if err != nil || strings.Contains(res.Reason, "sk-secret") || !strings.Contains(res.Reason, "[redacted]") {
+		t.Errorf("%v: %s", err, res.Reason)
+	}
+	for _, r := range recs {
+		if strings.Contains(toJSON(r), "sk-secret") {
+			t.Errorf("the log holds the secret: %s", toJSON(r))
+		}
 	}
 }
