@@ -77,7 +77,13 @@ func tripped(m *Machine, ev *Event) {
 		m.stop(Guardrail(g.Name), reason)
 		return
 	}
-	h := &hold{Status: Guardrail(g.Name), Reason: reason, Guardrail: g.Name,
+	// An input trip stopped its call before it was made; the others of a
+	// batch (sampled alternatives) may have been.
+	made := len(m.st.Awaiting)
+	if g.Stage == GuardInput {
+		made--
+	}
+	h := &hold{Status: Guardrail(g.Name), Reason: reason, Guardrail: g.Name, Made: made,
 		Interrupted: &suspended{Phase: m.st.Phase, Awaiting: m.st.Awaiting},
 		Question: fmt.Sprintf("The run was stopped: %s. Answer \"continue\" to let the run go on without guardrail %s (the model call is made again), or \"stop\" to end the run %s.",
 			reason, g.Name, Guardrail(g.Name))}
@@ -91,10 +97,11 @@ func tripped(m *Machine, ev *Event) {
 
 // letThrough carries on after a person said continue to a guardrail's
 // hold: the guardrail is overridden from now on, and the interrupted model
-// calls are issued again.
+// calls are issued again; those that had been made count again.
 func letThrough(m *Machine, h *hold) {
 	m.st.Hold = nil
 	m.st.Phase, m.st.Awaiting = h.Interrupted.Phase, h.Interrupted.Awaiting
+	m.st.Usage.ModelCalls += h.Made
 	if !slices.Contains(m.st.Overridden, h.Guardrail) {
 		m.st.Overridden = append(m.st.Overridden, h.Guardrail)
 	}

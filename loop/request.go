@@ -109,7 +109,7 @@ func (r *requests) command(st *state, id string) Command {
 		// Sized as EstimateTokens would, without rescanning the history.
 		est = tokensOf(int64(len(req.System)) + toolsWeight(req.Tools) + st.History.Bytes + r.pinnedWeight(st, pin))
 	}
-	return Command{Type: CallModel, ID: id, Deadline: st.deadline(r.spec.Budget.Time, c.Keep), Request: req, InputEstimate: est, Overridden: st.Overridden}
+	return Command{Type: CallModel, ID: id, Deadline: st.deadline(r.spec.Budget.Time, c.Keep), Request: req, InputEstimate: est, Overridden: slices.Clip(st.Overridden)}
 }
 
 // pinned is the text added to the end of every step request: the

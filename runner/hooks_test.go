@@ -295,18 +295,23 @@ func TestGuardrailAnsweredLater(t *testing.T) {
 // TestGuardrailAmongSamples: a guardrail that trips on sampled
 // alternatives, run in parallel, stops the batch with one trip: the other
 // alternatives' answers are dropped, and the person's stop ends the run
-// with the guardrail's status (not a protocol failure).
+// with the guardrail's status (not a protocol failure), every
+// alternative's usage charged.
 func TestGuardrailAmongSamples(t *testing.T) {
 	task := addTask()
 	task.Policy.ConfidenceThreshold, task.Policy.Samples = 0.95, 2
 	turns := []scripted.Turn{
-		{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}},
-		{Text: "ask me at x@example.com", Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}},
-		{Text: "ask me at y@example.com", Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}},
+		{Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}, Usage: &scripted.Usage{OutputTokens: 1}},
+		{Text: "ask me at x@example.com", Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}, Usage: &scripted.Usage{OutputTokens: 10}},
+		{Text: "ask me at y@example.com", Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}, Usage: &scripted.Usage{OutputTokens: 100}},
 	}
 	res, err, _ := runLogged(t, task, runner.Config{Model: newModel(t, turns...), Human: &answers{"stop"}, Guardrails: []runner.Guardrail{pii(true)}})
 	if err != nil || res.Status != "guardrail:pii" || res.Asked != 1 {
 		t.Fatalf("%v %s: %s (asked %d)", err, res.Status, res.Reason, res.Asked)
+	}
+	// Both alternatives were made: what each used is charged.
+	if res.Usage.OutputTokens != 111 || res.Usage.ModelCalls != 3 {
+		t.Errorf("usage %d output tokens in %d model calls, want 111 in 3", res.Usage.OutputTokens, res.Usage.ModelCalls)
 	}
 }
 
