@@ -288,10 +288,34 @@ func (r *run) onEntry(e observe.Entry) {
 
 // firstTrip keeps, of a batch's events, only a guardrail's trip if there
 // is one: it ends or holds the run, and the other calls' answers are
-// dropped (issued again if a person lets the calls through).
+// dropped (issued again if a person lets the calls through). What those
+// calls used is charged with the trip, so the budget still sees it.
 func firstTrip(events []loop.Event) []loop.Event {
-	if i := slices.IndexFunc(events, func(e loop.Event) bool { return e.Type == loop.EventGuardrail }); i >= 0 {
-		return events[i : i+1]
+	i := slices.IndexFunc(events, func(e loop.Event) bool { return e.Type == loop.EventGuardrail })
+	if i < 0 {
+		return events
 	}
-	return events
+	trip := events[i]
+	var used *model.Usage // the batch's replies', the stopped one's included
+	for _, e := range events {
+		switch {
+		case e.Reply == nil:
+		case used == nil:
+			u := e.Reply.Usage
+			used = &u
+		default:
+			*used = addUsage(*used, e.Reply.Usage)
+		}
+	}
+	if used != nil {
+		trip.Reply = &model.Response{Usage: *used}
+	}
+	return []loop.Event{trip}
+}
+
+// addUsage is what two model calls used.
+func addUsage(a, b model.Usage) model.Usage {
+	return model.Usage{InputTokens: a.InputTokens + b.InputTokens, OutputTokens: a.OutputTokens + b.OutputTokens,
+		CacheReadTokens: a.CacheReadTokens + b.CacheReadTokens, CacheWriteTokens: a.CacheWriteTokens + b.CacheWriteTokens,
+		Cost: a.Cost + b.Cost, CostKnown: a.CostKnown && b.CostKnown}
 }
