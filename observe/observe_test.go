@@ -530,7 +530,7 @@ func TestPrinterEntries(t *testing.T) {
 			[]string{`step 1  a` + strings.Repeat("é", 79) + `…`},
 		},
 		{
-			"errors, people, questions, closing, cancel",
+			"errors, people, questions, closing, guardrails and hooks, cancel",
 			[]observe.Entry{
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelError, Call: "m1", Error: &loop.Failure{Kind: "deadline", Message: "time budget spent"}}},
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCheckError, Call: "v1", Error: &loop.Failure{Kind: "check", Message: "grader down"}}},
@@ -538,6 +538,8 @@ func TestPrinterEntries(t *testing.T) {
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanReply, Text: "the  March\none"}},
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanUnavailable, Text: "nobody"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteClosing, Step: 3, Problem: "steps", Text: "finish now"}},
+				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteGuardrail, Step: 3, Problem: "pii", Text: "guardrail pii tripped on the model's input: an email"}},
+				{Kind: observe.KindHook, Note: &loop.Note{Type: loop.NoteObservation, Problem: "before_tool:deny", Text: "c1: off limits"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteAttempt, Step: 3, Attempt: 2, Text: "x"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteRejected, Step: 3, Attempt: 2, Text: "x"}},
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, Text: "interrupt"}},
@@ -552,6 +554,8 @@ func TestPrinterEntries(t *testing.T) {
 				`        ? Which invoice?`,
 				`        person: the March one`,
 				`        ⏹ steps budget spent: closing turn`,
+				`        ⛔ guardrail pii tripped on the model's input: an email`,
+				`        ! before_tool:deny: c1: off limits`,
 				`escalated: a person is needed`,
 				`question: Which invoice?`,
 				`usage: steps=3/30 model_calls=4/60 tool_calls=0/200 input_tokens=0 output_tokens=0 total_tokens=0/2000000 cost=$0.000000/$2.000000 time=0s/10m0s (cost incomplete: some prices unknown)`,

@@ -293,6 +293,8 @@ func (p *Printer) note(n *loop.Note) {
 		p.printf("        ⇣ %s", oneLine(n.Text, 200))
 	case loop.NotePlan:
 		p.printf("        ☰ %s", oneLine(n.Text, 200))
+	case loop.NoteGuardrail:
+		p.printf("        ⛔ %s", oneLine(n.Text, 200))
 	}
 }
 
