@@ -331,3 +331,24 @@ func TestGuardrailReasonRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardrailsReachSubagents: a run's guardrails apply to its
+// sub-agents: a child whose reply trips one ends with the guardrail's
+// status, which its parent sees.
+func TestGuardrailsReachSubagents(t *testing.T) {
+	parent := newModel(t,
+		scripted.Turn{Tools: []scripted.ToolCall{spawn("Fetch part one.", nil)}},
+		scripted.Turn{Expect: []string{"Sub-agent c1 ended guardrail:words"}, Finish: &scripted.Finish{Answer: "part-1 part-2", Confidence: conf(0.9)}},
+	)
+	kids := newChildren(0, map[string][]scripted.Turn{
+		"Fetch part one.": {{Text: "a forbidden word", Finish: &scripted.Finish{Answer: "part-1", Confidence: conf(0.9)}}},
+	})
+	words := runner.Guardrail{Name: "words", Output: func(_ context.Context, r *model.Response) (runner.Verdict, error) {
+		b, _ := json.Marshal(r.Content)
+		return runner.Verdict{Trip: strings.Contains(string(b), "forbidden"), Reason: "a forbidden word"}, nil
+	}}
+	res, err := runner.Run(context.Background(), partTask(), runner.Config{Model: parent, ChildModel: kids.model, Guardrails: []runner.Guardrail{words}})
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("%v %s: %s", err, res.Status, res.Reason)
+	}
+}
