@@ -359,7 +359,7 @@ func (p *parser) top(n *yaml.Node) {
 	if goal == nil || (goal.Kind == yaml.ScalarNode && p.f.Goal == "") {
 		p.errorf(orNode(goal, n), "goal is missing or empty: say what the run must achieve")
 	}
-	if checks == nil {
+	if checks == nil && p.f.OutputSchema == nil { // the schema's check is a gate
 		p.errorf(n, "checks are missing: ratchet never accepts an unchecked answer (add e.g. `checks: [{equals: \"42\"}]`)")
 	}
 	if p.f.Mode == "generate" && (len(p.f.Tools) > 0 || len(p.f.MCP) > 0) {

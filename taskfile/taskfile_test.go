@@ -717,6 +717,10 @@ func TestParseOutputSchema(t *testing.T) {
 			t.Errorf("%s: schema %s, want %s", tt.yaml, f.OutputSchema, tt.want)
 		}
 	}
+	// The schema's check is a gate: no other check is needed.
+	if _, err := taskfile.Parse([]byte("goal: g\noutput_schema: {type: integer}\n"), filepath.Join(dir, "task.yaml")); err != nil {
+		t.Errorf("output_schema without checks: %v", err)
+	}
 	_, err := taskfile.Parse([]byte("goal: g\nchecks: [{equals: '42'}]\noutput_schema: [1]\n"), "dir/a.yaml")
 	if ps := problems(t, err); len(ps) != 1 || !strings.Contains(err.Error(), "dir/a.yaml:3: output_schema: must be a JSON Schema object") {
 		t.Errorf("a list: %v", err)
