@@ -18,8 +18,9 @@
 //	tools       tool results and sub-agents' Results
 //	approval    a person's answer about a tool call a permission rule asks about
 //	escalated   a person's answer for a run the ladder could not unstick, or
-//	            for a held one: about to end exhausted, or on a check that
-//	            could not run (see A person can always be asked)
+//	            for a held one: about to end exhausted, on a check that
+//	            could not run, or on a guardrail's trip (see A person can
+//	            always be asked)
 //	plan_check  the verdict on a plan step's result
 //	checks      verdicts on candidates, tier by tier
 //	stopped     nothing: the run has its Result (a resume may carry on a cancelled one)
@@ -27,11 +28,11 @@
 // Phase reports the coarser Phase the shell sees (model, tools, verify,
 // human…). Cancel, resume and a person's message (EventUserMessage) are
 // taken in any phase; a fork's start (EventFork) only while a step's model
-// call is in flight. The sub-protocols are types the state holds, each
-// with its share of it and its own tests: search (a candidate's
-// alternatives and checks), compactor, plan, children (sub-agents), ladder
-// (the interventions), approval and the inbox (messages for the next
-// turn). Each
+// call is in flight; a guardrail's trip in any phase waiting for a model.
+// The sub-protocols are types the state holds, each with its share of it
+// and its own tests: search (a candidate's alternatives and checks),
+// compactor, plan, children (sub-agents), ladder (the interventions),
+// approval and the inbox (messages for the next turn). Each
 // says what notes and commands it wants, or what it decided; only the
 // machine emits them. TestShape keeps the machine itself to 40 methods.
 //
@@ -51,6 +52,17 @@
 // replaying the log raises the same limits. Nobody to answer ends the
 // run escalated with the question; Result.Asked and Result.Answered
 // count the questions and the answers acted on.
+//
+// # Guardrails and typed answers
+//
+// Guardrails are the shell's; the core sees a trip as EventGuardrail
+// answering the model call it stopped, and ends the run with the status
+// guardrail:<name> — or, when the trip says Escalate, holds it as above:
+// "continue" lets the run go on past that guardrail (Command.Overridden),
+// "stop" ends it guardrail:<name> (guardrail.go). With Spec.OutputSchema
+// the answer is typed: finish's answer argument is the schema, the
+// candidate is the value's compact JSON, and the shell's cheap check
+// OutputCheck validates it (output.go).
 //
 // # Context management
 //

@@ -81,6 +81,8 @@ type Event struct {
 	Child *Result `json:"child,omitempty"`
 	// Limits is a fork's budget (EventFork); nil keeps the run's.
 	Limits *budget.Limits `json:"limits,omitempty"`
+	// Guardrail is the guardrail that tripped (EventGuardrail, guardrail.go).
+	Guardrail *GuardrailTrip `json:"guardrail,omitempty"`
 }
 
 // ToolOutcome is what one tool call produced, already trimmed by the shell.
@@ -137,6 +139,9 @@ type Command struct {
 	Deadline time.Time   `json:"deadline,omitzero"`
 	// CallModel. Request.Messages is shared with the machine: read-only.
 	Request *model.Request `json:"request,omitempty"`
+	// Overridden names the guardrails a person let the run go on past
+	// (guardrail.go): the shell does not apply them any more.
+	Overridden []string `json:"overridden,omitempty"`
 	// InputEstimate is the core's estimate of Request's input tokens,
 	// made before sending (see EstimateTokens); compare it with the
 	// reply's usage.

@@ -32,9 +32,13 @@ func isObject(raw json.RawMessage) bool {
 }
 
 // parseFinish validates finish arguments strictly; the error is for the
-// model and says what is wrong with them.
-func parseFinish(raw json.RawMessage) (answer string, confidence float64, err error) {
-	const form = `arguments must be a JSON object {"answer": string, "confidence": number from 0 to 1}`
+// model and says what is wrong with them. typed says the answer is a JSON
+// value of the spec's output schema rather than a string (output.go).
+func parseFinish(raw json.RawMessage, typed bool) (answer string, confidence float64, err error) {
+	form := `arguments must be a JSON object {"answer": string, "confidence": number from 0 to 1}`
+	if typed {
+		form = `arguments must be a JSON object {"answer": a JSON value of the answer's schema, "confidence": number from 0 to 1}`
+	}
 	if !isObject(raw) {
 		return "", 0, errors.New(form)
 	}
@@ -53,6 +57,10 @@ func parseFinish(raw json.RawMessage) (answer string, confidence float64, err er
 	switch a := bytes.TrimSpace(fields.Answer); {
 	case a == nil:
 		return "", 0, errors.New(`"answer" is missing`)
+	case typed:
+		if answer, err = typedAnswer(a); err != nil {
+			return "", 0, err
+		}
 	case string(a) == "null" || json.Unmarshal(a, &answer) != nil:
 		return "", 0, fmt.Errorf(`"answer" must be a string, got %s`, clip(string(a), 40))
 	}
@@ -71,11 +79,11 @@ func parseFinish(raw json.RawMessage) (answer string, confidence float64, err er
 // finishOnly reads a reply whose only calls are finish: the one candidate
 // it submits, or the protocol problem and what to tell the model, whose
 // text answers every call.
-func finishOnly(calls []pendingCall) (answer string, conf float64, problem, text string) {
+func finishOnly(calls []pendingCall, typed bool) (answer string, conf float64, problem, text string) {
 	if len(calls) > 1 {
 		return "", 0, "multiple_finish", "call finish once per reply, with one answer"
 	}
-	answer, conf, err := parseFinish(calls[0].Args)
+	answer, conf, err := parseFinish(calls[0].Args, typed)
 	if err != nil {
 		return "", 0, "bad_finish", "finish rejected: " + err.Error()
 	}

@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -26,7 +27,7 @@ func FuzzParseFinish(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		answer, conf, err := parseFinish(raw)
+		answer, conf, err := parseFinish(raw, false)
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error message")
@@ -42,6 +43,39 @@ func FuzzParseFinish(f *testing.F) {
 		}
 		if json.Unmarshal(raw, &back) != nil || back.Answer != answer || back.Confidence != conf {
 			t.Fatalf("accepted %q as (%q, %v) but it decodes as %+v", raw, answer, conf, back)
+		}
+	})
+}
+
+// FuzzParseTypedFinish: a typed finish answer (output.go) is model output
+// too. The parser never panics, and what it accepts is one compact JSON
+// value, the one given or the one a string held.
+func FuzzParseTypedFinish(f *testing.F) {
+	for _, s := range []string{
+		`{"answer":{"items":[{"price":-1}]},"confidence":0.9}`, `{"answer":"{\"a\":1}","confidence":1}`,
+		`{"answer":"plain","confidence":0.5}`, `{"answer":[1, 2 ,3],"confidence":0}`, `{"answer":null,"confidence":1}`,
+		`{"answer":{"a":},"confidence":1}`, `{"answer":"[1,","confidence":1}`, `{"confidence":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		answer, conf, err := parseFinish(raw, true)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error message")
+			}
+			return
+		}
+		if !(conf >= 0 && conf <= 1) {
+			t.Fatalf("accepted confidence %v", conf)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(answer), &v); err != nil {
+			t.Fatalf("accepted %q as the answer %q, which is not JSON: %v", raw, answer, err)
+		}
+		var b bytes.Buffer
+		if json.Compact(&b, []byte(answer)); b.String() != answer {
+			t.Fatalf("answer %q is not compact", answer)
 		}
 	})
 }

@@ -37,6 +37,12 @@ type hold struct {
 	// Problem is why the last answer was not understood, said when the
 	// question is put again.
 	Problem string `json:"problem,omitempty"`
+	// Guardrail is the guardrail whose trip is held (guardrail.go),
+	// Interrupted the model calls it stopped, issued again on "continue",
+	// and Made how many of those were made (and count again).
+	Guardrail   string     `json:"guardrail,omitempty"`
+	Interrupted *suspended `json:"interrupted,omitempty"`
+	Made        int        `json:"made,omitempty"`
 }
 
 // question is what the person is asked now.

@@ -81,6 +81,8 @@ type state struct {
 	// tool call a person is asked to approve.
 	Question string    `json:"question,omitempty"`
 	Approval *approval `json:"approval,omitempty"`
+	// Overridden are the guardrails a person let the run go on past.
+	Overridden []string `json:"overridden,omitempty"`
 	// Hold is the end a person is asked about first (hold.go). Asked and
 	// Answered count the questions put to a person about the run, stuck
 	// or held, and the answers that came.
@@ -233,6 +235,10 @@ func (m *Machine) accept(ev *Event) error {
 	case EventHumanReply, EventHumanUnavailable:
 		if !wanted {
 			return bad("while not waiting for a person")
+		}
+	case EventGuardrail:
+		if why := acceptTrip(&m.st, ev); why != "" {
+			return bad(why)
 		}
 	default:
 		return bad("(unknown type)")

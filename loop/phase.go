@@ -42,7 +42,8 @@ const (
 
 // phases says, for each phase, what it shows the shell and the events its
 // handler takes (EventCancel, EventResume and EventUserMessage are taken
-// in any phase, EventFork in phaseTurn: inbox.go).
+// in any phase, EventFork in phaseTurn: inbox.go; EventGuardrail in the
+// phases waiting for a model: see acceptTrip).
 var phases = map[phase]struct {
 	waiting Phase
 	events  []EventType
@@ -87,6 +88,9 @@ func (m *Machine) handle(ev *Event) {
 		return
 	case EventFork:
 		fork(m, ev)
+		return
+	case EventGuardrail:
+		tripped(m, ev)
 		return
 	}
 	switch m.st.Phase {
@@ -219,6 +223,10 @@ func (m *Machine) stepEscalated(ev *Event) {
 				m.spec.Budget.Set(x.Dim, x.To)
 			}
 			m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "raised", Text: "a person " + r.describe()})
+			if h.Interrupted != nil {
+				letThrough(m, h)
+				return
+			}
 			m.st.Outbox = append(m.st.Outbox, model.TextBlock("A person was asked and "+r.describe()+". Carry on: tools are offered again, and finish when your answer is ready."))
 			m.st.Hold, m.st.Closing = nil, ""
 			m.nextTurn()

@@ -35,6 +35,7 @@ type requests struct {
 	spec   *Spec
 	system string
 	tools  []model.ToolSpec // spec tools, the core's own, finish
+	finish model.ToolSpec   // finish, shaped by the output schema
 	known  map[string]bool  // names of tools
 }
 
@@ -44,7 +45,7 @@ func newMachine(spec Spec) *Machine {
 	if m.keyFn == nil {
 		m.keyFn = progress.DefaultKey
 	}
-	r := requests{spec: &m.spec, system: systemPrompt, known: map[string]bool{}}
+	r := requests{spec: &m.spec, system: systemPrompt, known: map[string]bool{}, finish: finishSpecFor(spec.OutputSchema)}
 	if spec.Mode == ModeGenerate {
 		r.system = generatePrompt
 	} else {
@@ -59,10 +60,13 @@ func newMachine(spec Spec) *Machine {
 		if spec.Policy.Subagents != nil {
 			r.tools = append(r.tools, spawnSpec(spec.Policy.Subagents))
 		}
-		r.tools = append(r.tools, finishSpec)
+		r.tools = append(r.tools, r.finish)
 		for _, t := range r.tools {
 			r.known[t.Name] = true
 		}
+	}
+	if len(spec.OutputSchema) > 0 {
+		r.system += "\n" + outputPrompt(spec.OutputSchema, spec.Mode)
 	}
 	if spec.Instructions != "" {
 		r.system += "\n" + spec.Instructions
@@ -86,7 +90,7 @@ func (r *requests) command(st *state, id string) Command {
 	var est int64
 	switch c.Purpose {
 	case model.PurposeSample:
-		req.Messages, req.Tools = sampleRequest(st.History.Messages, r.spec.Mode)
+		req.Messages, req.Tools = sampleRequest(st.History.Messages, r.spec.Mode, r.finish)
 		est = EstimateTokens(*req)
 	case model.PurposeCompact:
 		req.System, req.Messages = compactPrompt, st.Context.request(r.spec.Goal, st.Scratchpad.text(), &st.History)
@@ -98,14 +102,14 @@ func (r *requests) command(st *state, id string) Command {
 		switch {
 		case r.spec.Mode == ModeGenerate:
 		case closing:
-			req.Tools = []model.ToolSpec{finishSpec}
+			req.Tools = []model.ToolSpec{r.finish}
 		default:
 			req.Tools = r.offered(st)
 		}
 		// Sized as EstimateTokens would, without rescanning the history.
 		est = tokensOf(int64(len(req.System)) + toolsWeight(req.Tools) + st.History.Bytes + r.pinnedWeight(st, pin))
 	}
-	return Command{Type: CallModel, ID: id, Deadline: st.deadline(r.spec.Budget.Time, c.Keep), Request: req, InputEstimate: est}
+	return Command{Type: CallModel, ID: id, Deadline: st.deadline(r.spec.Budget.Time, c.Keep), Request: req, InputEstimate: est, Overridden: slices.Clip(st.Overridden)}
 }
 
 // pinned is the text added to the end of every step request: the

@@ -269,8 +269,8 @@ func byConfidence(attempts []Attempt, ns []int) []int {
 // sampleRequest is what alternatives are asked with: the history before
 // the reply that submitted the candidate (they answer the same turn), plus
 // a nudge.
-func sampleRequest(h []model.Message, mode Mode) ([]model.Message, []model.ToolSpec) {
-	nudge, tools := nudgePrompt, []model.ToolSpec{finishSpec}
+func sampleRequest(h []model.Message, mode Mode, finish model.ToolSpec) ([]model.Message, []model.ToolSpec) {
+	nudge, tools := nudgePrompt, []model.ToolSpec{finish}
 	if mode == ModeGenerate {
 		nudge, tools = nudgeGeneratePrompt, nil
 	}
@@ -280,7 +280,7 @@ func sampleRequest(h []model.Message, mode Mode) ([]model.Message, []model.ToolS
 
 // candidateOf reads a sample reply: a lone finish call in agent mode, the
 // reply's artifact in generate mode.
-func candidateOf(r *model.Response, mode Mode) (answer string, conf float64, how string, err error) {
+func candidateOf(r *model.Response, mode Mode, typed bool) (answer string, conf float64, how string, err error) {
 	if mode == ModeGenerate {
 		answer, conf, stated := ExtractCandidate(replyText(r.Content))
 		if strings.TrimSpace(answer) == "" {
@@ -300,7 +300,7 @@ func candidateOf(r *model.Response, mode Mode) (answer string, conf float64, how
 	if finish == nil {
 		return "", 0, "", fmt.Errorf("it did not call finish")
 	}
-	answer, conf, err = parseFinish(finish.Input)
+	answer, conf, err = parseFinish(finish.Input, typed)
 	return answer, conf, "", err
 }
 
@@ -362,7 +362,7 @@ func (m *Machine) stepSample(ev *Event) {
 		problem = "the call failed: " + ev.Error.Message
 	} else {
 		m.st.charge(ev.Reply)
-		answer, conf, how, err := candidateOf(ev.Reply, m.spec.Mode)
+		answer, conf, how, err := candidateOf(ev.Reply, m.spec.Mode, len(m.spec.OutputSchema) > 0)
 		if err != nil {
 			problem = err.Error()
 		} else {

@@ -35,9 +35,13 @@ type Spec struct {
 	Checks []Check `json:"checks"`
 	// Permissions decide which tool calls run, ask a person first, or are
 	// refused; see Permission.
-	Permissions []Permission  `json:"permissions,omitempty"`
-	Budget      budget.Limits `json:"budget"`
-	Policy      Policy        `json:"policy"`
+	Permissions []Permission `json:"permissions,omitempty"`
+	// OutputSchema, when set, is the JSON Schema of the answer: a typed
+	// answer (output.go). The shell validates it with the cheap check
+	// named OutputCheck.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	Budget       budget.Limits   `json:"budget"`
+	Policy       Policy          `json:"policy"`
 }
 
 // Mode is how the model submits candidates.
@@ -157,6 +161,9 @@ func (s Spec) Validate() error {
 	}
 	s.validateTools(add)
 	s.validateChecks(add)
+	if len(s.OutputSchema) > 0 && !isObject(s.OutputSchema) {
+		add("output_schema: must be a JSON object (a JSON Schema)")
+	}
 	s.validateSubagents(add)
 	s.validatePolicy(add)
 	return errors.Join(errs...)

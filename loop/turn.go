@@ -327,7 +327,7 @@ func freshCallID(taken *[]string, step, n int) string {
 // onFinish takes a reply whose only calls are finish: it submits the
 // candidate, or answers the calls with what is wrong.
 func (m *Machine) onFinish(closing bool) {
-	answer, conf, problem, text := finishOnly(m.st.Calls)
+	answer, conf, problem, text := finishOnly(m.st.Calls, len(m.spec.OutputSchema) > 0)
 	if problem == "" {
 		id := m.st.Calls[0].ID
 		m.st.Calls = m.st.Calls[:0]

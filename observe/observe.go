@@ -37,6 +37,12 @@ const (
 	// limits. Like retries, the core never sees them and replay skips them.
 	KindFallback Kind = "fallback"
 	KindWait     Kind = "wait"
+	// KindHook records, in its Note, a decision of one of the caller's
+	// hooks that changed something (runner.Hooks: context added to a
+	// model call, a tool call denied or its arguments or result
+	// rewritten). What it changed reaches the core as the events that
+	// follow, so the core never sees it and replay skips it.
+	KindHook Kind = "hook"
 )
 
 // Entry is one line of a run's log.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -529,7 +530,7 @@ func TestPrinterEntries(t *testing.T) {
 			[]string{`step 1  a` + strings.Repeat("é", 158) + `…`},
 		},
 		{
-			"errors, people, questions, closing, cancel",
+			"errors, people, questions, closing, guardrails and hooks, cancel",
 			[]observe.Entry{
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelError, Call: "m1", Error: &loop.Failure{Kind: "deadline", Message: "time budget spent"}}},
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCheckError, Call: "v1", Error: &loop.Failure{Kind: "check", Message: "grader down"}}},
@@ -537,6 +538,8 @@ func TestPrinterEntries(t *testing.T) {
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanReply, Text: "the  March\none"}},
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanUnavailable, Text: "nobody"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteClosing, Step: 3, Problem: "steps", Text: "finish now"}},
+				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteGuardrail, Step: 3, Problem: "pii", Text: "guardrail pii tripped on the model's input: an email"}},
+				{Kind: observe.KindHook, Note: &loop.Note{Type: loop.NoteObservation, Problem: "before_tool:deny", Text: "c1: off limits"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteAttempt, Step: 3, Attempt: 2, Text: "x"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteRejected, Step: 3, Attempt: 2, Text: "x"}},
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCancel, Text: "interrupt"}},
@@ -551,6 +554,8 @@ func TestPrinterEntries(t *testing.T) {
 				`        ? Which invoice?`,
 				`        person: the March one`,
 				`        ⏹ steps budget spent: closing turn`,
+				`        ⛔ guardrail pii tripped on the model's input: an email`,
+				`        ! before_tool:deny: c1: off limits`,
 				`escalated: a person is needed`,
 				`question: Which invoice?`,
 				`usage: steps=3/30 model_calls=4/60 tool_calls=0/200 input_tokens=0 output_tokens=0 total_tokens=0/2000000 cost=$0.000000/$2.000000 time=0s/10m0s (cost incomplete: some prices unknown)`,
@@ -764,11 +769,24 @@ func TestMemoryOrder(t *testing.T) {
 	}
 }
 
-// TestDocsListEveryType keeps docs/events.md in step with loop/event.go:
-// every EventType, CommandType and NoteType constant has a row in its table,
-// and every row names a constant.
+// TestDocsListEveryType keeps docs/events.md in step with the loop
+// package (event.go, and the sub-protocols that declare their own, such as
+// guardrail.go): every EventType, CommandType and NoteType constant has a
+// row in its table, and every row names a constant.
 func TestDocsListEveryType(t *testing.T) {
-	code := constsByType(t, "../loop/event.go")
+	files, err := filepath.Glob("../loop/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := map[string][]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		for typ, vals := range constsByType(t, f) {
+			code[typ] = append(code[typ], vals...)
+		}
+	}
 	doc, err := os.ReadFile("../docs/events.md")
 	if err != nil {
 		t.Fatal(err)
@@ -787,12 +805,13 @@ func TestDocsListEveryType(t *testing.T) {
 		}
 		got, want := slices.Sorted(slices.Values(docs[c.section])), slices.Sorted(slices.Values(code[c.typ]))
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("docs/events.md %q vs loop/event.go %s constants (-code +docs):\n%s", c.section, c.typ, diff)
+			t.Errorf("docs/events.md %q vs the loop package's %s constants (-code +docs):\n%s", c.section, c.typ, diff)
 		}
 	}
 }
 
-// constsByType returns the string values of the typed constants in a file.
+// constsByType returns the string values of the constants of the types
+// the log documents (EventType, CommandType, NoteType) in a file.
 func constsByType(t *testing.T, path string) map[string][]string {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
@@ -808,7 +827,7 @@ func constsByType(t *testing.T, path string) map[string][]string {
 		for _, s := range gd.Specs {
 			vs := s.(*ast.ValueSpec)
 			id, ok := vs.Type.(*ast.Ident)
-			if !ok {
+			if !ok || !slices.Contains([]string{"EventType", "CommandType", "NoteType"}, id.Name) {
 				continue
 			}
 			for _, v := range vs.Values {

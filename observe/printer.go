@@ -318,6 +318,8 @@ func (p *Printer) note(n *loop.Note) {
 		p.printf("        ⇣ %s", OneLine(n.Text, 200))
 	case loop.NotePlan:
 		p.printf("        ☰ %s", OneLine(n.Text, 200))
+	case loop.NoteGuardrail:
+		p.printf("        ⛔ %s", OneLine(n.Text, 200))
 	}
 }
 

@@ -86,11 +86,11 @@ func Run(records []observe.Record) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("replay: the recorded spec: %w", err)
 	}
-	// Retries, repairs, fallbacks and waits are the shell's, not the
-	// core's: skip them.
+	// Retries, repairs, fallbacks, waits and hook decisions are the
+	// shell's, not the core's: skip them.
 	records = slices.DeleteFunc(slices.Clone(records), func(r observe.Record) bool {
 		switch r.Kind {
-		case observe.KindRetry, observe.KindRepair, observe.KindFallback, observe.KindWait:
+		case observe.KindRetry, observe.KindRepair, observe.KindFallback, observe.KindWait, observe.KindHook:
 			return true
 		}
 		return false

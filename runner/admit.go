@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,7 +18,8 @@ import (
 // before the core, the log or the store sees it: every secret the run
 // knows (Config.Redactor) is replaced, and bytes that are not UTF-8 are
 // replaced by U+FFFD, which is recorded in a repair entry so that nothing
-// changes silently. The core and the log then hold the same text, so a
+// changes silently; tool arguments lose the whitespace between their
+// tokens, as the log would drop it. The core and the log then hold the same text, so a
 // replay of the log decides exactly as the run did.
 func (r *run) admit(ev *loop.Event) {
 	a := admitter{red: r.cfg.Redactor}
@@ -32,6 +35,9 @@ func (r *run) admit(ev *loop.Event) {
 			changed := a.text(&b.Text)
 			changed = a.text(&b.ID) || changed
 			changed = a.text(&b.Name) || changed
+			if in, ok := compacted(b.Input); ok {
+				b.Input, changed = in, true
+			}
 			if len(b.Input) > 0 && (a.red != nil || !utf8.Valid(b.Input)) {
 				in := string(b.Input)
 				if a.text(&in) {
@@ -60,6 +66,9 @@ func (r *run) admit(ev *loop.Event) {
 		a.text(&v.Detail)
 		a.text(&v.Where)
 	}
+	if g := ev.Guardrail; g != nil {
+		a.text(&g.Reason)
+	}
 	if c := ev.Child; c != nil {
 		a.text(&c.Reason)
 		a.text(&c.Question)
@@ -70,6 +79,21 @@ func (r *run) admit(ev *loop.Event) {
 			Text: fmt.Sprintf("the %s%s held %d byte sequence(s) that are not UTF-8, each replaced by U+FFFD", ev.Type, callOf(ev), a.invalid),
 		}})
 	}
+}
+
+// compacted returns tool arguments that are valid JSON without the
+// whitespace between tokens, and whether that changed them: the log keeps
+// them compact (encoding/json compacts them), so the core must see them
+// so too, or a replay would size the history differently.
+func compacted(in json.RawMessage) (json.RawMessage, bool) {
+	if !bytes.ContainsAny(in, " \t\r\n") || !json.Valid(in) {
+		return in, false
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, in) != nil || b.Len() == len(in) {
+		return in, false
+	}
+	return b.Bytes(), true
 }
 
 func callOf(ev *loop.Event) string {

@@ -267,3 +267,33 @@ func TestAdmitLeavesSharedRepliesAlone(t *testing.T) {
 		t.Fatalf("the script's shared reply was changed by the first run's redaction: %+v %v", resp.Content, err)
 	}
 }
+
+// TestAdmitCompactsArguments: a model's tool arguments with whitespace
+// (providers pass them on as the model wrote them) are kept compact, as
+// the log encodes them: else a replay of the log sizes the history
+// differently and its input estimates diverge.
+func TestAdmitCompactsArguments(t *testing.T) {
+	spaced := `{"a": 2,
+  "b": 3}`
+	finish := `{"answer": "5", "confidence": 0.9}`
+	m := newModel(t,
+		scripted.Turn{Tools: []scripted.ToolCall{{Name: "add", RawArgs: &spaced}}},
+		scripted.Turn{Tools: []scripted.ToolCall{{Name: "finish", RawArgs: &finish}}},
+	)
+	var log bytes.Buffer
+	jl := observe.NewJSONL(&log)
+	res, err := runner.Run(context.Background(), addTask(), runner.Config{Model: m, Observers: []observe.Observer{jl}})
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("%v %s: %s", err, res.Status, res.Reason)
+	}
+	if err := jl.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := observe.ReadJSONL(&log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := replay.Run(recs); err != nil {
+		t.Errorf("replay: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -34,6 +35,7 @@ import (
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/check"
 )
 
 // Task is a run's goal with the live objects that serve it: the tools the
@@ -53,6 +55,14 @@ type Task struct {
 	Policy      loop.Policy
 	// Subagents, when set, lets the model start sub-agents (subagent.go).
 	Subagents *Subagents
+	// OutputSchema, when set, is the JSON Schema of the answer (a typed
+	// answer, loop.Spec.OutputSchema): the model gives the answer as a JSON
+	// value of it, and the first cheap check, output_schema, validates it.
+	// RunAs derives it from its type argument.
+	OutputSchema json.RawMessage
+	// decode, set by RunAs, decodes an answer into its type and applies
+	// the type's own rules, after the schema.
+	decode func([]byte) error
 }
 
 // Asker puts a question to a person and returns the answer. It returns an
@@ -144,6 +154,11 @@ type Config struct {
 	// agent run on a copied workspace. Its texts are redacted like every
 	// other stored text (then Patch.Redacted is set).
 	Patch func(ctx context.Context) *loop.Patch
+	// Hooks let the caller take part in the run (hooks.go); Guardrails are
+	// hooks with a verdict, which end the run when they trip. Both apply
+	// to the run's sub-agents too.
+	Hooks      Hooks
+	Guardrails []Guardrail
 	// Redactor knows the secrets the run holds (provider keys, MCP header
 	// values, expanded ${VAR}s): each is replaced by [redacted] in every
 	// event before the core, the observers or the store see it, in the
@@ -176,9 +191,17 @@ func (t *Task) compile() (loop.Spec, *tool.Registry, map[string]verify.Verifier,
 	if err != nil {
 		return loop.Spec{}, nil, nil, err
 	}
-	spec := loop.Spec{Mode: t.Mode, Goal: t.Goal, Instructions: t.Instructions, Tools: reg.Specs(), Permissions: t.Permissions, Budget: t.Budget, Policy: t.Policy}
+	spec := loop.Spec{Mode: t.Mode, Goal: t.Goal, Instructions: t.Instructions, Tools: reg.Specs(), Permissions: t.Permissions, Budget: t.Budget, Policy: t.Policy, OutputSchema: t.OutputSchema}
 	byName := map[string]verify.Verifier{}
-	spec.Checks = nameChecks(spec.Checks, byName, t.Checks)
+	checks := t.Checks
+	if len(t.OutputSchema) > 0 {
+		v, err := check.Output(t.OutputSchema, t.decode)
+		if err != nil {
+			return loop.Spec{}, nil, nil, err
+		}
+		checks.Cheap = append([]verify.Verifier{v}, checks.Cheap...)
+	}
+	spec.Checks = nameChecks(spec.Checks, byName, checks)
 	if err := t.compileSubagents(&spec, reg, byName); err != nil {
 		return loop.Spec{}, nil, nil, err
 	}
@@ -240,11 +263,16 @@ type run struct {
 	// inboxTaken is the ID of the last queued message the run took into
 	// its log, inboxDeleted the last one removed from the queue (steer.go).
 	inboxTaken, inboxDeleted int64
+	// entryHookFailed says Hooks.OnEntry panicked: it is not called again.
+	entryHookFailed bool
 }
 
 func newRun(task *Task, cfg *Config) (*run, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("runner: no model configured")
+	}
+	if err := checkGuardrails(cfg.Guardrails); err != nil {
+		return nil, err
 	}
 	spec, reg, checks, err := task.compile()
 	if err != nil {
@@ -311,6 +339,9 @@ func (r *run) record(e observe.Entry) {
 	e.Seq, e.Run = r.seq, r.cfg.RunID
 	for _, o := range r.cfg.Observers {
 		o.Observe(e)
+	}
+	if r.cfg.Hooks.OnEntry != nil && !r.entryHookFailed {
+		r.onEntry(e)
 	}
 	if r.cfg.Store != nil && r.saveErr == nil {
 		data, err := observe.Encode(e)
@@ -464,7 +495,7 @@ func (r *run) carryOutAll(bounds *deadlines, cmds []loop.Command) []loop.Event {
 		wg.Go(func() { out[i] = r.carryOut(ctx, &cmds[i], true) })
 	}
 	wg.Wait()
-	return slices.Concat(out...)
+	return firstTrip(slices.Concat(out...))
 }
 
 // carryOut does c's work under ctx, which is bounded by c's deadline, and
@@ -509,11 +540,18 @@ func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
 			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
 		}
 	}()
+	req, answered := r.beforeModel(ctx, c)
+	if answered != nil {
+		return *answered
+	}
 	hctx, endText := r.withHooks(ctx, c)
-	resp, err := r.cfg.Model.Generate(hctx, *c.Request)
+	resp, err := r.cfg.Model.Generate(hctx, *req)
 	endText()
 	if err != nil {
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
+	}
+	if tripped := r.afterModel(ctx, c, &resp); tripped != nil {
+		return *tripped
 	}
 	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
 }
@@ -590,11 +628,12 @@ func (r *run) runTools(ctx context.Context, c *loop.Command, inBatch bool) []loo
 	if r.resumed[c.ID] {
 		calls = r.settleUnknown(&events, calls)
 	}
+	calls = r.beforeTools(ctx, &events, calls)
 	if r.cfg.Store != nil && !inBatch && len(events) == 0 && len(calls) > 1 {
 		return r.runToolsDurably(ctx, calls)
 	}
-	for _, res := range r.exec.Run(ctx, r.reg, calls) {
-		events = append(events, toolEvent(res))
+	for i, res := range r.exec.Run(ctx, r.reg, calls) {
+		events = append(events, toolEvent(r.afterTool(ctx, calls[i], res)))
 	}
 	return events
 }
@@ -612,7 +651,8 @@ func toolEvent(res tool.Result) loop.Event {
 // recording them again (r.prerecorded).
 func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Event {
 	var queue []loop.Event
-	r.exec.RunEach(ctx, r.reg, calls, func(_ int, res tool.Result) {
+	r.exec.RunEach(ctx, r.reg, calls, func(i int, res tool.Result) {
+		res = r.afterTool(ctx, calls[i], res)
 		r.recordMu.Lock()
 		defer r.recordMu.Unlock()
 		ev := toolEvent(res)

@@ -100,7 +100,8 @@ func (r *run) child(ctx context.Context, id string, ch loop.Child) loop.Result {
 		return failed(err)
 	}
 	cfg := Config{Model: r.cfg.Model, RunID: id, Parent: r.cfg.RunID, Exec: r.cfg.Exec, Now: r.cfg.Now,
-		Store: r.cfg.Store, SnapshotEvery: r.cfg.SnapshotEvery, telemetry: r.cfg.telemetry, Redactor: r.cfg.Redactor}
+		Store: r.cfg.Store, SnapshotEvery: r.cfg.SnapshotEvery, telemetry: r.cfg.telemetry, Redactor: r.cfg.Redactor,
+		Hooks: r.cfg.Hooks, Guardrails: r.cfg.Guardrails}
 	if _, ok := cfg.Model.(Seeker); ok {
 		// A resumed child must not move the parent's script.
 		cfg.Model = unseekable{cfg.Model}

@@ -184,6 +184,7 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 	r.Task = runner.Task{
 		Goal:         f.Goal,
 		Instructions: f.Instructions,
+		OutputSchema: f.OutputSchema,
 		Permissions:  f.Permissions,
 		Budget:       overrideBudget(f.Budget, b.cfg.Budget),
 		Mode:         loop.Mode(f.Mode),

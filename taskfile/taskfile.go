@@ -91,6 +91,10 @@ type File struct {
 	// MinStrength is the mutation score the checks must reach for a run to
 	// start (0: no demand). It needs Reference.
 	MinStrength float64
+	// OutputSchema is the JSON Schema of a typed answer (inline, or a file
+	// holding it): the model answers with a JSON value of it, checked by
+	// the first cheap check, output_schema. Nil when absent.
+	OutputSchema json.RawMessage
 }
 
 // Context is the task file's context: section; zero fields take the
@@ -283,7 +287,7 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review", "provider_limits"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review", "provider_limits", "output_schema"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "provider_limits":
 			p.f.Limits = p.providerLimits(v, key)
@@ -318,6 +322,8 @@ func (p *parser) top(n *yaml.Node) {
 			p.f.Goal = strings.TrimSpace(p.str(v, key))
 		case "instructions":
 			p.f.Instructions = strings.TrimSpace(p.str(v, key))
+		case "output_schema":
+			p.outputSchema(v)
 		case "model":
 			p.f.Model, p.f.ModelLine = p.model(v, key), v.Line
 		case "workspace":
@@ -358,7 +364,7 @@ func (p *parser) top(n *yaml.Node) {
 	if goal == nil || (goal.Kind == yaml.ScalarNode && p.f.Goal == "") {
 		p.errorf(orNode(goal, n), "goal is missing or empty: say what the run must achieve")
 	}
-	if checks == nil {
+	if checks == nil && p.f.OutputSchema == nil { // the schema's check is a gate
 		p.errorf(n, "checks are missing: ratchet never accepts an unchecked answer (add e.g. `checks: [{equals: \"42\"}]`)")
 	}
 	if p.f.Mode == "generate" && (len(p.f.Tools) > 0 || len(p.f.MCP) > 0) {
@@ -467,6 +473,45 @@ func (p *parser) float(n *yaml.Node, field string) float64 {
 		return 0
 	}
 	return f
+}
+
+// schema reads a JSON Schema written inline or, for a scalar, in the file
+// it names; nil when it cannot be read (the problem is reported).
+func (p *parser) schema(v *yaml.Node, field string) json.RawMessage {
+	var schema any
+	if v.Kind == yaml.ScalarNode { // a file holding the schema
+		path := p.path(v, field)
+		if data, err := os.ReadFile(path); err == nil {
+			if err := json.Unmarshal(data, &schema); err != nil {
+				p.errorf(v, "%s: %s is not JSON: %v", field, v.Value, err)
+			}
+		}
+	} else if err := v.Decode(&schema); err != nil {
+		p.errorf(v, "%s: %v", field, err)
+	}
+	if schema == nil {
+		return nil
+	}
+	raw, _ := json.Marshal(schema)
+	return raw
+}
+
+// outputSchema reads output_schema: a JSON Schema object, which must
+// resolve.
+func (p *parser) outputSchema(v *yaml.Node) {
+	raw := p.schema(v, "output_schema")
+	if raw == nil {
+		return
+	}
+	if raw[0] != '{' {
+		p.errorf(v, "output_schema: must be a JSON Schema object (or a file holding one)")
+		return
+	}
+	if _, err := check.Output(raw, nil); err != nil {
+		p.errorf(v, "%v", err)
+		return
+	}
+	p.f.OutputSchema = raw
 }
 
 // path resolves a path written in the file against its directory and checks
@@ -691,20 +736,7 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 			p.errorf(v, "syntax: unknown language %q (known: %s)", c.Lang, strings.Join(Languages, ", "))
 		}
 	case "json_schema":
-		var schema any
-		if v.Kind == yaml.ScalarNode { // a file holding the schema
-			path := p.path(v, "json_schema")
-			if data, err := os.ReadFile(path); err == nil {
-				if err := json.Unmarshal(data, &schema); err != nil {
-					p.errorf(v, "json_schema: %s is not JSON: %v", v.Value, err)
-				}
-			}
-		} else if err := v.Decode(&schema); err != nil {
-			p.errorf(v, "json_schema: %v", err)
-		}
-		if schema != nil {
-			c.Schema, _ = json.Marshal(schema)
-		}
+		c.Schema = p.schema(v, "json_schema")
 	case "length":
 		c.Unit = "chars"
 		p.fields(v, "length", []string{"min", "max", "unit"}, func(k string, n *yaml.Node) {

@@ -429,7 +429,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength, allow_self_review, provider_limits)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength, allow_self_review, provider_limits, output_schema)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)
@@ -730,5 +730,38 @@ dir/bad.yaml:7: provider_limits.openai must be a mapping`
 	f, err := taskfile.Parse([]byte("goal: g\nchecks: [{equals: a}]\nmodel: [anthropic:claude-sonnet-4-5, openai:gpt-4.1]\n"), "ok.yaml")
 	if err != nil || f.Model != "anthropic:claude-sonnet-4-5,openai:gpt-4.1" {
 		t.Errorf("model %q, err %v", f.Model, err)
+	}
+}
+
+// TestParseOutputSchema: output_schema is a schema inline or in a file;
+// one that is not an object, or does not resolve, is a problem at its line.
+func TestParseOutputSchema(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "order.json"), []byte(`{"type":"object","required":["items"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"output_schema: {type: object, properties: {n: {type: integer, minimum: 0}}}", `{"properties":{"n":{"minimum":0,"type":"integer"}},"type":"object"}`},
+		{"output_schema: order.json", `{"required":["items"],"type":"object"}`},
+	} {
+		f, err := taskfile.Parse([]byte("goal: g\nchecks: [{equals: '42'}]\n"+tt.yaml+"\n"), filepath.Join(dir, "task.yaml"))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.yaml, err)
+		}
+		if string(f.OutputSchema) != tt.want {
+			t.Errorf("%s: schema %s, want %s", tt.yaml, f.OutputSchema, tt.want)
+		}
+	}
+	// The schema's check is a gate: no other check is needed.
+	if _, err := taskfile.Parse([]byte("goal: g\noutput_schema: {type: integer}\n"), filepath.Join(dir, "task.yaml")); err != nil {
+		t.Errorf("output_schema without checks: %v", err)
+	}
+	_, err := taskfile.Parse([]byte("goal: g\nchecks: [{equals: '42'}]\noutput_schema: [1]\n"), "dir/a.yaml")
+	if ps := problems(t, err); len(ps) != 1 || !strings.Contains(err.Error(), "dir/a.yaml:3: output_schema: must be a JSON Schema object") {
+		t.Errorf("a list: %v", err)
+	}
+	_, err = taskfile.Parse([]byte("goal: g\nchecks: [{equals: '42'}]\noutput_schema: {$ref: 'http://example.com/s.json'}\n"), "dir/a.yaml")
+	if ps := problems(t, err); len(ps) != 1 || !strings.Contains(err.Error(), "dir/a.yaml:3: output_schema check: the schema does not resolve") {
+		t.Errorf("a remote ref: %v", err)
 	}
 }

@@ -53,16 +53,12 @@ func MaxOutput(bytes, lines int) Option {
 // func or chan). That is a programming error, caught the first time the
 // program runs, like an invalid pattern passed to regexp.MustCompile.
 func Func[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...Option) Tool {
-	s, err := jsonschema.For[In](nil)
+	raw, typ, err := schemaFor[In]()
 	if err != nil {
 		panic(fmt.Sprintf("tool.Func(%q): %v", name, err))
 	}
-	if s.Type != "object" {
+	if typ != "object" {
 		panic(fmt.Sprintf("tool.Func(%q): arguments type %v must be a struct or a map with string keys", name, reflect.TypeFor[In]()))
-	}
-	raw, err := json.Marshal(s)
-	if err != nil {
-		panic(fmt.Sprintf("tool.Func(%q): encoding schema: %v", name, err))
 	}
 	t := &funcTool[In, Out]{
 		info: Info{Name: name, Description: description, Schema: raw},
@@ -72,6 +68,28 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 		o(&t.info)
 	}
 	return t
+}
+
+// SchemaFor returns the JSON Schema of T derived as [Func] derives its
+// arguments' schema (a struct's fields by their json tags, omitempty and
+// omitzero fields optional, unknown properties rejected, jsonschema tags
+// as descriptions). It fails for a type JSON cannot represent.
+func SchemaFor[T any]() (json.RawMessage, error) {
+	raw, _, err := schemaFor[T]()
+	return raw, err
+}
+
+// schemaFor is SchemaFor, with the schema's top-level type.
+func schemaFor[T any]() (json.RawMessage, string, error) {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		return nil, "", err
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding schema: %v", err)
+	}
+	return raw, s.Type, nil
 }
 
 type funcTool[In, Out any] struct {

@@ -25,6 +25,7 @@ var families = []struct{ Name, Status string }{
 	{"done", string(loop.Done)},
 	{"exhausted", "exhausted:"},
 	{"stalled", "stalled:"},
+	{"guardrail", "guardrail:"},
 	{"escalated", string(loop.Escalated)},
 	{"cancelled", string(loop.Cancelled)},
 	{"failed", string(loop.Failed)},

@@ -136,7 +136,16 @@ var fieldChecks = map[string]fieldCheck{
 			t.Errorf("status %s: %s", o.result.Status, o.result.Reason)
 		}
 	}},
-	"Goal":         specIs("agent", func(s loop.Spec) string { return s.Goal }, "Reach every field, then finish with 42."),
+	"Goal": specIs("agent", func(s loop.Spec) string { return s.Goal }, "Reach every field, then finish with 42."),
+	"OutputSchema": {"generate", func(t *testing.T, o *observed) {
+		// The schema reaches the spec, and its check ran on the answers.
+		if string(o.spec.OutputSchema) != `{"type":"integer"}` || o.spec.Checks[0] != (loop.Check{Name: loop.OutputCheck, Tier: verify.Cheap}) {
+			t.Errorf("output schema %s, checks %+v", o.spec.OutputSchema, o.spec.Checks)
+		}
+		if b := o.result.Best; b == nil || len(b.Verdicts) == 0 || b.Verdicts[0].Check != loop.OutputCheck || !b.Verdicts[0].OK {
+			t.Errorf("the output_schema check did not pass the answer: %+v", b)
+		}
+	}},
 	"Instructions": specIs("agent", func(s loop.Spec) string { return s.Instructions }, "Be brief."),
 	"Model": {"agent", func(t *testing.T, o *observed) {
 		if o.result.Best == nil || o.result.Best.Answer != "42" {
@@ -318,6 +327,7 @@ const generateTask = `goal: Write 42.
 mode: generate
 model: scripted:gen.yaml
 artifact: answer.txt
+output_schema: {type: integer}
 checks:
   - exec: {command: [sh, -c, "grep -qx 42 answer.txt"]}
     tier: expensive

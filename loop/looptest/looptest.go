@@ -33,6 +33,9 @@
 //	human [at=DUR]
 //	  <answer>
 //	no-human
+//	guardrail name=<name> stage=(input|output) [call=ID] [escalate] [out=N]
+//	          [at=DUR]   (out=N: the stopped reply, of N output tokens)
+//	  <reason>
 //	cancel [at=DUR]
 //	resume [at=DUR]
 //	say [at=DUR]     a message a person sends the running run
@@ -40,10 +43,14 @@
 //	fork [at=DUR] [steps=N]   carry a copied run on (steps: a new budget)
 //	  <message>      (none: no message)
 //	request          prints the messages of the latest model request
+//	tool name=<tool> prints the input schema of a tool the latest model
+//	                 request offered
 //	usage            prints the run's usage against its limits
 //	snapshot         round-trips the machine through Snapshot/Restore and
 //	                 prints the commands Pending rebuilds
 //
+// A line "output_schema: <JSON>" in the spec's input is the output schema
+// (a typed answer), not part of the goal.
 // show_tokens adds each model call's input estimate (est=N) to its line.
 // The sub_* arguments turn on sub-agents (Policy.Subagents): sub_cheap and
 // sub_expensive list the checks a child may be given.
@@ -54,7 +61,6 @@ package looptest
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,16 +130,35 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 	if d.m == nil {
 		return "error: no spec yet\n"
 	}
+	ev, out := d.event(t, td)
+	if out != "" {
+		return out
+	}
+	if err := d.m.Step(ev); err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	rd := d.m.Ready()
+	if d.Recorder != nil {
+		d.Recorder(nil, &ev, rd)
+	}
+	out = d.render(rd)
+	d.m.Advance()
+	return out
+}
+
+// event builds the event a directive stands for; out, when not empty, is
+// the directive's whole output instead (an inspection, or an error).
+func (d *Driver) event(t testing.TB, td *datadriven.TestData) (ev loop.Event, out string) {
 	if td.HasArg("at") {
 		var at string
 		td.ScanArgs(t, "at", &at)
 		dur, err := time.ParseDuration(at)
 		if err != nil {
-			return "error: " + err.Error() + "\n"
+			return ev, "error: " + err.Error() + "\n"
 		}
 		d.now = dur
 	}
-	ev := loop.Event{At: Epoch.Add(d.now)}
+	ev = loop.Event{At: Epoch.Add(d.now)}
 	switch td.Cmd {
 	case "start":
 		ev.Type = loop.EventStart
@@ -141,7 +166,7 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		ev.Type, ev.Call = loop.EventModelReply, d.target(t, td, "call", d.modelCall)
 		r, err := parseReply(t, td)
 		if err != nil {
-			return "error: " + err.Error() + "\n"
+			return ev, "error: " + err.Error() + "\n"
 		}
 		ev.Reply = &r
 	case "model-error":
@@ -157,7 +182,7 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 	case "child":
 		res, err := parseChild(t, td)
 		if err != nil {
-			return "error: " + err.Error() + "\n"
+			return ev, "error: " + err.Error() + "\n"
 		}
 		var cmd string
 		td.ScanArgs(t, "cmd", &cmd)
@@ -166,6 +191,11 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 		ev.Type, ev.Text = loop.EventHumanReply, strings.TrimSpace(td.Input)
 	case "no-human":
 		ev.Type = loop.EventHumanUnavailable
+	case "guardrail":
+		ev.Type, ev.Call = loop.EventGuardrail, d.target(t, td, "call", d.modelCall)
+		ev.Guardrail, ev.Reply = parseTrip(t, td)
+	case "tool":
+		return ev, d.toolSchema(t, td)
 	case "cancel":
 		ev.Type, ev.Text = loop.EventCancel, strings.TrimSpace(td.Input)
 	case "resume":
@@ -180,20 +210,11 @@ func (d *Driver) Do(t testing.TB, td *datadriven.TestData) string {
 			ev.Limits = &l
 		}
 	case "request", "usage", "snapshot":
-		return d.inspect(td.Cmd)
+		return ev, d.inspect(td.Cmd)
 	default:
-		return "error: unknown directive " + td.Cmd + "\n"
+		return ev, "error: unknown directive " + td.Cmd + "\n"
 	}
-	if err := d.m.Step(ev); err != nil {
-		return "error: " + err.Error() + "\n"
-	}
-	rd := d.m.Ready()
-	if d.Recorder != nil {
-		d.Recorder(nil, &ev, rd)
-	}
-	out := d.render(rd)
-	d.m.Advance()
-	return out
+	return ev, ""
 }
 
 // parseFailure reads a model-error or check-error directive's failure.
@@ -266,6 +287,35 @@ func (d *Driver) inspect(cmd string) string {
 		return out + d.render(loop.Ready{Commands: m.Pending()})
 	}
 	return ""
+}
+
+// parseTrip reads a guardrail directive's trip, and the reply it stopped.
+func parseTrip(t testing.TB, td *datadriven.TestData) (*loop.GuardrailTrip, *model.Response) {
+	g := &loop.GuardrailTrip{Escalate: td.HasArg("escalate"), Reason: strings.TrimSpace(td.Input)}
+	td.ScanArgs(t, "name", &g.Name)
+	td.ScanArgs(t, "stage", &g.Stage)
+	if !td.HasArg("out") {
+		return g, nil
+	}
+	r := &model.Response{Usage: model.Usage{CostKnown: true}}
+	td.ScanArgs(t, "out", &r.Usage.OutputTokens)
+	return g, r
+}
+
+// toolSchema prints the input schema of the tool name= in the latest
+// model request.
+func (d *Driver) toolSchema(t testing.TB, td *datadriven.TestData) string {
+	var name string
+	td.ScanArgs(t, "name", &name)
+	if d.lastRequest == nil {
+		return "error: no model request yet\n"
+	}
+	for _, t := range d.lastRequest.Tools {
+		if t.Name == name {
+			return string(t.InputSchema) + "\n"
+		}
+	}
+	return "error: the latest request offers no tool " + name + "\n"
 }
 
 func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {
@@ -369,174 +419,4 @@ func parseChild(t testing.TB, td *datadriven.TestData) (loop.Result, error) {
 		res.Best = &res.Attempts[0]
 	}
 	return res, nil
-}
-
-func (d *Driver) render(rd loop.Ready) string {
-	var b strings.Builder
-	for _, n := range rd.Notes {
-		switch n.Type {
-		case loop.NoteIntervention:
-			fmt.Fprintf(&b, "note %s %s/%s: %s\n", n.Type, n.Rung, n.Pattern, n.Text)
-		case loop.NoteObservation, loop.NoteClosing, loop.NoteContext, loop.NoteEscalation:
-			fmt.Fprintf(&b, "note %s %s: %s\n", n.Type, n.Problem, n.Text)
-		default:
-			fmt.Fprintf(&b, "note %s: %s\n", n.Type, indent(n.Text))
-		}
-	}
-	for _, c := range rd.Commands {
-		deadline := ""
-		if !c.Deadline.IsZero() {
-			deadline = " deadline=+" + c.Deadline.Sub(Epoch).String()
-		}
-		switch c.Type {
-		case loop.CallModel:
-			d.lastRequest, d.modelCall = c.Request, c.ID
-			names := make([]string, len(c.Request.Tools))
-			for i, t := range c.Request.Tools {
-				names[i] = t.Name
-			}
-			// Invariants of every request, checked in every script.
-			if want := loop.EstimateTokens(*c.Request); c.InputEstimate != want {
-				fmt.Fprintf(&b, "error: %s input estimate %d, but EstimateTokens says %d\n", c.ID, c.InputEstimate, want)
-			}
-			if err := CheckPairing(c.Request.Messages); err != nil {
-				fmt.Fprintf(&b, "error: %s: %v\n", c.ID, err)
-			}
-			est := ""
-			if d.showTokens {
-				est = fmt.Sprintf(" est=%d", c.InputEstimate)
-			}
-			fmt.Fprintf(&b, "call_model %s purpose=%s messages=%d tools=(%s) max_out=%d%s%s\n",
-				c.ID, c.Request.Purpose, len(c.Request.Messages), strings.Join(names, ","), c.Request.MaxOutputTokens, est, deadline)
-		case loop.RunTools:
-			fmt.Fprintf(&b, "run_tools %s%s\n", c.ID, deadline)
-			for _, call := range c.Calls {
-				fmt.Fprintf(&b, "  %s %s %s\n", call.ID, call.Name, call.Args)
-			}
-		case loop.Verify:
-			d.pending = c.ID
-			fmt.Fprintf(&b, "verify %s checks=(%s) answer=%q confidence=%.2f%s\n", c.ID, strings.Join(c.Checks, ","), c.Candidate.Answer, c.Candidate.Confidence, deadline)
-		case loop.AskHuman:
-			fmt.Fprintf(&b, "ask_human %s: %s\n", c.ID, c.Question)
-		case loop.RunChild:
-			ch := c.Child
-			checks := make([]string, len(ch.Checks))
-			for i, k := range ch.Checks {
-				checks[i] = k.Name + ":" + string(k.Tier)
-			}
-			fmt.Fprintf(&b, "run_child %s%s goal=%q tools=(%s) checks=(%s)\n", c.ID, deadline, ch.Goal, strings.Join(ch.Tools, ","), strings.Join(checks, ","))
-			fmt.Fprintf(&b, "  budget: %s\n", limits(ch.Budget))
-			fmt.Fprintf(&b, "  policy: max_out=%d closing_out=%d subagents=%v plan=%v\n", ch.Policy.MaxOutputTokens, ch.Policy.ClosingOutputTokens, ch.Policy.Subagents != nil, ch.Policy.Plan)
-		case loop.Finish:
-			r := c.Result
-			fmt.Fprintf(&b, "finish %s: %s\n", r.Status, r.Reason)
-			if r.Best != nil {
-				fmt.Fprintf(&b, "  best: attempt %d %q accepted=%v\n", r.Best.N, r.Best.Answer, r.Best.Accepted)
-			}
-			for _, a := range r.Attempts {
-				fmt.Fprintf(&b, "  - %s\n", a.Summary)
-			}
-			if r.Question != "" {
-				fmt.Fprintf(&b, "  question: %s\n", r.Question)
-			}
-			if r.Asked > 0 {
-				fmt.Fprintf(&b, "  people: asked %d, answered %d\n", r.Asked, r.Answered)
-			}
-			fmt.Fprintf(&b, "  usage: %s\n", budget.Report(r.Limits, r.Usage))
-			writeByModel(&b, r.ByModel)
-		}
-	}
-	if b.Len() == 0 {
-		return "(nothing)\n"
-	}
-	return b.String()
-}
-
-func renderMessages(r *model.Request) string {
-	if r == nil {
-		return "(no request yet)\n"
-	}
-	var b strings.Builder
-	for i, m := range r.Messages {
-		fmt.Fprintf(&b, "%d %s:\n", i, m.Role)
-		for _, bl := range m.Content {
-			switch bl.Type {
-			case model.Text:
-				fmt.Fprintf(&b, "  text: %s\n", indent(bl.Text))
-			case model.ToolUse:
-				fmt.Fprintf(&b, "  tool_use %s %s %s\n", bl.ID, bl.Name, bl.Input)
-			case model.ToolResult:
-				mark := ""
-				if bl.IsError {
-					mark = " error"
-				}
-				fmt.Fprintf(&b, "  tool_result %s%s: %s\n", bl.ID, mark, indent(bl.Text))
-			}
-		}
-	}
-	return b.String()
-}
-
-// CheckPairing reports a request whose tool calls and results do not pair
-// up as providers require: every tool_use answered by a tool_result with
-// its ID in the next message, and every tool_result answering a tool_use
-// of the message before it.
-func CheckPairing(msgs []model.Message) error {
-	ids := func(m model.Message, t model.BlockType) []string {
-		var out []string
-		for _, b := range m.Content {
-			if b.Type == t {
-				out = append(out, b.ID)
-			}
-		}
-		return out
-	}
-	for i, m := range msgs {
-		for _, id := range ids(m, model.ToolUse) {
-			if i+1 >= len(msgs) || !slices.Contains(ids(msgs[i+1], model.ToolResult), id) {
-				if i+1 < len(msgs) || m.Role != model.Assistant {
-					return fmt.Errorf("message %d: tool_use %s has no tool_result in the next message", i, id)
-				}
-			}
-		}
-		for _, id := range ids(m, model.ToolResult) {
-			if i == 0 || !slices.Contains(ids(msgs[i-1], model.ToolUse), id) {
-				return fmt.Errorf("message %d: tool_result %s answers no tool_use of the message before", i, id)
-			}
-		}
-	}
-	return nil
-}
-
-// Lines returns n numbered lines of 60 bytes each, a large tool output.
-func Lines(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "%05d %s\n", i, strings.Repeat("y", 53))
-	}
-	return b.String()
-}
-
-// limits lists l's finite limits.
-func limits(l budget.Limits) string {
-	var parts []string
-	for _, d := range budget.Dimensions {
-		if v := l.Limit(d); v >= 0 {
-			parts = append(parts, string(d)+"="+budget.Format(d, v))
-		}
-	}
-	return strings.Join(parts, " ")
-}
-
-func indent(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n    ") }
-
-// writeByModel writes a fallback chain's usage by model, a line each.
-func writeByModel(b *strings.Builder, by []loop.ModelUsage) {
-	for _, u := range by {
-		unknown := ""
-		if u.CostUnknown {
-			unknown = " (cost unknown)"
-		}
-		fmt.Fprintf(b, "  by model %s: model_calls=%d input_tokens=%d output_tokens=%d cost=%s%s\n", u.Model, u.ModelCalls, u.InputTokens, u.OutputTokens, u.Cost, unknown)
-	}
 }

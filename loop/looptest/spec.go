@@ -18,6 +18,9 @@ import (
 
 func (d *Driver) spec(_ testing.TB, td *datadriven.TestData) string {
 	s := loop.Spec{Goal: strings.TrimSpace(td.Input)}
+	if goal, schema, ok := strings.Cut(td.Input, "output_schema: "); ok {
+		s.Goal, s.OutputSchema = strings.TrimSpace(goal), json.RawMessage(strings.TrimSpace(schema))
+	}
 	d.showTokens = false
 	for _, arg := range td.CmdArgs {
 		val := ""

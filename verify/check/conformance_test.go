@@ -39,6 +39,7 @@ func TestConformance(t *testing.T) {
 		{"syntax json", must(Syntax("json")), verifytest.Config{Candidates: answers(`{"a":1}`, `{"a":`)}},
 		{"syntax yaml", must(Syntax("yaml")), verifytest.Config{Candidates: answers("a: 1\n", "a: [\n")}},
 		{"json_schema", must(JSONSchema(json.RawMessage(`{"type":"object","required":["a"]}`))), verifytest.Config{Candidates: answers(`{"a":1}`, `{}`)}},
+		{"output_schema", must(Output(json.RawMessage(`{"type":"object","required":["a"]}`), func([]byte) error { return nil })), verifytest.Config{Candidates: answers(`{"a":1}`, `{}`)}},
 		{"length", must(Length(1, 10, "words")), verifytest.Config{Candidates: answers("one two", "")}},
 		{"grounding", must(Grounding(map[string]string{"src.txt": "The sky is blue."})), verifytest.Config{Candidates: answers(`He said "The sky is blue."`, `"The sky is green."`)}},
 		{"grader", must(Grader(graderConfig(replying(grade, nil)))), verifytest.Config{Candidates: answers("TOTAL: 142.50")}},

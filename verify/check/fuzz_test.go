@@ -196,3 +196,32 @@ func FuzzJSONSchema(f *testing.F) {
 		}
 	})
 }
+
+// FuzzOutput: the typed answer's check never fails to run or panics on
+// any answer (its items probed one at a time included), passes only JSON,
+// and says where a schema failure is.
+func FuzzOutput(f *testing.F) {
+	for _, s := range []string{`{"items":[{"price":1},{"price":-1}]}`, `{"items":[{"price":"x"},1,null]}`, `{"items":{}}`, `[`, `{"items":[[[]]]}`} {
+		f.Add(s)
+	}
+	v, err := Output(json.RawMessage(`{"type":"object","properties":{"items":{"type":"array","maxItems":5,"items":{"type":"object","properties":{"price":{"type":"number","minimum":0}},"required":["price"]}}},"required":["items"]}`),
+		func(b []byte) error {
+			var o struct{ Items []struct{ Price float64 } }
+			return json.Unmarshal(b, &o)
+		})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, answer string) {
+		got, err := v.Check(context.Background(), verify.Candidate{Answer: answer})
+		if err != nil {
+			t.Fatalf("Check(%q): %v", answer, err)
+		}
+		if got.OK && !json.Valid([]byte(answer)) {
+			t.Errorf("passed invalid JSON %q", answer)
+		}
+		if !got.OK && got.Detail == "" {
+			t.Errorf("failure without a reason: %+v", got)
+		}
+	})
+}

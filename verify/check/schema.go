@@ -3,10 +3,11 @@ package check
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
 	"math/big"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,48 +25,211 @@ import (
 // value, "$" ("$.items[2].name"), and the reason in words: "$.age: is a
 // string, but the schema wants an integer". The validator stops at the
 // first problem it finds and does not say which array item failed an items
-// schema, so such a path reads "$.items[*].name" (some item); when the answer
-// has several problems, which one is reported may differ from run to run (the
-// validator walks properties in map order), and fixing it reveals the next.
+// schema: the items are then validated one at a time (up to 256) to name
+// it, and a path reads "$.items[*].name" (some item) when none fails alone.
+// When the answer has several problems, which one is reported may differ
+// from run to run (the validator walks properties in map order), and
+// fixing it reveals the next.
 // An answer that is not JSON fails with the syntax error's line and column.
 //
 // The provenance is Validation.
 func JSONSchema(schema json.RawMessage) (verify.Verifier, error) {
-	if len(strings.TrimSpace(string(schema))) == 0 {
-		return nil, errors.New("json_schema check: the schema is empty")
-	}
-	var raw any // the schema as plain JSON, to quote its bounds in feedback
-	if err := json.Unmarshal(schema, &raw); err != nil {
-		return nil, fmt.Errorf("json_schema check: the schema is not JSON: %w", err)
-	}
-	switch raw.(type) {
-	case map[string]any, bool:
-	default:
-		return nil, fmt.Errorf("json_schema check: the schema must be a JSON object (or true or false), got %s", clip(oneLine(string(schema)), 100))
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return nil, fmt.Errorf("json_schema check: the schema is not a JSON Schema: %w", err)
-	}
-	rs, err := s.Resolve(nil)
+	sc, err := compileSchema("json_schema", schema)
 	if err != nil {
-		return nil, fmt.Errorf("json_schema check: the schema does not resolve: %w", err)
-	}
-	// Validate checks the schema's version before anything else.
-	if err := rs.Validate(nil); err != nil && strings.HasPrefix(err.Error(), "cannot validate version") {
-		return nil, fmt.Errorf("json_schema check: %w", err)
+		return nil, err
 	}
 	return &verifier{name: "json_schema", prov: verify.Validation, fn: func(_ context.Context, c verify.Candidate) (verify.Verdict, error) {
-		var v any
-		if err := json.Unmarshal([]byte(c.Answer), &v); err != nil {
-			return jsonFailure(c.Answer, err, "the answer is not valid JSON"), nil
+		v, bad := sc.judge(c.Answer)
+		if bad != nil {
+			return *bad, nil
 		}
-		if err := validate(rs, v); err != nil {
-			path, reason := explainSchemaError(err.Error(), raw)
+		if path, reason, ok := sc.check(v); !ok {
 			return verify.Verdict{Confidence: 1, Detail: "the answer does not match the JSON schema at " + path + ": " + reason, Where: path}, nil
 		}
 		return verify.Verdict{OK: true, Confidence: 1, Detail: "the answer matches the JSON schema"}, nil
 	}}, nil
+}
+
+// Output returns the check of a typed answer, named "output_schema" (the
+// loop's OutputCheck): the answer must be one JSON value valid against
+// schema, as for JSONSchema, and then decode must accept it (decode the
+// value into a Go type, say, and apply its own rules; nil: no decoding).
+// A failure's Where is the JSON path and its Detail the rule in words, so
+// the feedback reads "output_schema failed at $.items[2].price: is -1,
+// below the minimum 0"; decode's error is given as it is.
+func Output(schema json.RawMessage, decode func([]byte) error) (verify.Verifier, error) {
+	sc, err := compileSchema("output_schema", schema)
+	if err != nil {
+		return nil, err
+	}
+	return &verifier{name: "output_schema", prov: verify.Validation, fn: func(_ context.Context, c verify.Candidate) (verify.Verdict, error) {
+		v, bad := sc.judge(c.Answer)
+		if bad != nil {
+			return *bad, nil
+		}
+		if path, reason, ok := sc.check(v); !ok {
+			return verify.Verdict{Confidence: 1, Detail: reason, Where: path}, nil
+		}
+		if decode != nil {
+			if err := decodeSafely(decode, []byte(c.Answer)); err != nil {
+				return verify.Verdict{Confidence: 1, Detail: clip(err.Error(), 600)}, nil
+			}
+		}
+		return verify.Verdict{OK: true, Confidence: 1, Detail: "the answer matches the output schema"}, nil
+	}}, nil
+}
+
+// decodeSafely calls decode, turning a panic (the caller's own rules are
+// code too) into an error.
+func decodeSafely(decode func([]byte) error, b []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("decoding the answer failed: %v", r)
+		}
+	}()
+	return decode(b)
+}
+
+// schemaCheck is a resolved schema with its raw JSON, which feedback
+// quotes.
+type schemaCheck struct {
+	rs  *jsonschema.Resolved
+	raw any
+}
+
+// compileSchema resolves schema for the check name, once.
+func compileSchema(name string, schema json.RawMessage) (*schemaCheck, error) {
+	if len(strings.TrimSpace(string(schema))) == 0 {
+		return nil, fmt.Errorf("%s check: the schema is empty", name)
+	}
+	var raw any // the schema as plain JSON, to quote its bounds in feedback
+	if err := json.Unmarshal(schema, &raw); err != nil {
+		return nil, fmt.Errorf("%s check: the schema is not JSON: %w", name, err)
+	}
+	switch raw.(type) {
+	case map[string]any, bool:
+	default:
+		return nil, fmt.Errorf("%s check: the schema must be a JSON object (or true or false), got %s", name, clip(oneLine(string(schema)), 100))
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, fmt.Errorf("%s check: the schema is not a JSON Schema: %w", name, err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s check: the schema does not resolve: %w", name, err)
+	}
+	// Validate checks the schema's version before anything else.
+	if err := rs.Validate(nil); err != nil && strings.HasPrefix(err.Error(), "cannot validate version") {
+		return nil, fmt.Errorf("%s check: %w", name, err)
+	}
+	return &schemaCheck{rs: rs, raw: raw}, nil
+}
+
+// judge decodes the answer, or returns the failing verdict of an answer
+// that is not JSON.
+func (sc *schemaCheck) judge(answer string) (any, *verify.Verdict) {
+	var v any
+	if err := json.Unmarshal([]byte(answer), &v); err != nil {
+		bad := jsonFailure(answer, err, "the answer is not valid JSON")
+		return nil, &bad
+	}
+	return v, nil
+}
+
+// check validates v: the path of the first problem found and the reason in
+// words, or ok. An item the validator does not name ([*]) is found by
+// validating the items one at a time.
+func (sc *schemaCheck) check(v any) (path, reason string, ok bool) {
+	err := validate(sc.rs, v)
+	if err == nil {
+		return "", "", true
+	}
+	segs, reason := explain(err.Error(), sc.raw)
+	sc.nameItems(v, segs, formatPath(segs), reason)
+	return formatPath(segs), reason, false
+}
+
+// maxProbed bounds the items validated one at a time to name one.
+const maxProbed = 256
+
+// nameItems replaces each unnamed item step of segs ([*]) by the index of
+// the first item that alone fails with the same path and reason: the
+// array at that step is replaced by that one item and v validated again.
+// A step no item explains alone stays unnamed.
+func (sc *schemaCheck) nameItems(v any, segs []pathSeg, path, reason string) {
+	for k := range segs {
+		if !segs[k].item || !segs[k].any {
+			continue
+		}
+		arr, ok := valueAt(v, segs[:k]).([]any)
+		if !ok {
+			return
+		}
+		for i := range min(len(arr), maxProbed) {
+			probe := replaceAt(v, segs[:k], []any{arr[i]})
+			err := validate(sc.rs, probe)
+			if err == nil {
+				continue
+			}
+			if p, r := explain(err.Error(), sc.raw); formatPath(p) == path && r == reason {
+				segs[k] = pathSeg{item: true, index: i}
+				break
+			}
+		}
+		if segs[k].any {
+			return // later steps are below an item not found
+		}
+	}
+}
+
+// valueAt follows named steps from v; nil when one is missing.
+func valueAt(v any, segs []pathSeg) any {
+	for _, s := range segs {
+		switch {
+		case s.item && !s.any:
+			a, ok := v.([]any)
+			if !ok || s.index >= len(a) {
+				return nil
+			}
+			v = a[s.index]
+		case !s.item && !s.any && !s.names:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[s.key]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// replaceAt returns v with the value at segs replaced by with, copying
+// only the objects and arrays on the way.
+func replaceAt(v any, segs []pathSeg, with any) any {
+	if len(segs) == 0 {
+		return with
+	}
+	s := segs[0]
+	switch x := v.(type) {
+	case []any:
+		if !s.item || s.any || s.index >= len(x) {
+			return v
+		}
+		c := slices.Clone(x)
+		c[s.index] = replaceAt(x[s.index], segs[1:], with)
+		return c
+	case map[string]any:
+		if s.item || s.any || s.names {
+			return v
+		}
+		c := maps.Clone(x)
+		c[s.key] = replaceAt(x[s.key], segs[1:], with)
+		return c
+	}
+	return v
 }
 
 // validate runs the validator, turning a panic (the library asserts its
@@ -80,7 +244,8 @@ func validate(rs *jsonschema.Resolved, v any) (err error) {
 }
 
 // explainSchemaError turns a jsonschema-go validation error into the path of
-// the failing value in the instance and a reason in words.
+// the failing value in the instance and a reason in words (the schema
+// checks use schemaCheck.check, which also names unnamed items).
 //
 // The library's errors read "validating root: validating /properties/a:
 // validating /properties/a/items: <keyword>: <message>": a chain of schema
@@ -89,13 +254,18 @@ func validate(rs *jsonschema.Resolved, v any) (err error) {
 // is item N); a step that is not below the previous one is a $ref jump and
 // leaves the instance where it is.
 func explainSchemaError(msg string, rawSchema any) (path, reason string) {
+	segs, reason := explain(msg, rawSchema)
+	return formatPath(segs), reason
+}
+
+// explain is explainSchemaError with the path as steps.
+func explain(msg string, rawSchema any) ([]pathSeg, string) {
 	chain, rest := schemaChain(msg)
-	segs := instancePath(chain)
 	ptr := ""
 	if len(chain) > 0 {
 		ptr = chain[len(chain)-1]
 	}
-	return formatPath(segs), clip(explainReason(rest, ptr, rawSchema), 600)
+	return instancePath(chain), clip(explainReason(rest, ptr, rawSchema), 600)
 }
 
 // schemaChain splits the "validating X: " prefixes off msg.

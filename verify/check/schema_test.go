@@ -2,6 +2,8 @@ package check
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ratchetloop/ratchet/verify"
@@ -38,7 +40,7 @@ func TestJSONSchema(t *testing.T) {
 		{name: "missing property", answer: `{"name": "Ada"}`, conf: 1, detail: prefix + `$: is missing the required property "tags"`, where: "$"},
 		{name: "missing properties", answer: `{}`, conf: 1, detail: prefix + `$: is missing the required properties "name", "tags"`, where: "$"},
 		{name: "extra property", answer: `{"name": "Ada", "tags": [], "nick": "A"}`, conf: 1, detail: prefix + `$: has properties the schema does not allow: "nick"`, where: "$"},
-		{name: "through items and a ref", answer: `{"name": "Ada", "tags": [{"v": "x"}]}`, conf: 1, detail: prefix + "$.tags[*].v: has 1 character, fewer than the minimum 2", where: "$.tags[*].v"},
+		{name: "through items and a ref", answer: `{"name": "Ada", "tags": [{"v": "xy"}, {"v": "x"}]}`, conf: 1, detail: prefix + "$.tags[1].v: has 1 character, fewer than the minimum 2", where: "$.tags[1].v"},
 		{name: "prefix item", answer: `{"name": "Ada", "tags": [], "pair": ["a", "b"]}`, conf: 1, detail: prefix + "$.pair[1]: is a string, but the schema wants a number", where: "$.pair[1]"},
 		{name: "below minimum", answer: `{"name": "Ada", "tags": [], "age": -1}`, conf: 1, detail: prefix + "$.age: is -1, below the minimum 0", where: "$.age"},
 		{name: "above maximum", answer: `{"name": "Ada", "tags": [], "age": 200}`, conf: 1, detail: prefix + "$.age: is 200, above the maximum 150", where: "$.age"},
@@ -111,5 +113,39 @@ func TestExplainSchemaError(t *testing.T) {
 		if path != tt.path || reason != tt.reason {
 			t.Errorf("explainSchemaError(%q) = %q, %q; want %q, %q", tt.msg, path, reason, tt.path, tt.reason)
 		}
+	}
+}
+
+// TestOutput: the typed answer's check says the path in Where and the
+// rule in Detail, names the failing item, and gives decode's error (or
+// panic) as the failure.
+func TestOutput(t *testing.T) {
+	schema := `{"type":"object","properties":{"items":{"type":"array","items":{"type":"object","properties":{"price":{"type":"number","minimum":0}}}}},"required":["items"]}`
+	decode := func(b []byte) error {
+		var v struct{ Items []struct{ Price float64 } }
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		if len(v.Items) > 3 {
+			return errors.New("$.items: at most 3 items")
+		}
+		if len(v.Items) == 3 {
+			panic("three")
+		}
+		return nil
+	}
+	v := mustNew(t)(Output(json.RawMessage(schema), decode))
+	if v.Name() != "output_schema" {
+		t.Errorf("name %q", v.Name())
+	}
+	runVerdicts(t, v, []verdictCase{
+		{name: "valid", answer: `{"items":[{"price":0}]}`, ok: true, conf: 1, detail: "the answer matches the output schema"},
+		{name: "third item below minimum", answer: `{"items":[{"price":1},{"price":2},{"price":-1}]}`, conf: 1, detail: "is -1, below the minimum 0", where: "$.items[2].price"},
+		{name: "decode rule", answer: `{"items":[{},{},{},{}]}`, conf: 1, detail: "$.items: at most 3 items"},
+		{name: "decode panics", answer: `{"items":[{},{},{}]}`, conf: 1, detail: "decoding the answer failed: three"},
+		{name: "not JSON", answer: `{"items":`, conf: 1, detail: "the answer is not valid JSON: unexpected end of JSON input at line 1, column 10", where: "line 1, column 10"},
+	})
+	if _, err := Output(json.RawMessage(`[1]`), nil); err == nil || !strings.HasPrefix(err.Error(), "output_schema check:") {
+		t.Errorf("a schema that is not an object: %v", err)
 	}
 }
