@@ -21,7 +21,7 @@ import (
 
 // runLogged runs task with cfg, logging to JSONL, and checks that the log
 // replays (no hook is called by a replay: it has none).
-func runLogged(t *testing.T, task runner.Task, cfg runner.Config) (loop.Result, error, []observe.Record) {
+func runLogged(t *testing.T, task runner.Task, cfg runner.Config) (loop.Result, []observe.Record, error) {
 	t.Helper()
 	var log bytes.Buffer
 	j := observe.NewJSONL(&log)
@@ -37,7 +37,7 @@ func runLogged(t *testing.T, task runner.Task, cfg runner.Config) (loop.Result, 
 	if _, rerr := replay.Run(recs); rerr != nil {
 		t.Errorf("the log does not replay: %v", rerr)
 	}
-	return res, err, recs
+	return res, recs, err
 }
 
 func hookEntries(recs []observe.Record) []string {
@@ -72,7 +72,7 @@ func TestToolHooks(t *testing.T) {
 			return runner.ToolOutput{Output: "sum=" + out.Output}, nil
 		},
 	}
-	res, err, recs := runLogged(t, addTask(), runner.Config{Model: newModel(t, turns...), Hooks: hooks})
+	res, recs, err := runLogged(t, addTask(), runner.Config{Model: newModel(t, turns...), Hooks: hooks})
 	if err != nil || res.Status != loop.Done {
 		t.Fatalf("%v %s: %s", err, res.Status, res.Reason)
 	}
@@ -102,7 +102,7 @@ func TestHookFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			turns := addThenFinish()
 			turns[1].Expect = []string{tt.want}
-			res, err, _ := runLogged(t, addTask(), runner.Config{Model: newModel(t, turns...), Hooks: tt.hooks})
+			res, _, err := runLogged(t, addTask(), runner.Config{Model: newModel(t, turns...), Hooks: tt.hooks})
 			if err != nil || res.Status != loop.Done {
 				t.Fatalf("%v %s: %s", err, res.Status, res.Reason)
 			}
@@ -121,7 +121,7 @@ func TestBeforeModel(t *testing.T) {
 	turns := addThenFinish()
 	turns[0].Expect = []string{"today is Tuesday"}
 	turns[1].Expect = []string{"today is Tuesday"}
-	res, err, recs := runLogged(t, addTask(), runner.Config{Model: newModel(t, turns...), Hooks: ctxHook})
+	res, recs, err := runLogged(t, addTask(), runner.Config{Model: newModel(t, turns...), Hooks: ctxHook})
 	if err != nil || res.Status != loop.Done || calls.Load() != 2 {
 		t.Fatalf("%v %s: %s (hook called %d times)", err, res.Status, res.Reason, calls.Load())
 	}
@@ -132,7 +132,7 @@ func TestBeforeModel(t *testing.T) {
 	refuse := runner.Hooks{BeforeModel: func(context.Context, runner.ModelCall) (runner.ModelDecision, error) {
 		return runner.ModelDecision{Refuse: "out of hours"}, nil
 	}}
-	res, err, _ = runLogged(t, addTask(), runner.Config{Model: newModel(t, addThenFinish()...), Hooks: refuse})
+	res, _, err = runLogged(t, addTask(), runner.Config{Model: newModel(t, addThenFinish()...), Hooks: refuse})
 	if err != nil || res.Status != loop.Guardrail("before_model") || !strings.Contains(res.Reason, "out of hours") {
 		t.Errorf("refused: %v %s: %s", err, res.Status, res.Reason)
 	}
@@ -154,7 +154,7 @@ func TestOnEntry(t *testing.T) {
 			panic("telemetry bug")
 		}
 	}}
-	res, err, recs := runLogged(t, addTask(), runner.Config{Model: newModel(t, addThenFinish()...), Hooks: hooks})
+	res, recs, err := runLogged(t, addTask(), runner.Config{Model: newModel(t, addThenFinish()...), Hooks: hooks})
 	if err != nil || res.Status != loop.Done {
 		t.Fatalf("%v %s: %s", err, res.Status, res.Reason)
 	}
@@ -192,14 +192,14 @@ func pii(escalate bool) runner.Guardrail {
 func TestGuardrails(t *testing.T) {
 	task := addTask()
 	task.Goal = "Mail ada@example.com the sum of 2+3."
-	res, err, _ := runLogged(t, task, runner.Config{Model: newModel(t, addThenFinish()...), Guardrails: []runner.Guardrail{pii(false)}})
+	res, _, err := runLogged(t, task, runner.Config{Model: newModel(t, addThenFinish()...), Guardrails: []runner.Guardrail{pii(false)}})
 	if err != nil || res.Status != "guardrail:pii" || res.Reason != "guardrail pii tripped on the model's input: holds an email address" {
 		t.Errorf("input: %v %s: %s", err, res.Status, res.Reason)
 	}
 
 	turns := addThenFinish()
 	turns[1].Text = "I will mail root@example.com"
-	res, err, recs := runLogged(t, addTask(), runner.Config{Model: newModel(t, turns...), Guardrails: []runner.Guardrail{pii(false)}})
+	res, recs, err := runLogged(t, addTask(), runner.Config{Model: newModel(t, turns...), Guardrails: []runner.Guardrail{pii(false)}})
 	if err != nil || res.Status != "guardrail:pii" || !strings.Contains(res.Reason, "model's output") || res.Usage.OutputTokens == 0 {
 		t.Errorf("output: %v %s: %s, %d output tokens", err, res.Status, res.Reason, res.Usage.OutputTokens)
 	}
@@ -210,7 +210,7 @@ func TestGuardrails(t *testing.T) {
 	}
 
 	person := &answers{"continue"}
-	res, err, _ = runLogged(t, task, runner.Config{Model: newModel(t, addThenFinish()...), Human: person, Guardrails: []runner.Guardrail{pii(true)}})
+	res, _, err = runLogged(t, task, runner.Config{Model: newModel(t, addThenFinish()...), Human: person, Guardrails: []runner.Guardrail{pii(true)}})
 	if err != nil || res.Status != loop.Done || res.Asked != 1 || res.Answered != 1 {
 		t.Errorf("escalated: %v %s: %s, asked %d", err, res.Status, res.Reason, res.Asked)
 	}
@@ -305,7 +305,7 @@ func TestGuardrailAmongSamples(t *testing.T) {
 		{Text: "ask me at x@example.com", Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}, Usage: &scripted.Usage{OutputTokens: 10}},
 		{Text: "ask me at y@example.com", Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.5)}, Usage: &scripted.Usage{OutputTokens: 100}},
 	}
-	res, err, _ := runLogged(t, task, runner.Config{Model: newModel(t, turns...), Human: &answers{"stop"}, Guardrails: []runner.Guardrail{pii(true)}})
+	res, _, err := runLogged(t, task, runner.Config{Model: newModel(t, turns...), Human: &answers{"stop"}, Guardrails: []runner.Guardrail{pii(true)}})
 	if err != nil || res.Status != "guardrail:pii" || res.Asked != 1 {
 		t.Fatalf("%v %s: %s (asked %d)", err, res.Status, res.Reason, res.Asked)
 	}
@@ -321,7 +321,7 @@ func TestGuardrailReasonRedacted(t *testing.T) {
 	leaky := runner.Guardrail{Name: "leaky", Input: func(context.Context, *model.Request) (runner.Verdict, error) {
 		return runner.Verdict{Trip: true, Reason: "found the key sk-secret-123"}, nil
 	}}
-	res, err, recs := runLogged(t, addTask(), runner.Config{Model: newModel(t), Guardrails: []runner.Guardrail{leaky}, Redactor: redact.New("sk-secret-123")})
+	res, recs, err := runLogged(t, addTask(), runner.Config{Model: newModel(t), Guardrails: []runner.Guardrail{leaky}, Redactor: redact.New("sk-secret-123")})
 	if err != nil || strings.Contains(res.Reason, "sk-secret") || !strings.Contains(res.Reason, "[redacted]") {
 		t.Errorf("%v: %s", err, res.Reason)
 	}
