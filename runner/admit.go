@@ -13,16 +13,26 @@ import (
 	"github.com/ratchetloop/ratchet/redact"
 )
 
-// admit makes an event from outside the core (a model's reply, a tool's
-// output, a verdict, an error, a person's answer) fit to be kept and shown,
-// before the core, the log or the store sees it: every secret the run
-// knows (Config.Redactor) is replaced, and bytes that are not UTF-8 are
-// replaced by U+FFFD, which is recorded in a repair entry so that nothing
-// changes silently; tool arguments lose the whitespace between their
-// tokens, as the log would drop it. The core and the log then hold the same text, so a
-// replay of the log decides exactly as the run did.
+// admit makes an event from outside the core fit to be kept and shown
+// (Admit), recording the repair entry it may need before the event.
 func (r *run) admit(ev *loop.Event) {
-	a := admitter{red: r.cfg.Redactor}
+	if repair := Admit(ev, r.cfg.Redactor); repair != nil {
+		r.record(observe.Entry{At: ev.At, Kind: observe.KindRepair, Note: repair})
+	}
+}
+
+// Admit makes an event from outside the core (a model's reply, a tool's
+// output, a verdict, an error, a person's answer) fit to be kept and shown,
+// before the core, the log or the store sees it: every secret red knows
+// is replaced, and bytes that are not UTF-8 are replaced by U+FFFD, which
+// the returned note says, to be recorded as a repair entry before the
+// event so that nothing changes silently (nil when nothing was repaired);
+// tool arguments lose the whitespace between their tokens, as the log
+// would drop it. The core and the log then hold the same text, so a replay
+// of the log decides exactly as the run did. A driver other than this
+// runner (Temporal's activities) admits what its workers produce with it.
+func Admit(ev *loop.Event, red *redact.Redactor) (repair *loop.Note) {
+	a := admitter{red: red}
 	if a.red.Len() == 0 {
 		a.red = nil
 	}
@@ -73,11 +83,12 @@ func (r *run) admit(ev *loop.Event) {
 		a.text(&c.Reason)
 		a.text(&c.Question)
 	}
-	if a.invalid > 0 {
-		r.record(observe.Entry{At: ev.At, Kind: observe.KindRepair, Note: &loop.Note{
-			Type: loop.NoteObservation, Problem: "invalid_utf8",
-			Text: fmt.Sprintf("the %s%s held %d byte sequence(s) that are not UTF-8, each replaced by U+FFFD", ev.Type, callOf(ev), a.invalid),
-		}})
+	if a.invalid == 0 {
+		return nil
+	}
+	return &loop.Note{
+		Type: loop.NoteObservation, Problem: "invalid_utf8",
+		Text: fmt.Sprintf("the %s%s held %d byte sequence(s) that are not UTF-8, each replaced by U+FFFD", ev.Type, callOf(ev), a.invalid),
 	}
 }
 
@@ -143,9 +154,10 @@ func invalidRuns(s string) int {
 	return n
 }
 
-// redactSpec replaces secrets in the spec's texts: the goal and
-// instructions, and the tool descriptions, which an MCP server wrote.
-func redactSpec(red *redact.Redactor, spec *loop.Spec) {
+// RedactSpec replaces secrets in the spec's texts: the goal and
+// instructions, and the tool descriptions, which an MCP server wrote. The
+// model sees the spec so redacted, as the log records it.
+func RedactSpec(red *redact.Redactor, spec *loop.Spec) {
 	if red.Len() == 0 {
 		return
 	}

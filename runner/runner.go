@@ -278,7 +278,7 @@ func newRun(task *Task, cfg *Config) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
-	redactSpec(cfg.Redactor, &spec)
+	RedactSpec(cfg.Redactor, &spec)
 	m, err := loop.New(spec)
 	if err != nil {
 		return nil, err

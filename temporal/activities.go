@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/tool"
@@ -93,7 +95,14 @@ type Live struct {
 	Task  runner.Task
 	Model model.Model
 	Exec  tool.ExecConfig
-	Close func()
+	// Redactor knows the secrets the run holds (runner.Config.Redactor):
+	// every reply, tool output, verdict and error is admitted with it
+	// (runner.Admit) before it leaves the worker, so that no secret
+	// reaches the workflow's history or the store, and the spec is
+	// compared and sent to the model redacted, as StartOptions.Redactor
+	// recorded it.
+	Redactor *redact.Redactor
+	Close    func()
 }
 
 // Opener builds a run's live task from its row (Task holds what Start
@@ -228,6 +237,7 @@ func (lr *liveRun) build(ctx context.Context, a *Activities, id string) error {
 	if err != nil {
 		return fail(err)
 	}
+	runner.RedactSpec(live.Redactor, &spec)
 	if err := sameSpec(ctx, a.store, id, spec); err != nil {
 		return fail(err)
 	}
@@ -394,18 +404,25 @@ func heartbeat(ctx context.Context) (stop func()) {
 // the command's deadline; any other failure is the call's answer, a
 // model_error, as in a local run.
 func (a *Activities) Model(ctx context.Context, in ModelInput) (WireEvent, error) {
-	ev, err := a.model(ctx, in)
-	return toWireEvent(ev), err
+	ev, repair, err := a.model(ctx, in)
+	w := toWireEvent(ev)
+	w.Repair = repair
+	return w, err
 }
 
-func (a *Activities) model(ctx context.Context, in ModelInput) (ev loop.Event, err error) {
+func (a *Activities) model(ctx context.Context, in ModelInput) (ev loop.Event, repair *loop.Note, err error) {
 	lr, done, err := a.run(ctx, in.Run)
 	if err != nil {
-		return loop.Event{}, err
+		return loop.Event{}, nil, err
 	}
 	defer done()
+	defer func() { // after the recover below has made a panic the call's error
+		if err == nil {
+			repair = runner.Admit(&ev, lr.live.Redactor)
+		}
+	}()
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
-		return loop.Event{}, err
+		return loop.Event{}, nil, err
 	}
 	defer heartbeat(ctx)()
 	defer func() {
@@ -415,20 +432,22 @@ func (a *Activities) model(ctx context.Context, in ModelInput) (ev loop.Event, e
 	}()
 	req, err := in.Request.request(lr.base, func(seq int64) (string, error) { return a.output(ctx, in.Run, lr, seq) })
 	if err != nil {
-		return loop.Event{}, temporal.NewApplicationError(err.Error(), errTypeStore)
+		return loop.Event{}, nil, temporal.NewApplicationError(err.Error(), errTypeStore)
 	}
 	resp, gerr := lr.generate(ctx, in.Calls, req)
 	if gerr == nil {
-		return loop.Event{Type: loop.EventModelReply, Call: in.Call, Reply: &resp}, nil
+		return loop.Event{Type: loop.EventModelReply, Call: in.Call, Reply: &resp}, nil, nil
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return loop.Event{Type: loop.EventModelError, Call: in.Call, Error: &loop.Failure{Kind: loop.FailDeadline, Message: gerr.Error()}}, nil
+		return loop.Event{Type: loop.EventModelError, Call: in.Call, Error: &loop.Failure{Kind: loop.FailDeadline, Message: gerr.Error()}}, nil, nil
 	}
 	var t interface{ Temporary() bool }
 	if errors.As(gerr, &t) && t.Temporary() {
-		return loop.Event{}, temporal.NewApplicationError(gerr.Error(), errTypeModel)
+		// The failure is kept in the history: admitted as an event's text.
+		msg := lr.live.Redactor.String(strings.ToValidUTF8(gerr.Error(), "\uFFFD"))
+		return loop.Event{}, nil, temporal.NewApplicationError(msg, errTypeModel)
 	}
-	return loop.Event{Type: loop.EventModelError, Call: in.Call, Error: &loop.Failure{Kind: "error", Message: gerr.Error()}}, nil
+	return loop.Event{Type: loop.EventModelError, Call: in.Call, Error: &loop.Failure{Kind: "error", Message: gerr.Error()}}, nil, nil
 }
 
 func (lr *liveRun) generate(ctx context.Context, calls int, req model.Request) (model.Response, error) {
@@ -476,34 +495,55 @@ func (a *Activities) output(ctx context.Context, run string, lr *liveRun, seq in
 // Tool runs one tool call. Its failures are observations, as in a local
 // run; the activity fails only when the store or the task could not be
 // had, before the call ran.
-func (a *Activities) Tool(ctx context.Context, in ToolInput) (loop.ToolOutcome, error) {
+func (a *Activities) Tool(ctx context.Context, in ToolInput) (ToolResult, error) {
 	lr, done, err := a.run(ctx, in.Run)
 	if err != nil {
-		return loop.ToolOutcome{}, err
+		return ToolResult{}, err
 	}
 	defer done()
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
-		return loop.ToolOutcome{}, err
+		return ToolResult{}, err
 	}
 	defer heartbeat(ctx)()
 	res := lr.exec.RunOne(ctx, lr.reg, tool.Call{ID: in.Call.ID, Name: in.Call.Name, Args: in.Call.Args})
-	return loop.ToolOutcome{Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome)}, nil
+	out := ToolResult{ToolOutcome: loop.ToolOutcome{Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome)}}
+	out.Repair = runner.Admit(&loop.Event{Type: loop.EventToolResult, Call: in.Call.ID, Tool: &out.ToolOutcome}, lr.live.Redactor)
+	return out, nil
+}
+
+// ToolResult is a tool call's outcome, admitted (runner.Admit), with the
+// repair entry its admission calls for, if any.
+type ToolResult struct {
+	loop.ToolOutcome
+	Repair *loop.Note `json:"repair,omitempty"`
 }
 
 // Check runs one check on a candidate, as the local runner does.
-func (a *Activities) Check(ctx context.Context, in CheckInput) (ev loop.Event, err error) {
+func (a *Activities) Check(ctx context.Context, in CheckInput) (WireEvent, error) {
+	ev, repair, err := a.check(ctx, in)
+	w := toWireEvent(ev)
+	w.Repair = repair
+	return w, err
+}
+
+func (a *Activities) check(ctx context.Context, in CheckInput) (ev loop.Event, repair *loop.Note, err error) {
 	lr, done, err := a.run(ctx, in.Run)
 	if err != nil {
-		return loop.Event{}, err
+		return loop.Event{}, nil, err
 	}
 	defer done()
+	defer func() { // after the recover below has made a panic the check's error
+		if err == nil {
+			repair = runner.Admit(&ev, lr.live.Redactor)
+		}
+	}()
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
-		return loop.Event{}, err
+		return loop.Event{}, nil, err
 	}
 	defer heartbeat(ctx)()
 	v := lr.checks[in.Check]
 	if v == nil {
-		return loop.Event{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s has no check %q", in.Run, in.Check), errTypeOpen, nil)
+		return loop.Event{}, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s has no check %q", in.Run, in.Check), errTypeOpen, nil)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -516,14 +556,14 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (ev loop.Event, e
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			kind = loop.FailDeadline
 		}
-		return loop.Event{Type: loop.EventCheckError, Call: in.Call, Error: &loop.Failure{Kind: kind, Message: fmt.Sprintf("check %s: %s", in.Check, cerr)}}, nil
+		return loop.Event{Type: loop.EventCheckError, Call: in.Call, Error: &loop.Failure{Kind: kind, Message: fmt.Sprintf("check %s: %s", in.Check, cerr)}}, nil, nil
 	}
 	verdict.Check = in.Check
 	if !(verdict.Confidence >= 0) {
 		verdict.Confidence = 0
 	}
 	verdict.Confidence = min(verdict.Confidence, 1)
-	return loop.Event{Type: loop.EventVerdict, Call: in.Call, Verdict: &verdict}, nil
+	return loop.Event{Type: loop.EventVerdict, Call: in.Call, Verdict: &verdict}, nil, nil
 }
 
 // Save writes entries and row changes.

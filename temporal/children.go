@@ -59,7 +59,7 @@ func (a *Activities) Child(ctx context.Context, in ChildInput) (Input, error) {
 	if err != nil {
 		return Input{}, temporal.NewNonRetryableApplicationError(err.Error(), errTypeChild, err)
 	}
-	opts := StartOptions{RunID: in.Run + "/" + in.Call, Parent: in.Run, TaskInfo: info, Attempts: in.Attempts}
+	opts := StartOptions{RunID: in.Run + "/" + in.Call, Parent: in.Run, TaskInfo: info, Attempts: in.Attempts, Redactor: lr.live.Redactor}
 	child, err := NewInput(task, opts)
 	if err != nil {
 		return Input{}, temporal.NewNonRetryableApplicationError("the sub-agent could not run: "+err.Error(), errTypeChild, nil)
@@ -152,5 +152,5 @@ func (a *Activities) openChild(ctx context.Context, lr *liveRun, row store.Run) 
 		return Live{}, err
 	}
 	lr.seek = parent.seek
-	return Live{Task: task, Model: parent.live.Model, Exec: parent.live.Exec, Close: done}, nil
+	return Live{Task: task, Model: parent.live.Model, Exec: parent.live.Exec, Redactor: parent.live.Redactor, Close: done}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 )
@@ -224,6 +225,7 @@ func (d *driver) callModel(c *loop.Command, calls int) job {
 			err := f.Get(ctx, &ev)
 			switch {
 			case err == nil:
+				d.repaired(ctx, ev.Repair)
 				return ev.event(), nil
 			case isStoreError(err):
 				return loop.Event{}, storeFailure(err)
@@ -251,11 +253,12 @@ func (d *driver) runTool(c *loop.Command, call loop.ToolCall) job {
 				ToolInput{Run: d.in.Run, Save: s, Call: call})
 		},
 		answer: func(ctx workflow.Context, f workflow.Future) (loop.Event, error) {
-			var out loop.ToolOutcome
+			var out ToolResult
 			err := f.Get(ctx, &out)
 			switch {
 			case err == nil:
-				return loop.Event{Type: loop.EventToolResult, Call: call.ID, Tool: &out}, nil
+				d.repaired(ctx, out.Repair)
+				return loop.Event{Type: loop.EventToolResult, Call: call.ID, Tool: &out.ToolOutcome}, nil
 			case isStoreError(err):
 				return loop.Event{}, storeFailure(err)
 			case once:
@@ -286,11 +289,12 @@ func (d *driver) check(c *loop.Command, name string) job {
 			return workflow.ExecuteActivity(d.options(ctx, left, d.in.Attempts), activityCheck, in)
 		},
 		answer: func(ctx workflow.Context, f workflow.Future) (loop.Event, error) {
-			var ev loop.Event
+			var ev WireEvent
 			err := f.Get(ctx, &ev)
 			switch {
 			case err == nil:
-				return ev, nil
+				d.repaired(ctx, ev.Repair)
+				return ev.event(), nil
 			case isStoreError(err):
 				return loop.Event{}, storeFailure(err)
 			}
@@ -325,4 +329,12 @@ func (d *driver) ask(ctx workflow.Context, c *loop.Command) (loop.Event, error) 
 	}
 	ev := loop.Event{Type: loop.EventHumanReply, Call: c.ID, Text: d.answer.Text, Approved: d.answer.Approved}
 	return ev, nil
+}
+
+// repaired records the repair entry an activity's admission of its event
+// called for, before the event (as the local runner records it).
+func (d *driver) repaired(ctx workflow.Context, repair *loop.Note) {
+	if repair != nil {
+		d.record(observe.Entry{At: now(ctx), Kind: observe.KindRepair, Note: repair})
+	}
 }

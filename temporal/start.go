@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/verify"
@@ -33,6 +34,11 @@ type StartOptions struct {
 	// Human says a person may answer the run's questions with the answer
 	// Update; false answers them human_unavailable.
 	Human bool
+	// Redactor knows the secrets the task holds (its expanded ${VAR}s, MCP
+	// header values): the spec's texts are redacted before they reach the
+	// workflow's history, the store or the model, as in a local run
+	// (runner.RedactSpec). The workers' Live.Redactor must know them too.
+	Redactor *redact.Redactor
 	// Attempts and HistoryLimit are Input's (zero means the defaults).
 	Attempts     int
 	HistoryLimit int
@@ -45,6 +51,7 @@ func NewInput(task runner.Task, opts StartOptions) (Input, error) {
 	if err != nil {
 		return Input{}, err
 	}
+	runner.RedactSpec(opts.Redactor, &spec)
 	var errs []error
 	if opts.RunID == "" {
 		errs = append(errs, errors.New("temporal: no run ID"))

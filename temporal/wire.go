@@ -58,6 +58,9 @@ type WireResponse struct {
 type WireEvent struct {
 	loop.Event
 	Reply *WireResponse `json:"reply,omitempty"` // shadows Event.Reply
+	// Repair, from an activity, is the repair entry its admission of the
+	// event calls for (runner.Admit): recorded before the event.
+	Repair *loop.Note `json:"repair,omitempty"`
 }
 
 func toWireBlocks(bs []model.Block) []wireBlock {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ratchetloop/ratchet/budget"
@@ -19,6 +21,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/replay"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
@@ -101,17 +104,23 @@ type env struct {
 
 func newEnv(t *testing.T, task runner.Task, m model.Model, human bool) *env {
 	t.Helper()
+	return newEnvRedacting(t, task, m, human, nil)
+}
+
+// newEnvRedacting is newEnv for a task whose secrets red knows.
+func newEnvRedacting(t *testing.T, task runner.Task, m model.Model, human bool, red *redact.Redactor) *env {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(quietLogger())
 	te := suite.NewTestWorkflowEnvironment()
 	te.SetTestTimeout(30 * time.Second)
 	st := memory.New()
 	acts := temporal.NewActivities(st, func(context.Context, store.Run) (temporal.Live, error) {
-		return temporal.Live{Task: task, Model: m}, nil
+		return temporal.Live{Task: task, Model: m, Redactor: red}, nil
 	})
 	t.Cleanup(acts.Close)
 	temporal.Register(te, acts)
-	opts := temporal.StartOptions{RunID: "t1", TaskQueue: "q", Human: human}
+	opts := temporal.StartOptions{RunID: "t1", TaskQueue: "q", Human: human, Redactor: red}
 	in, err := temporal.NewInput(task, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -331,9 +340,9 @@ func TestUnknownOutcome(t *testing.T) {
 	}
 	e := newEnv(t, baseTask(), newModel(t, turns...), false)
 	var attempts atomic.Int64
-	e.OnActivity("ratchet.tool", mock.Anything, mock.Anything).Return(func(context.Context, temporal.ToolInput) (loop.ToolOutcome, error) {
+	e.OnActivity("ratchet.tool", mock.Anything, mock.Anything).Return(func(context.Context, temporal.ToolInput) (temporal.ToolResult, error) {
 		attempts.Add(1)
-		return loop.ToolOutcome{}, errors.New("the worker died mid-call")
+		return temporal.ToolResult{}, errors.New("the worker died mid-call")
 	})
 	res := e.run(t)
 	if res.Status != loop.Done {
@@ -352,9 +361,9 @@ func TestIdempotentRetried(t *testing.T) {
 	}
 	e := newEnv(t, baseTask(), newModel(t, turns...), false)
 	var attempts atomic.Int64
-	e.OnActivity("ratchet.tool", mock.Anything, mock.Anything).Return(func(ctx context.Context, in temporal.ToolInput) (loop.ToolOutcome, error) {
+	e.OnActivity("ratchet.tool", mock.Anything, mock.Anything).Return(func(ctx context.Context, in temporal.ToolInput) (temporal.ToolResult, error) {
 		if attempts.Add(1) == 1 {
-			return loop.ToolOutcome{}, errors.New("the worker died mid-call")
+			return temporal.ToolResult{}, errors.New("the worker died mid-call")
 		}
 		return e.acts.Tool(ctx, in)
 	})
@@ -496,4 +505,64 @@ func TestSayByUpdate(t *testing.T) {
 	if n != 1 {
 		t.Errorf("the log holds %d user_message events; want 1", n)
 	}
+}
+
+// TestAdmission: what a worker's model, tools and checks produce is
+// admitted before it leaves the worker, as in a local run: a secret the
+// run knows reaches neither the workflow's history (the activities'
+// results) nor the store, and bytes that are not UTF-8 are replaced with a
+// repair entry; the log replays.
+func TestAdmission(t *testing.T) {
+	const canary = "sk-canary-7f3a9c1e5b"
+	red := redact.New(canary)
+	leak := tool.Func("leak", "Print the environment.", func(context.Context, struct{}) (string, error) {
+		return "KEY=" + canary, nil
+	}, tool.Idempotent())
+	task := baseTask()
+	task.Goal = "What is 2+3? The key is " + canary + "."
+	task.Tools = append(task.Tools, leak)
+	turns := []scripted.Turn{
+		{Text: "Leaking " + canary + " and a bad byte \xff.", Tools: []scripted.ToolCall{{Name: "leak", Args: map[string]any{}}}},
+		{Expect: []string{"KEY=[redacted]"}, Finish: finish("5")},
+	}
+	e := newEnvRedacting(t, task, newModel(t, turns...), false, red)
+	var results []string
+	e.SetOnActivityCompletedListener(func(_ *activity.Info, result converter.EncodedValue, _ error) {
+		var raw json.RawMessage
+		if result != nil && result.HasValue() && result.Get(&raw) == nil {
+			results = append(results, string(raw))
+		}
+	})
+	if raw, _ := json.Marshal(e.in); strings.Contains(string(raw), canary) {
+		t.Error("the workflow's input holds the secret")
+	}
+	res := e.run(t)
+	if res.Status != loop.Done {
+		t.Fatalf("status %s (%s), want done", res.Status, res.Reason)
+	}
+	if len(results) < 3 {
+		t.Fatalf("%d activity results seen, want the model's, the tool's and the checks'", len(results))
+	}
+	for _, r := range results {
+		if strings.Contains(r, canary) {
+			t.Errorf("an activity's result holds the secret: %s", r)
+		}
+	}
+	entries, err := e.store.Entries(context.Background(), "t1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repairs := 0
+	for _, en := range entries {
+		if strings.Contains(string(en.Data), canary) {
+			t.Errorf("entry %d holds the secret: %s", en.Seq, en.Data)
+		}
+		if en.Kind == string(observe.KindRepair) {
+			repairs++
+		}
+	}
+	if repairs != 1 {
+		t.Errorf("%d repair entries, want 1 (the reply's bad byte)", repairs)
+	}
+	checkStored(t, e.store, "t1", res)
 }

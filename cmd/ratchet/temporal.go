@@ -110,7 +110,7 @@ Flags:
 		if err != nil {
 			return temporal.Live{}, err
 		}
-		return temporal.Live{Task: built.Task, Model: built.Model, Exec: built.Exec, Close: built.Close}, nil
+		return temporal.Live{Task: built.Task, Model: built.Model, Exec: built.Exec, Redactor: m.secrets, Close: built.Close}, nil
 	})
 	defer acts.Close()
 	w := worker.New(c, queue, worker.Options{})
@@ -137,7 +137,7 @@ func (m *Main) runTemporal(ctx context.Context, task runner.Task, db store.Store
 		return exitInfra
 	}
 	defer c.Close()
-	_, err = temporal.Start(ctx, c, db, task, temporal.StartOptions{
+	_, err = temporal.Start(ctx, c, db, task, temporal.StartOptions{Redactor: m.secrets,
 		RunID: runID, TaskQueue: f.taskQueue, TaskInfo: info, Labels: f.labels, Human: !f.noWait,
 	})
 	if err != nil {
@@ -352,7 +352,7 @@ func (e *temporalEval) run(ctx context.Context, job eval.Job, runID string, log 
 	// A second eval run with the same label runs again what was cut short:
 	// its workflow must have an ID of its own.
 	id := runID + "@" + time.Now().UTC().Format("20060102-150405.000000")
-	run, err := e.suite.Start(ctx, e.db, job.Task, temporal.StartOptions{
+	run, err := e.suite.Start(ctx, e.db, job.Task, temporal.StartOptions{Redactor: e.m.secrets,
 		RunID: id, TaskInfo: job.Info, Labels: job.Labels, Human: false,
 	})
 	if err != nil {
