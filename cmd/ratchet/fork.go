@@ -66,17 +66,11 @@ func (m *Main) forkCmd(ctx context.Context, args []string) int {
 		}
 		return exitUsage
 	}
-	db, err := m.openStore(ctx, f.db)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet fork: %v\n", err)
-		return exitInfra
+	db, row, code := m.openRun(ctx, "fork", f.db, pos[0])
+	if db == nil {
+		return code
 	}
 	defer db.Close()
-	row, err := findRun(ctx, db, pos[0])
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet fork: %v\n", err)
-		return runErrCode(err)
-	}
 	if at == 0 {
 		return m.listForkPoints(ctx, db, row.ID)
 	}
@@ -183,17 +177,11 @@ func (m *Main) sayCmd(ctx context.Context, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	db, err := m.openStore(ctx, dbFlag)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet say: %v\n", err)
-		return exitInfra
+	db, row, code := m.openRun(ctx, "say", dbFlag, pos[0])
+	if db == nil {
+		return code
 	}
 	defer db.Close()
-	row, err := findRun(ctx, db, pos[0])
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet say: %v\n", err)
-		return runErrCode(err)
-	}
 	if onTemporal(row) {
 		return m.sayTemporal(ctx, row, pos[1])
 	}

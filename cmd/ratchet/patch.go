@@ -115,17 +115,11 @@ Flags:
 		fs.Usage()
 		return exitUsage
 	}
-	s, err := m.openStore(ctx, db)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet apply: %v\n", err)
-		return exitInfra
+	s, row, code := m.openRun(ctx, "apply", db, pos[0])
+	if s == nil {
+		return code
 	}
 	defer s.Close()
-	row, err := findRun(ctx, s, pos[0])
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet apply: %v\n", err)
-		return runErrCode(err)
-	}
 	p, err := storedPatch(row)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet apply: %v\n", err)

@@ -85,3 +85,21 @@ func runErrCode(err error) int {
 	}
 	return exitInfra
 }
+
+// openRun opens the run database dbFlag names and finds in it the run ref
+// names (findRun), for ratchet name. When it cannot, it has said why and
+// the store is nil, code the exit code. The caller closes the store.
+func (m *Main) openRun(ctx context.Context, name, dbFlag, ref string) (s store.Store, row store.Run, code int) {
+	s, err := m.openStore(ctx, dbFlag)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
+		return nil, store.Run{}, exitInfra
+	}
+	row, err = findRun(ctx, s, ref)
+	if err != nil {
+		s.Close()
+		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
+		return nil, store.Run{}, runErrCode(err)
+	}
+	return s, row, exitDone
+}

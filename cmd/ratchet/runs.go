@@ -184,17 +184,11 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 			opts.Answer = &pos[1]
 		}
 	}
-	db, err := m.openStore(ctx, f.db)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
-		return exitInfra
+	db, row, code := m.openRun(ctx, name, f.db, pos[0])
+	if db == nil {
+		return code
 	}
 	defer db.Close()
-	row, err := findRun(ctx, db, pos[0])
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
-		return runErrCode(err)
-	}
 	var info taskInfo
 	if json.Unmarshal(row.Task, &info) == nil && info.Temporal != "" {
 		// Its workflow carries it on: the answer goes there.
@@ -404,17 +398,11 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	s, err := m.openStore(ctx, db)
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
-		return exitInfra
+	s, row, code := m.openRun(ctx, "show", db, pos[0])
+	if s == nil {
+		return code
 	}
 	defer s.Close()
-	row, err := findRun(ctx, s, pos[0])
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
-		return runErrCode(err)
-	}
 	if showPatch {
 		return m.printPatch(row)
 	}
