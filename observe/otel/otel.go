@@ -153,14 +153,11 @@ type runState struct {
 }
 
 type pendingChat struct {
-	start   time.Time
-	cmd     *loop.Command
-	retries []retryAt
-}
-
-type retryAt struct {
-	at    time.Time
-	retry *observe.Retry
+	start time.Time
+	cmd   *loop.Command
+	// shell holds the call's retries, fallbacks and waits, the chat
+	// span's events once it is made.
+	shell []observe.Entry
 }
 
 type pendingTool struct {
@@ -233,8 +230,8 @@ func (o *Observer) Observe(e observe.Entry) {
 		o.command(r, e.At, e.Command)
 	case observe.KindNote:
 		o.note(r, e.At, e.Note)
-	case observe.KindRetry:
-		o.retry(r, e.At, e.Retry)
+	case observe.KindRetry, observe.KindFallback, observe.KindWait:
+		o.shell(r, e)
 	}
 }
 
@@ -438,8 +435,8 @@ func approved(d *loop.Event) bool {
 func (o *Observer) chatSpan(r *runState, c *pendingChat) trace.Span {
 	_, span := o.tracer.Start(r.ctx, o.chatName, clientKind, trace.WithTimestamp(c.start), o.chatStart)
 	if span.IsRecording() {
-		for _, rt := range c.retries {
-			o.retryEvent(span, rt.at, rt.retry)
+		for _, e := range c.shell {
+			o.shellEvent(span, e)
 		}
 	}
 	return span
@@ -653,13 +650,49 @@ func (o *Observer) note(r *runState, at time.Time, n *loop.Note) {
 
 // retry records a transport retry on its call's span, made when the call
 // ends; on the run's span if the call is not known.
-func (o *Observer) retry(r *runState, at time.Time, rt *observe.Retry) {
-	if c, ok := r.chats[rt.Call]; ok {
-		c.retries = append(c.retries, retryAt{at, rt})
-		r.chats[rt.Call] = c
+// shell takes what the shell did to a model call (a retry, a fallback, a
+// wait for its provider's limits): an event of the call's chat span, made
+// as the call ends, or of the run's span if the call is not known.
+func (o *Observer) shell(r *runState, e observe.Entry) {
+	call := ""
+	switch {
+	case e.Retry != nil:
+		call = e.Retry.Call
+	case e.Fallback != nil:
+		call = e.Fallback.Call
+	case e.Wait != nil:
+		call = e.Wait.Call
+	default:
 		return
 	}
-	o.retryEvent(r.span, at, rt)
+	if c, ok := r.chats[call]; ok {
+		c.shell = append(c.shell, e)
+		r.chats[call] = c
+		return
+	}
+	o.shellEvent(r.span, e)
+}
+
+func (o *Observer) shellEvent(span trace.Span, e observe.Entry) {
+	at := trace.WithTimestamp(e.At)
+	switch {
+	case e.Retry != nil:
+		o.retryEvent(span, e.At, e.Retry)
+	case e.Fallback != nil:
+		f := e.Fallback
+		span.AddEvent("ratchet.fallback", at, trace.WithAttributes(
+			attribute.String("ratchet.call.id", f.Call),
+			attribute.String("ratchet.fallback.from", f.From),
+			attribute.String("ratchet.fallback.to", f.To),
+			attribute.String("ratchet.fallback.reason", o.redact(f.Reason))))
+	case e.Wait != nil:
+		w := e.Wait
+		span.AddEvent("ratchet.wait", at, trace.WithAttributes(
+			attribute.String("ratchet.call.id", w.Call),
+			attribute.String("ratchet.wait.provider", w.Provider),
+			attribute.Int64("ratchet.wait.max_ms", w.For.Milliseconds()),
+			attribute.String("ratchet.wait.reason", o.redact(w.Reason))))
+	}
 }
 
 func (o *Observer) retryEvent(span trace.Span, at time.Time, rt *observe.Retry) {

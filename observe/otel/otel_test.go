@@ -411,6 +411,10 @@ func (f *feed) add(entries ...observe.Entry) {
 			e.Kind = observe.KindNote
 		case e.Retry != nil:
 			e.Kind = observe.KindRetry
+		case e.Fallback != nil:
+			e.Kind = observe.KindFallback
+		case e.Wait != nil:
+			e.Kind = observe.KindWait
 		}
 		f.o.Observe(e)
 	}
@@ -537,6 +541,17 @@ func TestSpanEvents(t *testing.T) {
 		},
 		events: map[string]map[string]string{
 			"ratchet.retry": {"ratchet.call.id": "m9", "ratchet.retry.attempt": "3", "http.response.status_code": "429"},
+		},
+	}, {
+		name: "a fallback and a wait for the provider's limits",
+		entries: []observe.Entry{
+			{Wait: &observe.Wait{Call: "m9", Wait: model.Wait{Provider: "anthropic", For: 1500 * time.Millisecond, Reason: "requests per minute (50) reached"}}},
+			{Fallback: &observe.Fallback{Call: "m9", Fallback: model.Fallback{From: "anthropic:claude-sonnet-4-5", To: "openai:gpt-4.1", Reason: "529 overloaded"}}},
+			finish(loop.Done, ""),
+		},
+		events: map[string]map[string]string{
+			"ratchet.wait":     {"ratchet.call.id": "m9", "ratchet.wait.provider": "anthropic", "ratchet.wait.max_ms": "1500", "ratchet.wait.reason": "requests per minute (50) reached"},
+			"ratchet.fallback": {"ratchet.call.id": "m9", "ratchet.fallback.from": "anthropic:claude-sonnet-4-5", "ratchet.fallback.to": "openai:gpt-4.1", "ratchet.fallback.reason": "529 overloaded"},
 		},
 	}, {
 		name: "observations, attempts and context",
