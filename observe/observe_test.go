@@ -479,6 +479,12 @@ func reply(blocks ...model.Block) observe.Entry {
 	return observe.Entry{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventModelReply, At: t0, Call: "m1", Reply: &model.Response{Content: blocks}}}
 }
 
+func cachedReply(blocks ...model.Block) observe.Entry {
+	e := reply(blocks...)
+	e.Event.Reply.Cached = true
+	return e
+}
+
 func callModel(p model.Purpose) observe.Entry {
 	return observe.Entry{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{Purpose: p}}}
 }
@@ -523,6 +529,12 @@ func TestPrinterEntries(t *testing.T) {
 			"step numbers from 10 keep the column",
 			append(slices.Repeat([]observe.Entry{callModel(model.PurposeStep)}, 10), reply(model.TextBlock("ten"))),
 			[]string{`step 10 ten`},
+		},
+		{
+			"a reply from the response cache says so",
+			[]observe.Entry{callModel(model.PurposeStep), cachedReply(model.TextBlock("from before")), callModel(model.PurposeStep),
+				cachedReply(model.Block{Type: model.ToolUse, ID: "t1", Name: "add", Input: []byte(`{}`)})},
+			[]string{`step 1  (cached) from before`, `step 2  (cached)`},
 		},
 		{
 			"long text is clipped to 160 characters, not bytes",

@@ -240,10 +240,14 @@ func (p *Printer) event(ev *loop.Event) {
 			p.endStream()
 			first = false
 		}
+		label := fmt.Sprintf("step %-3d", p.step)
+		if ev.Reply.Cached { // no call was made: the response cache answered
+			label += "(cached) "
+		}
 		line := func(text string) {
 			prefix := "        "
 			if first {
-				prefix, first = fmt.Sprintf("step %-3d", p.step), false
+				prefix, first = label, false
 			}
 			p.printf("%s%s", prefix, text)
 		}
@@ -263,9 +267,9 @@ func (p *Printer) event(ev *loop.Event) {
 		switch {
 		case streamed:
 		case first && acts: // only tool calls, listed when they run
-			p.printf("step %d", p.step)
+			p.printf("%s", strings.TrimSpace(label))
 		case first:
-			p.printf("step %-3d(empty reply)", p.step)
+			p.printf("%s(empty reply)", label)
 		}
 	case loop.EventToolResult:
 		mark := "←"
