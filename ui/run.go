@@ -229,6 +229,11 @@ func (s *Server) runData(r *http.Request, row runRow, entries []store.Entry, res
 	if res != nil {
 		r := *res
 		r.Reason, r.Question = s.redact(r.Reason), s.redact(r.Question)
+		if r.Patch != nil {
+			p := *r.Patch
+			p.Diff = s.redact(p.Diff)
+			r.Patch = &p
+		}
 		d.Result = &r
 		limits, used = res.Limits, res.Usage
 		if res.Best != nil {

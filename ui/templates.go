@@ -39,6 +39,32 @@ var funcs = template.FuncMap{
 		return stepData{Step: st, RunID: run, EventsURL: events, Fork: fork}
 	},
 	"deref": func(b *bool) bool { return b != nil && *b },
+	"diff":  diffLines,
+}
+
+// diffLine is one line of a unified diff and the class that colours it.
+type diffLine struct{ Class, Text string }
+
+// diffLines splits a unified diff into its lines, each classed by what it
+// is: a file header, a hunk header, an added or a removed line.
+func diffLines(d string) []diffLine {
+	lines := strings.Split(strings.TrimSuffix(d, "\n"), "\n")
+	out := make([]diffLine, len(lines))
+	for i, l := range lines {
+		class := ""
+		switch {
+		case strings.HasPrefix(l, "diff "), strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "+++ "):
+			class = "file"
+		case strings.HasPrefix(l, "@@"):
+			class = "hunk"
+		case strings.HasPrefix(l, "+"):
+			class = "add"
+		case strings.HasPrefix(l, "-"):
+			class = "del"
+		}
+		out[i] = diffLine{class, l}
+	}
+	return out
 }
 
 func fmtDur(d time.Duration) string {

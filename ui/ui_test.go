@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/redact"
+	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/store/memory"
 	"github.com/ratchetloop/ratchet/ui"
 )
 
@@ -521,5 +524,32 @@ func TestInterrupted(t *testing.T) {
 	page := mustGet(t, hs, "/runs/run-crashed")
 	if !strings.Contains(page, "ratchet resume run-crashed") || strings.Contains(page, "data-live") {
 		t.Errorf("the crashed run's page does not say how to carry it on, or follows it")
+	}
+}
+
+// TestPatchSection: an agent run's patch is on its page, each line classed
+// for its colour and escaped, with how to apply it; a redacted one says it
+// cannot be applied.
+func TestPatchSection(t *testing.T) {
+	st := memory.New()
+	for id, p := range map[string]*loop.Patch{
+		"run-patch":    {Diff: "diff --git a/x.go b/x.go\n--- a/x.go\n+++ b/x.go\n@@ -1 +1 @@\n-old\n+new <script>\n", Files: []string{"x.go"}, Original: "/ws"},
+		"run-redacted": {Diff: "+key [redacted]\n", Files: []string{"k"}, Original: "/ws", Copy: "/tmp/copy", Redacted: true},
+	} {
+		cfg := runner.Config{Model: scriptedModel(t, doneTurns()...), Store: st, RunID: id, Patch: func(context.Context) *loop.Patch { return p }}
+		if _, err := runner.Run(context.Background(), addTask(), cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, hs := newServer(t, ui.Config{Store: st})
+	page := mustGet(t, hs, "/runs/run-patch")
+	for _, want := range []string{"<h2>Patch</h2>", `<span class="hunk">@@ -1 &#43;1 @@</span>`, "1 file changed in the copy of <code>/ws</code>", `<span class="del">-old</span>`,
+		`<span class="add">&#43;new &lt;script&gt;</span>`, "ratchet apply run-patch"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("run page lacks %s", want)
+		}
+	}
+	if page := mustGet(t, hs, "/runs/run-redacted"); !strings.Contains(page, "it cannot be applied; the files are in the copy <code>/tmp/copy</code>") || strings.Contains(page, "ratchet apply run-redacted") {
+		t.Error("a redacted patch is offered to apply")
 	}
 }
