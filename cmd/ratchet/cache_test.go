@@ -4,18 +4,23 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/store"
+	"github.com/ratchetloop/ratchet/store/sqlite"
 )
 
 // countingAnthropic is a Messages API server that answers every request
@@ -329,5 +334,54 @@ func TestRunCacheUpToTheChange(t *testing.T) {
 	}
 	if !strings.Contains(c.stderr, "1 replies from the cache, 1 model calls") {
 		t.Errorf("cache line:\n%v", c)
+	}
+}
+
+// TestResumeKeepsCacheAndLimits: a run started with --cache and
+// --provider-limit keeps both on its row, and ratchet answer carries it on
+// with them: the second time the same run is made and answered, neither
+// its start nor its resume makes a request (counted at the server).
+func TestResumeKeepsCacheAndLimits(t *testing.T) {
+	srv := &countingAnthropic{answer: func(last string) string {
+		if strings.Contains(last, "raised steps") {
+			return "yes"
+		}
+		return "no"
+	}}
+	api := httptest.NewServer(srv)
+	defer api.Close()
+	dir := write(t, map[string]string{"task.yaml": "goal: Answer yes.\nmodel: anthropic:claude-sonnet-4-5\nchecks: [{equals: \"yes\"}]\nbudget: {steps: 2}\nescalate: true\n"})
+	env := map[string]string{"ANTHROPIC_API_KEY": canaryKey, "ANTHROPIC_BASE_URL": api.URL, "XDG_STATE_HOME": t.TempDir()}
+	cacheDir := filepath.Join(dir, "cache")
+	waiting := regexp.MustCompile(`run (\S+) is waiting for a person`)
+	for round, want := range []int64{3, 0} {
+		before := srv.requests.Load()
+		c := run(t, env, "run", "--cache", cacheDir, "--provider-limit", "anthropic:max_in_flight=1", filepath.Join(dir, "task.yaml"))
+		c.wantCode(t, exitWaiting)
+		m := waiting.FindStringSubmatch(c.stderr)
+		if m == nil {
+			t.Fatalf("round %d: no run waiting:\n%v", round, c)
+		}
+		c = run(t, env, "answer", m[1], "raise steps to 4")
+		c.wantCode(t, exitDone)
+		if got := srv.requests.Load() - before; got != want {
+			t.Errorf("round %d made %d requests, want %d", round, got, want)
+		}
+	}
+	db, err := sqlite.Open(filepath.Join(env["XDG_STATE_HOME"], "ratchet", "ratchet.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.ListRuns(context.Background(), store.Filter{})
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("%d runs (%v), want 2", len(rows), err)
+	}
+	var info taskInfo
+	if err := json.Unmarshal(rows[0].Task, &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Cache != cacheDir || !slices.Equal(info.ProviderLimits, []string{"anthropic:max_in_flight=1"}) {
+		t.Errorf("the row keeps cache %q and limits %q", info.Cache, info.ProviderLimits)
 	}
 }

@@ -90,7 +90,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	conc := fs.Int("concurrency", 0, "runs at once (default the suite's concurrency:)")
 	mdl := new(string)
 	modelFlag(fs, mdl, "model for every task case, e.g. scripted:turns.yaml (sim cases keep theirs)")
-	m.providerLimitFlag(fs)
+	m.providerLimitFlag(fs, nil)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
 	noLogs := fs.Bool("no-logs", false, "do not keep each run's event log")

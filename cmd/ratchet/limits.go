@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/ratchetloop/ratchet/model/limit"
@@ -21,14 +22,31 @@ func modelFlag(fs *flag.FlagSet, dst *string, usage string) {
 	})
 }
 
-// providerLimitFlag adds --provider-limit to fs, tightening m.limits.
-func (m *Main) providerLimitFlag(fs *flag.FlagSet) {
+// providerLimitFlag adds --provider-limit to fs, tightening m.limits;
+// kept, when not nil, collects the flags given.
+func (m *Main) providerLimitFlag(fs *flag.FlagSet, kept *[]string) {
 	fs.Func("provider-limit", "limits every run of this process shares on a provider (repeatable), PROVIDER:FIELD=N,...: fields requests_per_minute, tokens_per_minute, max_in_flight, e.g. anthropic:requests_per_minute=50,max_in_flight=8 (see docs/providers.md)", func(s string) error {
 		name, l, err := limit.ParseFlag(s)
 		if err != nil {
 			return err
 		}
 		m.limits.Set(name, l)
+		if kept != nil {
+			*kept = append(*kept, s)
+		}
 		return nil
 	})
+}
+
+// applyProviderLimits tightens m.limits with --provider-limit flags a run
+// was started with, as its resume carries it on.
+func (m *Main) applyProviderLimits(flags []string) error {
+	for _, s := range flags {
+		name, l, err := limit.ParseFlag(s)
+		if err != nil {
+			return fmt.Errorf("the run's --provider-limit %q: %w", s, err)
+		}
+		m.limits.Set(name, l)
+	}
+	return nil
 }

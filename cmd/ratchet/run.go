@@ -60,6 +60,9 @@ type runFlags struct {
 	taskQueue string
 	// cache is --cache DIR.
 	cache string
+	// providerLimits are the --provider-limit flags, kept so that a resume
+	// shares the same limits.
+	providerLimits []string
 }
 
 func (m *Main) runUsage(fs *flag.FlagSet) func() {
@@ -152,7 +155,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	fs.SetOutput(m.Stderr)
 	fs.Usage = m.runUsage(fs)
 	modelFlag(fs, &f.model, "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
-	m.providerLimitFlag(fs)
+	m.providerLimitFlag(fs, &f.providerLimits)
 	f.addOutput(fs)
 	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
 	fs.StringVar(&f.record, "record", "", "write the model's replies to this file as a scripted turns file, so the run can be played offline (--model scripted:FILE)")
@@ -197,6 +200,11 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "ratchet run: want exactly one task file")
 		fs.Usage()
 		return exitUsage
+	}
+	if f.cache != "" { // kept on the run's row for a resume, from anywhere
+		if abs, err := filepath.Abs(f.cache); err == nil {
+			f.cache = abs
+		}
 	}
 	closeCache, err := m.openCache("ratchet run", f.cache, f.quiet)
 	if err != nil {

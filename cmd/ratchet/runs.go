@@ -132,6 +132,10 @@ type taskInfo struct {
 	Temporal  string `json:"temporal,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	TaskQueue string `json:"task_queue,omitempty"`
+	// Cache is the response cache (--cache) and ProviderLimits the
+	// --provider-limit flags: a resume uses them again.
+	Cache          string   `json:"cache,omitempty"`
+	ProviderLimits []string `json:"provider_limits,omitempty"`
 }
 
 func (f runFlags) info() taskInfo {
@@ -139,6 +143,7 @@ func (f runFlags) info() taskInfo {
 		TaskFile: f.taskFile, Workspace: f.workspace, Start: f.start, Model: f.model, UnsafeSandbox: f.unsafeSandbox,
 		Steps: f.steps, ModelCalls: f.modelCalls, ToolCalls: f.toolCalls, Tokens: f.tokens, Cost: f.cost, Time: f.time,
 		Temporal: f.temporal, Namespace: f.namespace, TaskQueue: f.taskQueue,
+		Cache: f.cache, ProviderLimits: f.providerLimits,
 	}
 }
 
@@ -146,6 +151,7 @@ func (i taskInfo) flags() runFlags {
 	return runFlags{
 		taskFile: i.TaskFile, workspace: i.Workspace, start: i.Start, model: i.Model, unsafeSandbox: i.UnsafeSandbox,
 		steps: i.Steps, modelCalls: i.ModelCalls, toolCalls: i.ToolCalls, tokens: i.Tokens, cost: i.Cost, time: i.Time,
+		cache: i.Cache, providerLimits: i.ProviderLimits,
 	}
 }
 
@@ -196,6 +202,14 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
 		return m.answerTemporal(ctx, name, db, row, info, opts, rf)
 	}
+	// The response cache the run was started with answers its calls again
+	// (here, not in storedRun: ratchet ui's resumes share one process).
+	closeCache, err := m.openCache("ratchet "+name, info.Cache, f.quiet)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
+		return exitInfra
+	}
+	defer closeCache()
 	sr, err := m.storedRun(ctx, db, row.ID, f)
 	if err != nil {
 		m.reportProblems("ratchet "+name, err, f.json)
@@ -230,6 +244,10 @@ func (m *Main) storedRun(ctx context.Context, db store.Store, id string, out run
 	}
 	rf := info.flags()
 	rf.json, rf.quiet, rf.noWait = out.json, out.quiet, out.noWait
+	// The limits the run shared when it started hold for it again.
+	if err := m.applyProviderLimits(rf.providerLimits); err != nil {
+		return storedRun{}, err
+	}
 	built, err := m.build(ctx, info.TaskFile, &rf)
 	if err != nil {
 		return storedRun{}, err
