@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -27,6 +29,7 @@ import (
 // by every process the test starts.
 type temporalCLI struct {
 	bin, dir, db, addr string
+	env                []string // more NAME=value for every process
 }
 
 func newTemporalCLI(t *testing.T, bin, addr string) *temporalCLI {
@@ -50,7 +53,7 @@ func newTemporalCLI(t *testing.T, bin, addr string) *temporalCLI {
 func (c *temporalCLI) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.Dir = c.dir
-	cmd.Env = append(os.Environ(), "RATCHET_DB="+c.db, "RATCHET_NO_STREAM=1")
+	cmd.Env = append(append(os.Environ(), "RATCHET_DB="+c.db, "RATCHET_NO_STREAM=1"), c.env...)
 	return cmd
 }
 
@@ -132,6 +135,61 @@ func TestTemporal(t *testing.T) {
 	t.Run("approve", func(t *testing.T) { testTemporalApprove(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("eval", func(t *testing.T) { testTemporalEval(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("subagents", func(t *testing.T) { testTemporalSubagents(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("secrets", func(t *testing.T) { testTemporalSecrets(t, newTemporalCLI(t, bin, addr)) })
+}
+
+// testTemporalSecrets: a secret the processes know (a secret-named
+// variable) that the model echoes reaches neither the workflow's history
+// on the server nor the run database.
+func testTemporalSecrets(t *testing.T, c *temporalCLI) {
+	const canary = "tok-canary-5d1e8b2f7a"
+	c.env = append(c.env, "E2E_SERVICE_TOKEN="+canary)
+	for name, data := range map[string]string{
+		"secret.yaml":       "goal: What is 2+3?\nmodel: scripted:secret-turns.yaml\nchecks: [{equals: \"5\"}]\nbudget: {steps: 3}\n",
+		"secret-turns.yaml": "turns:\n  - text: \"The token is " + canary + ".\"\n    finish: {answer: \"5\", confidence: 0.9}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(c.dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.worker(t)
+	code, out, errOut := c.run(t, "run", "--temporal", c.addr, "--task-queue", "e2e", "--json", "secret.yaml")
+	if code != exitDone {
+		t.Fatalf("ratchet run --temporal: exit %d:\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(out+errOut, canary) {
+		t.Errorf("the CLI printed the secret:\n%s%s", out, errOut)
+	}
+	_, ls, _ := c.run(t, "ls", "--json")
+	var rows []struct{ ID string }
+	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("ratchet ls --json: %v %s", err, ls)
+	}
+	tc, err := client.Dial(client.Options{HostPort: c.addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	it := tc.GetWorkflowHistory(context.Background(), rows[0].ID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	events := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events++
+		if strings.Contains(ev.String(), canary) {
+			t.Errorf("history event %d (%s) holds the secret", ev.GetEventId(), ev.GetEventType())
+		}
+	}
+	if events < 5 {
+		t.Errorf("%d history events: the history was not read", events)
+	}
+	for _, f := range []string{c.db, c.db + "-wal"} {
+		if data, err := os.ReadFile(f); err == nil && bytes.Contains(data, []byte(canary)) {
+			t.Errorf("%s holds the secret", filepath.Base(f))
+		}
+	}
 }
 
 // testTemporalSubagents: the sub-agents example runs on Temporal as it
