@@ -13,8 +13,12 @@
 // Nor does it fall back once the call's context is done: the run's time
 // budget is spent, and the next model would have none.
 //
-// Every call starts at the first model: a chain holds no state between
-// calls, so it is safe for concurrent use when its members are. Wrappers
+// A member whose call went on to the next model rests for Rest: calls in
+// that window start past it (each hand-over says so), sparing each of them
+// the failed member's retries while its provider is down; after Rest the
+// chain asks it again, and a member that answers no longer rests. The
+// last member is never skipped. The chain is safe for concurrent use when
+// its members are; its runs share its rests. Wrappers
 // that work per call (a response cache) belong outside the chain, so that
 // a request is looked up once whichever member would answer it; wrappers
 // that work per provider (model/limit) belong inside, on each member.
@@ -25,9 +29,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/ratchetloop/ratchet/model"
 )
+
+// Rest is how long a member that failed over to the next is skipped.
+const Rest = 30 * time.Second
 
 // Member is one model of a chain.
 type Member struct {
@@ -38,7 +47,18 @@ type Member struct {
 }
 
 // Model is a fallback chain; New makes one.
-type Model struct{ members []Member }
+type Model struct {
+	members []Member
+	now     func() time.Time
+	mu      sync.Mutex
+	rests   []rest // by member
+}
+
+// rest is a member's rest after a failure: until when, and the failure.
+type rest struct {
+	until  time.Time
+	reason string
+}
 
 var (
 	_ model.Model  = (*Model)(nil)
@@ -68,7 +88,7 @@ func New(members ...Member) (*Model, error) {
 	if len(problems) > 0 {
 		return nil, errors.New("fallback: " + strings.Join(problems, "; "))
 	}
-	return &Model{members: members}, nil
+	return &Model{members: members, now: time.Now, rests: make([]rest, len(members))}, nil
 }
 
 // Members returns the chain's members in order.
@@ -100,25 +120,53 @@ func (m *Model) PriceKnown() bool {
 // wraps the last one's error.
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
 	var tried []string
+	handOver := func(i int, reason string) {
+		tried = append(tried, reason)
+		if h := model.HooksFrom(ctx); h.OnFallback != nil {
+			h.OnFallback(model.Fallback{From: m.members[i].Name, To: m.members[i+1].Name, Reason: reason})
+		}
+	}
 	for i, mem := range m.members {
+		last := i == len(m.members)-1
+		if why := m.resting(i); why != "" && !last {
+			handOver(i, why)
+			continue
+		}
 		resp, err := mem.Model.Generate(ctx, req)
 		if err == nil {
+			m.setRest(i, rest{})
 			resp.Via = mem.Name
 			return resp, nil
 		}
 		err = fmt.Errorf("%s: %w", mem.Name, err)
-		if i == len(m.members)-1 || !FallsBack(ctx, err) {
+		if last || !FallsBack(ctx, err) {
 			if len(tried) > 0 {
 				err = fmt.Errorf("%w (after %s)", err, strings.Join(tried, "; "))
 			}
 			return model.Response{}, err
 		}
-		tried = append(tried, err.Error())
-		if h := model.HooksFrom(ctx); h.OnFallback != nil {
-			h.OnFallback(model.Fallback{From: mem.Name, To: m.members[i+1].Name, Reason: err.Error()})
-		}
+		m.setRest(i, rest{until: m.now().Add(Rest), reason: err.Error()})
+		handOver(i, err.Error())
 	}
 	panic("unreachable: New refuses an empty chain")
+}
+
+// resting says why member i is skipped now, or "" when it is not.
+func (m *Model) resting(i int) string {
+	m.mu.Lock()
+	r := m.rests[i]
+	m.mu.Unlock()
+	left := r.until.Sub(m.now())
+	if left <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: skipped for %s more, after: %s", m.members[i].Name, left.Round(time.Second), r.reason)
+}
+
+func (m *Model) setRest(i int, r rest) {
+	m.mu.Lock()
+	m.rests[i] = r
+	m.mu.Unlock()
 }
 
 // FallsBack reports whether a call that failed with err under ctx is

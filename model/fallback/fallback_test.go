@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -129,5 +130,43 @@ func TestNewListsEveryProblem(t *testing.T) {
 	}
 	if _, err := fallback.New(); err == nil {
 		t.Error("an empty chain was accepted")
+	}
+}
+
+// TestRest: a member that failed over is skipped for Rest, each skip a
+// hand-over that says why; after Rest it is asked again, and the last
+// member is never skipped.
+func TestRest(t *testing.T) {
+	a, b := &fake{err: apiErr(model.ErrOverloaded)}, &fake{text: "from b"}
+	c := chain(t, a, b)
+	now := time.Unix(1000, 0)
+	fallback.SetClock(c, func() time.Time { return now })
+	var got []model.Fallback
+	ctx := model.WithHooks(context.Background(), model.Hooks{OnFallback: func(f model.Fallback) { got = append(got, f) }})
+	for range 3 {
+		if resp, err := c.Generate(ctx, model.Request{}); err != nil || resp.Via != "b:m" {
+			t.Fatalf("resp %+v err %v; want b", resp, err)
+		}
+		now = now.Add(10 * time.Second)
+	}
+	if a.calls != 1 || b.calls != 3 || len(got) != 3 {
+		t.Fatalf("calls a=%d b=%d, %d hand-overs; want a asked once, then skipped twice", a.calls, b.calls, len(got))
+	}
+	if want := "a:m: skipped for 20s more, after: a:m: p: overloaded: overloaded"; got[1].Reason != want {
+		t.Errorf("a skip says %q, want %q", got[1].Reason, want)
+	}
+	// Rest is over: a is asked again, and answers.
+	a.err = nil
+	a.text = "from a"
+	if resp, _ := c.Generate(ctx, model.Request{}); resp.Via != "a:m" || a.calls != 2 {
+		t.Errorf("after the rest: via %q, a called %d times; want a asked again", resp.Via, a.calls)
+	}
+	// The last member is asked even while it rests.
+	x, y := &fake{err: apiErr(model.ErrOverloaded)}, &fake{err: apiErr(model.ErrOverloaded)}
+	c = chain(t, x, y)
+	c.Generate(context.Background(), model.Request{})
+	c.Generate(context.Background(), model.Request{})
+	if x.calls != 1 || y.calls != 2 {
+		t.Errorf("calls x=%d y=%d; want x skipped the second time, y asked both", x.calls, y.calls)
 	}
 }
