@@ -167,6 +167,9 @@ func (m *Machine) stepTools(ev *Event) {
 		i := childIndex(m.st.Calls, ev.Call)
 		charged, note, res := m.st.Calls[i].Spawn.ended(*ev.Child, m.st.Step)
 		m.st.Usage = m.st.Usage.Add(charged)
+		for _, share := range ev.Child.ByModel { // charged, so counted among the run's
+			m.st.ByModel = addModelShare(m.st.ByModel, share)
+		}
 		m.note(note)
 		id, out = m.st.Calls[i].ID, res
 	}

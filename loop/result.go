@@ -46,8 +46,9 @@ type Result struct {
 	Attempts []Attempt    `json:"attempts"`
 	Usage    budget.Usage `json:"usage"`
 	// ByModel is the share each model of a fallback chain had of the
-	// run's own calls (a sub-agent's are in its own Result), in the order
-	// they first answered; nil when the run's model is not a chain. Only
+	// run's calls, its sub-agents' included (they are charged to it), in
+	// the order they first answered; nil when the run's model is not a
+	// chain. Only
 	// answered calls count: a call that failed over has no usage of its
 	// own.
 	ByModel []ModelUsage `json:"by_model,omitempty"`

@@ -40,22 +40,28 @@ func (st *state) charge(r *model.Response) {
 	}
 }
 
-// addModelUsage adds u to name's entry of by, adding the entry at the end
-// the first time name answers.
+// addModelUsage adds one call's usage u to name's entry of by.
 func addModelUsage(by []ModelUsage, name string, u model.Usage) []ModelUsage {
+	return addModelShare(by, ModelUsage{Model: name, ModelCalls: 1, InputTokens: u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens,
+		OutputTokens: u.OutputTokens, Cost: u.Cost, CostUnknown: !u.CostKnown})
+}
+
+// addModelShare adds share to its model's entry of by, adding the entry
+// at the end the first time the model answers.
+func addModelShare(by []ModelUsage, share ModelUsage) []ModelUsage {
 	i := 0
-	for i < len(by) && by[i].Model != name {
+	for i < len(by) && by[i].Model != share.Model {
 		i++
 	}
 	if i == len(by) {
-		by = append(by, ModelUsage{Model: name})
+		by = append(by, ModelUsage{Model: share.Model})
 	}
 	e := &by[i]
-	e.ModelCalls++
-	e.InputTokens += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
-	e.OutputTokens += u.OutputTokens
-	e.Cost += u.Cost
-	e.CostUnknown = e.CostUnknown || !u.CostKnown
+	e.ModelCalls += share.ModelCalls
+	e.InputTokens += share.InputTokens
+	e.OutputTokens += share.OutputTokens
+	e.Cost += share.Cost
+	e.CostUnknown = e.CostUnknown || share.CostUnknown
 	return by
 }
 

@@ -407,6 +407,11 @@ func parseChild(t testing.TB, td *datadriven.TestData) (loop.Result, error) {
 		}
 		res.Usage.Cost = budget.USD(f)
 	}
+	if td.HasArg("via") { // a fallback chain's model answered every call
+		u := res.Usage
+		res.ByModel = []loop.ModelUsage{{ModelCalls: u.ModelCalls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, Cost: u.Cost}}
+		td.ScanArgs(t, "via", &res.ByModel[0].Model)
+	}
 	if answer := strings.TrimSpace(td.Input); answer != "" {
 		ok := res.Status == loop.Done
 		summary := fmt.Sprintf("attempt 1 answered %q: ", answer)
