@@ -78,45 +78,10 @@ func readTestdata(t testing.TB, name string) []byte {
 // against the tests' RLIMIT_NPROC nor look like sandbox leftovers.
 const testUID = 61999
 
-// sandboxProcs lists the live processes of the sandbox uid on the host.
-func sandboxProcs(t testing.TB) []string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		return nil // then the sandbox uid is ours; nothing to tell apart
-	}
-	var out []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*/status")
-	for _, p := range dirs {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var uid, state, name string
-		for _, line := range strings.Split(string(data), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 2 {
-				continue
-			}
-			switch f[0] {
-			case "Uid:":
-				uid = f[1]
-			case "State:":
-				state = f[1]
-			case "Name:":
-				name = f[1]
-			}
-		}
-		if uid == strconv.Itoa(testUID) && state != "Z" && state != "X" {
-			out = append(out, filepath.Base(filepath.Dir(p))+"("+name+")")
-		}
-	}
-	return out
-}
-
 // noSandboxProcs fails if any process of the sandbox uid is alive.
 func noSandboxProcs(t testing.TB) {
 	t.Helper()
-	if left := sandboxProcs(t); len(left) > 0 {
+	if left := testenv.ProcessesOf(testUID); len(left) > 0 {
 		t.Errorf("processes of the sandbox uid %d still alive after Run returned: %v", testUID, left)
 	}
 }

@@ -224,7 +224,7 @@ func TestHostile(t *testing.T) {
 			if r.IsError {
 				t.Fatalf("outcome %s: %s", r.Outcome, r.Output)
 			}
-			if left := procsOf(testUID); len(left) > 0 {
+			if left := testenv.ProcessesOf(testUID); len(left) > 0 {
 				t.Errorf("processes of the sandbox uid alive after the call: %v", left)
 			}
 			for _, p := range s.paths {
@@ -253,39 +253,4 @@ func want(t *testing.T, out string, subs ...string) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
 	}
-}
-
-// procsOf lists the live processes of uid on the host (none to tell apart
-// when the tests do not run as root: the sandbox then runs as us).
-func procsOf(uid int) []string {
-	if os.Geteuid() != 0 {
-		return nil
-	}
-	var out []string
-	files, _ := filepath.Glob("/proc/[0-9]*/status")
-	for _, p := range files {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var id, state, name string
-		for _, line := range strings.Split(string(data), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 2 {
-				continue
-			}
-			switch f[0] {
-			case "Uid:":
-				id = f[1]
-			case "State:":
-				state = f[1]
-			case "Name:":
-				name = f[1]
-			}
-		}
-		if id == strconv.Itoa(uid) && state != "Z" && state != "X" {
-			out = append(out, filepath.Base(filepath.Dir(p))+"("+name+")")
-		}
-	}
-	return out
 }
