@@ -211,16 +211,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	}
 	sum := eval.Summarize(suite.Label, out.Records)
 	sum.Runs = eval.RunLinks(out.Records, *dir)
-	if *asJSON {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(sum)
-	} else {
-		err = sum.Markdown(m.Stdout, 20)
-		if err == nil {
-			_, err = fmt.Fprintf(m.Stdout, "\nresults: %s (%d runs now, %d resumed)\n", *dir, out.Ran, out.Resumed)
-		}
-	}
+	err = m.printSummary(sum, *asJSON, fmt.Sprintf("\nresults: %s (%d runs now, %d resumed)\n", *dir, out.Ran, out.Resumed))
 	if err == nil && *htmlOut != "" {
 		err = writeFileWith(*htmlOut, func(w io.Writer) error { return eval.HTMLSummary(w, sum) })
 	}
@@ -238,6 +229,21 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	return exitDone
+}
+
+// printSummary prints an eval's summary: as JSON, or as Markdown followed
+// by tail (where the results went, what to run next).
+func (m *Main) printSummary(sum eval.Summary, asJSON bool, tail string) error {
+	if asJSON {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	}
+	if err := sum.Markdown(m.Stdout, 20); err != nil {
+		return err
+	}
+	_, err := io.WriteString(m.Stdout, tail)
+	return err
 }
 
 func writeFileWith(path string, fn func(io.Writer) error) error {

@@ -147,17 +147,8 @@ func (m *Main) evalRescore(ctx context.Context, args []string) int {
 	}
 	sum := eval.Summarize(*label, out.Records)
 	sum.Runs = eval.RunLinks(out.Records, *dir)
-	if *asJSON {
-		enc := json.NewEncoder(m.Stdout)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(sum)
-	} else {
-		err = sum.Markdown(m.Stdout, 20)
-		if err == nil {
-			_, err = fmt.Fprintf(m.Stdout, "\nresults: %s (%d runs rescored, %d candidates judged, %d sim runs kept; no model calls)\ncompare: ratchet eval compare %s %s\n",
-				*dir, out.Rescored, out.Judged, out.Kept, pos[0], cmpArg)
-		}
-	}
+	err = m.printSummary(sum, *asJSON, fmt.Sprintf("\nresults: %s (%d runs rescored, %d candidates judged, %d sim runs kept; no model calls)\ncompare: ratchet eval compare %s %s\n",
+		*dir, out.Rescored, out.Judged, out.Kept, pos[0], cmpArg))
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)
 		return exitInfra
