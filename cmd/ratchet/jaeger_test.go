@@ -79,6 +79,25 @@ exporters:
 func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
 	bin := testenv.Jaeger(t)
+	// The ports are free when picked, but another test may take one before
+	// Jaeger binds it: a Jaeger that exits while starting is started again
+	// on new ports.
+	var logs []string
+	for range 3 {
+		j, log := tryJaeger(t, bin)
+		if j != nil {
+			return j
+		}
+		logs = append(logs, log)
+	}
+	t.Fatalf("jaeger exited while starting, 3 times:\n%s", strings.Join(logs, "\n---\n"))
+	return nil
+}
+
+// tryJaeger starts Jaeger on fresh ports and waits for its query API; when
+// it exits first, it returns its log instead.
+func tryJaeger(t *testing.T, bin string) (*jaeger, string) {
+	t.Helper()
 	j := &jaeger{
 		query:    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		otlpGRPC: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -93,30 +112,33 @@ func startJaeger(t *testing.T) *jaeger {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer logf.Close() // Jaeger keeps its own descriptor
 	cmd := exec.Command(bin, "--config=file:"+cfg)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited is closed once Wait returns, so that both the wait below and
+	// the cleanup can see it (a value sent once would be taken by one).
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
-		logf.Close()
 	})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case err := <-exited:
+		case <-exited:
 			log, _ := os.ReadFile(logf.Name())
-			t.Fatalf("jaeger exited: %v\n%s", err, log)
+			return nil, fmt.Sprintf("%v\n%s", waitErr, log)
 		default:
 		}
 		if resp, err := http.Get("http://" + j.query + "/api/services"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return j
+				return j, ""
 			}
 		}
 		if time.Now().After(deadline) {
