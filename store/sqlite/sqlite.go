@@ -147,9 +147,19 @@ func New(cfg Config) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
+	// Switching a new file to WAL takes an exclusive lock without waiting
+	// in the busy handler: another process opening the same new file at
+	// once makes it fail at once, so it is tried again within the timeout.
 	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
-		return fail(err)
+	for wait := time.Now().Add(cfg.BusyTimeout); ; {
+		err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil {
+			break
+		}
+		if !busy(err) || time.Now().After(wait) {
+			return fail(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("journal mode is %q, not wal (WAL needs a local file system)", mode))
@@ -620,4 +630,10 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// busy says err is SQLite's SQLITE_BUSY (or one of its extended codes).
+func busy(err error) bool {
+	var e *driver.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5
 }
