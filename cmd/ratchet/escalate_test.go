@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -27,8 +28,13 @@ escalate: true
 `,
 	})
 	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
-	c := run(t, env, "run", filepath.Join(dir, "task.yaml"))
+	// With --json, stdout holds the waiting run as one JSON object.
+	c := run(t, env, "run", "--json", filepath.Join(dir, "task.yaml"))
 	c.wantCode(t, exitWaiting)
+	var waiting struct{ Run, Status, Question string }
+	if err := json.Unmarshal([]byte(c.stdout), &waiting); err != nil || waiting.Status != "awaiting_input" || waiting.Run == "" || !strings.Contains(waiting.Question, "Raise steps") {
+		t.Fatalf("run --json of a waiting run: want its ID, status and question on stdout (%v):\n%v", err, c)
+	}
 	m := regexp.MustCompile(`run (\S+) is waiting for a person:\n  (.*)\n`).FindStringSubmatch(c.stderr)
 	if m == nil || !strings.Contains(m[2], "would end exhausted:steps") || !strings.Contains(m[2], "Raise steps from 2 to 4, or stop?") {
 		t.Fatalf("no specific question:\n%v", c)

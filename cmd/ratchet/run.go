@@ -26,6 +26,7 @@ import (
 	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/tool/mcp"
@@ -284,6 +285,28 @@ func tick(p *observe.Printer) (stop func()) {
 	}
 }
 
+// waiting says that run waits for a person and how to reply; with --json,
+// stdout gets the same as one JSON object, since there is no Result yet.
+func (m *Main) waiting(name, run, question string, f runFlags) int {
+	fmt.Fprintf(m.Stderr, "%s: run %s is waiting for a person:\n  %s\n", name, run, question)
+	fmt.Fprintf(m.Stderr, "reply with: ratchet answer %[1]s \"...\"  (or, for an approval: ratchet approve %[1]s / ratchet deny %[1]s \"why\")\n", run)
+	if f.json {
+		enc := json.NewEncoder(m.Stdout)
+		enc.SetIndent("", "  ")
+		err := enc.Encode(struct {
+			Run      string `json:"run"`
+			DB       string `json:"db"`
+			Status   string `json:"status"`
+			Question string `json:"question"`
+		}{run, m.shownDB(f.db), store.StatusAwaitingInput, question})
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
+			return exitInfra
+		}
+	}
+	return exitWaiting
+}
+
 // printResult prints a run's Result as JSON on stdout, and beside its
 // fields where to find the run again: its ID and database.
 func (m *Main) printResult(runID, db string, res loop.Result) error {
@@ -350,13 +373,12 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	logErr := closeLog()
 	var awaiting *runner.AwaitingError
 	if errors.As(runErr, &awaiting) {
-		fmt.Fprintf(m.Stderr, "%s: run %s is waiting for a person:\n  %s\n", name, awaiting.Run, awaiting.Question)
-		fmt.Fprintf(m.Stderr, "reply with: ratchet answer %[1]s \"...\"  (or, for an approval: ratchet approve %[1]s / ratchet deny %[1]s \"why\")\n", awaiting.Run)
+		code := m.waiting(name, awaiting.Run, awaiting.Question, f)
 		if logErr != nil {
 			fmt.Fprintf(m.Stderr, "%s: event log %s is incomplete: %v\n", name, f.log, logErr)
 			return exitInfra
 		}
-		return exitWaiting
+		return code
 	}
 	if res.Status == "" { // the run never started
 		fmt.Fprintf(m.Stderr, "%s: %v\n", name, runErr)

@@ -184,9 +184,7 @@ func (m *Main) follow(ctx context.Context, name string, c client.Client, db stor
 		case <-tick.C:
 			row, err := db.Run(wctx, runID)
 			if err == nil && row.Status == store.StatusAwaitingInput {
-				fmt.Fprintf(m.Stderr, "%s: run %s is waiting for a person:\n  %s\n", name, runID, row.Question)
-				fmt.Fprintf(m.Stderr, "reply with: ratchet answer %[1]s \"...\"  (or, for an approval: ratchet approve %[1]s / ratchet deny %[1]s \"why\")\n", runID)
-				return exitWaiting
+				return m.waiting(name, runID, row.Question, f)
 			}
 		}
 	}
