@@ -147,24 +147,49 @@ func (l *Limits) Set(d Dimension, v int64) {
 // Validate reports every problem with l (after defaults) at once, checking
 // that it leaves room for the closing reserve r.
 func (l Limits) Validate(r Usage) error {
+	problems := l.Problems(r)
+	if len(problems) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(problems))
+	for i, p := range problems {
+		msgs[i] = p.Error()
+	}
+	return fmt.Errorf("budget: %s", strings.Join(msgs, "; "))
+}
+
+// A LimitProblem is one problem with a budget: the dimension it is on, or
+// "" when it is about the limits together.
+type LimitProblem struct {
+	Dimension Dimension
+	Msg       string
+}
+
+func (p LimitProblem) Error() string {
+	if p.Dimension == "" {
+		return p.Msg
+	}
+	return string(p.Dimension) + ": " + p.Msg
+}
+
+// Problems lists every problem with l (after defaults), in Dimensions
+// order, checking that it leaves room for the closing reserve r.
+func (l Limits) Problems(r Usage) []LimitProblem {
 	l = l.WithDefaults()
-	var problems []string
+	var problems []LimitProblem
 	for _, d := range Dimensions {
 		v := l.Limit(d)
 		switch {
 		case v < Unlimited:
-			problems = append(problems, fmt.Sprintf("%s: %d is negative (use -1 for unlimited)", d, v))
+			problems = append(problems, LimitProblem{d, fmt.Sprintf("%d is negative (use -1 for unlimited)", v)})
 		case v != Unlimited && v <= r.Get(d):
-			problems = append(problems, fmt.Sprintf("%s: limit %s leaves nothing beyond the closing reserve of %s", d, Format(d, v), Format(d, r.Get(d))))
+			problems = append(problems, LimitProblem{d, fmt.Sprintf("limit %s leaves nothing beyond the closing reserve of %s", Format(d, v), Format(d, r.Get(d)))})
 		}
 	}
 	if l.Steps == Unlimited && l.ModelCalls == Unlimited {
-		problems = append(problems, "steps and model_calls are both unlimited: a loop needs at least one turn limit")
+		problems = append(problems, LimitProblem{"", "steps and model_calls are both unlimited: a loop needs at least one turn limit"})
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("budget: %s", strings.Join(problems, "; "))
-	}
-	return nil
+	return problems
 }
 
 // Usage is what a run has consumed. The same type expresses a reserve.

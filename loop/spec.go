@@ -109,6 +109,12 @@ type Policy struct {
 	Subagents *Subagents `json:"subagents,omitempty"`
 }
 
+// ClosingReserve is what p keeps back from limits l for the closing turn,
+// as Spec.Validate checks it.
+func (p Policy) ClosingReserve(l budget.Limits) budget.Usage {
+	return p.withDefaults(l.WithDefaults()).Reserve
+}
+
 func (p Policy) withDefaults(l budget.Limits) Policy {
 	p.Progress = p.Progress.WithDefaults()
 	if p.MaxOutputTokens == 0 {

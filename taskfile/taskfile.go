@@ -620,8 +620,11 @@ func (p *parser) budget(n *yaml.Node) { p.limits(n, "budget", &p.f.Budget) }
 
 // limits reads a budget mapping at where into b.
 func (p *parser) limits(n *yaml.Node, where string, b *budget.Limits) {
+	before := len(p.problems)
+	nodes := map[budget.Dimension]*yaml.Node{}
 	p.fields(n, where, []string{"steps", "model_calls", "tool_calls", "input_tokens", "output_tokens", "total_tokens", "cost", "time"}, func(key string, v *yaml.Node) {
 		field := where + "." + key
+		nodes[budget.Dimension(key)] = v
 		switch key {
 		case "steps":
 			b.Steps = p.int(v, field, budget.Unlimited)
@@ -641,6 +644,20 @@ func (p *parser) limits(n *yaml.Node, where string, b *budget.Limits) {
 			b.Time = p.duration(v, field)
 		}
 	})
+	if len(p.problems) > before {
+		return // a value that did not parse is not worth judging as a whole
+	}
+	// The limits together, as the run will check them: each problem at
+	// its field's line, with the others of the file.
+	for _, prob := range b.Problems(loop.Policy{}.ClosingReserve(*b)) {
+		at, field := n, where
+		if v := nodes[prob.Dimension]; v != nil {
+			at, field = v, where+"."+string(prob.Dimension)
+		} else if prob.Dimension != "" {
+			field = where + "." + string(prob.Dimension) + " (its default)"
+		}
+		p.errorf(at, "%s: %s", field, prob.Msg)
+	}
 }
 
 // cost parses US dollars ("0.25", "$0.25") into micro-USD.
