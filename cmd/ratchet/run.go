@@ -26,8 +26,8 @@ import (
 	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
-	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/tool/mcp"
 )
