@@ -148,6 +148,7 @@ const (
 	ErrServer      ErrorKind = "server"       // other 5xx
 	ErrTransport   ErrorKind = "transport"    // no HTTP reply: refused, reset, DNS
 	ErrTimeout     ErrorKind = "timeout"      // the call's deadline or an attempt's timeout
+	ErrQuota       ErrorKind = "quota"        // the account's credit or quota is spent: no retry helps
 )
 
 // KindOf classifies an HTTP status.

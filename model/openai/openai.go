@@ -392,7 +392,12 @@ func (m *Model) apiError(err error) *model.APIError {
 	var oe *openai.Error
 	if errors.As(err, &oe) {
 		e := &model.APIError{Provider: m.provider, Status: oe.StatusCode, Kind: model.KindOf(oe.StatusCode), Message: cmp.Or(oe.Message, http.StatusText(oe.StatusCode)), Err: err}
+		if oe.Code == "insufficient_quota" || oe.Type == "insufficient_quota" { // never retried: see retry.QuotaSpent
+			e.Kind = model.ErrQuota
+		}
 		switch e.Kind {
+		case model.ErrQuota:
+			e.Fix = "the account's balance or quota is exhausted: add credit or raise its limit (retrying cannot help)"
 		case model.ErrAuth:
 			e.Fix = "check OPENAI_API_KEY (or the key in the config): it is missing, wrong or lacks access"
 		case model.ErrNotFound:

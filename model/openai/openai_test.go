@@ -3,6 +3,10 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -13,6 +17,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/modeltest"
 	"github.com/ratchetloop/ratchet/model/price"
+	"github.com/ratchetloop/ratchet/model/retry"
 )
 
 const testModel = "gpt-4.1"
@@ -194,3 +199,26 @@ func (f fixture) Reply(modeltest.Reply, bool) (string, []byte) {
 }
 func (fixture) Error(int) []byte                       { return nil }
 func (fixture) Parse(b []byte) (modeltest.Seen, error) { return wire{}.Parse(b) }
+
+// An exhausted balance (a 429 with insufficient_quota, the body OpenAI's
+// API sends) fails at the first attempt as quota, saying so, and is not
+// told to try again later.
+func TestQuotaFailsAtOnce(t *testing.T) {
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(429)
+		io.WriteString(w, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`)
+	}))
+	defer srv.Close()
+	m, err := New(Config{Model: testModel, APIKey: "sk-test", BaseURL: srv.URL + "/v1", NoEnv: true, Retry: retry.Config{MaxAttempts: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("hi")}}}})
+	var ae *model.APIError
+	if !errors.As(err, &ae) || ae.Kind != model.ErrQuota || ae.Temporary() || !strings.Contains(ae.Fix, "exhausted") || strings.Contains(ae.Fix, "try again") || n != 1 {
+		t.Errorf("after %d attempts: %v; want one attempt failing as quota, saying the balance is exhausted", n, err)
+	}
+}

@@ -9,12 +9,15 @@
 // runner derives it from the run's remaining time budget): when the wait
 // would cross it, the transport gives up and returns the last reply or error.
 // Anything else (400, 401, 403, 404, a refused connection) is returned at
-// once. Before each wait it calls model.HooksFrom(ctx).OnRetry.
+// once, and so is a 429 whose body says the account's quota is spent
+// (insufficient_quota). Before each wait it calls
+// model.HooksFrom(ctx).OnRetry.
 package retry
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -164,6 +167,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		case !Retryable(resp.StatusCode):
 			return resp, nil
+		case resp.StatusCode == 429 && quotaSpent(resp):
+			return resp, nil // a spent balance does not come back by waiting
 		default:
 			status = resp.StatusCode
 			reason = fmt.Sprintf("%d %s", status, model.KindOf(status))
@@ -190,6 +195,32 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// quotaSpent reports whether a 429 reply says the account's quota or
+// credit is spent rather than a rate passed (OpenAI's insufficient_quota).
+// It reads the body, which is small, and puts it back for the SDK.
+func quotaSpent(resp *http.Response) bool {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return err == nil && QuotaSpent(data)
+}
+
+// QuotaSpent reports whether an error body ({"error":{"code":...,
+// "type":...}}) says the account's quota or credit is spent.
+func QuotaSpent(body []byte) bool {
+	var e struct {
+		Error struct {
+			Code any    `json:"code"` // a string at OpenAI, a number at some servers
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return false
+	}
+	code, _ := e.Error.Code.(string)
+	return code == "insufficient_quota" || e.Error.Type == "insufficient_quota"
 }
 
 // stop says in words why the failed attempt is the last one, or "" when it

@@ -211,3 +211,33 @@ func TestOutcomeSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// A 429 that says the quota is spent (OpenAI's insufficient_quota, body as
+// its API reference documents it) is returned at once: waiting does not
+// refill a balance. A plain 429 is retried.
+func TestQuotaSpentIsNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		body     string
+		attempts int
+	}{
+		{`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`, 1},
+		{`{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, 3},
+	} {
+		n := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n++
+			w.WriteHeader(429)
+			io.WriteString(w, tc.body)
+		}))
+		tr := New(Config{MaxAttempts: 3, Sleep: func(context.Context, time.Duration) error { return nil }})
+		resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if n != tc.attempts || string(body) != tc.body {
+			t.Errorf("%s: %d attempts, body %q; want %d attempts and the body intact", tc.body, n, body, tc.attempts)
+		}
+	}
+}
