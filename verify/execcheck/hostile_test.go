@@ -54,6 +54,7 @@ type hostileVerdict struct {
 	answer    string
 	workspace map[string]string
 	limits    sandbox.Limits
+	tests     string   // the test file in testdata; test_calc.py unless set
 	where     string   // the verdict's Where; every case fails
 	detail    []string // in the verdict's Detail
 }
@@ -82,6 +83,9 @@ func hostileVerdicts(t *testing.T) []hostileVerdict {
 			where: execcheck.Tampered, detail: []string{"sentinel", "passed"}},
 		{name: "plugin registered at import drops the failing test", answer: hostile(t, "deselect.py"),
 			where: "missing tests", detail: []string{"test_negative (test_calc.py)"}},
+		{name: "plugin registered at import drops the failing test named outside ASCII", tests: "test_calc_unicode.py",
+			answer: strings.Replace(hostile(t, "deselect.py"), "test_negative", "test_négatif", 1),
+			where:  "missing tests", detail: []string{"test_négatif (test_calc.py)"}},
 		{name: ".pth in the agent's user site-packages loads a plugin that passes everything", workspace: map[string]string{
 			"calc.py": wrongCalc, "forge.py": hostile(t, "forge.py"),
 			".local/lib/python3.11/site-packages/forge.pth": pth,
@@ -120,6 +124,10 @@ func TestHostileVerdicts(t *testing.T) {
 			r := backendRunner(t, backend)
 			for _, hc := range hostileVerdicts(t) {
 				t.Run(hc.name, func(t *testing.T) {
+					tests := tests
+					if hc.tests != "" {
+						tests = filepath.Join(filepath.Dir(tests), hc.tests)
+					}
 					cfg := execcheck.Config{
 						Name: "tests", Runner: r, Format: "pytest",
 						Command: []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py"},

@@ -16,6 +16,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/verify/testreport"
@@ -213,15 +217,21 @@ func expectedTests(format string, tests []sandbox.Mount) ([]expectedTest, error)
 	return out, nil
 }
 
+// pyIdent is the rest of a Python identifier, which may be outside ASCII
+// (\w is ASCII only in Go): a test named test_é must be required too.
+const pyIdent = `[\pL\pM\pN\p{Pc}]*`
+
 var (
-	pyTopTest    = regexp.MustCompile(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
-	pyTestClass  = regexp.MustCompile(`^class\s+(Test\w*)\s*[(:]`)
-	pyMethodTest = regexp.MustCompile(`^\s+(?:async\s+)?def\s+(test\w*)\s*\(`)
+	pyTopTest    = regexp.MustCompile(`^(?:async\s+)?def\s+(test` + pyIdent + `)\s*\(`)
+	pyTestClass  = regexp.MustCompile(`^class\s+(Test` + pyIdent + `)\s*[(:]`)
+	pyMethodTest = regexp.MustCompile(`^\s+(?:async\s+)?def\s+(test` + pyIdent + `)\s*\(`)
 )
 
 // pytestNames finds pytest's default collection in a test file: top-level
 // functions named test*, and test* methods of top-level classes named
 // Test*. Tests made dynamically are not found, and so not required.
+// Names are NFKC-normalized, as Python does to identifiers, so that they
+// match what pytest reports.
 func pytestNames(p string) ([]string, error) {
 	src, err := readCapped(p)
 	if err != nil {
@@ -240,9 +250,9 @@ func pytestNames(p string) ([]string, error) {
 			inClass = pyTestClass.MatchString(l)
 		}
 		if m := pyTopTest.FindStringSubmatch(l); m != nil {
-			names = append(names, m[1])
+			names = append(names, norm.NFKC.String(m[1]))
 		} else if m := pyMethodTest.FindStringSubmatch(l); m != nil && inClass {
-			names = append(names, m[1])
+			names = append(names, norm.NFKC.String(m[1]))
 		}
 	}
 	return names, sc.Err()
@@ -270,7 +280,8 @@ func goTestNames(p string) ([]string, error) {
 			continue
 		}
 		for _, prefix := range []string{"Test", "Fuzz"} {
-			if rest, ok := strings.CutPrefix(fd.Name.Name, prefix); ok && (rest == "" || !('a' <= rest[0] && rest[0] <= 'z')) {
+			// go test's rule: the rune after the prefix is not lower case.
+			if rest, ok := strings.CutPrefix(fd.Name.Name, prefix); ok && (rest == "" || !unicode.IsLower(firstRune(rest))) {
 				names = append(names, fd.Name.Name)
 			}
 		}
@@ -301,6 +312,11 @@ func nodeTestNames(p string) ([]string, error) {
 		names = append(names, string(m[1])+string(m[2]))
 	}
 	return names, nil
+}
+
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
 }
 
 func readCapped(p string) ([]byte, error) {
