@@ -392,7 +392,7 @@ func (m *Model) apiError(err error) *model.APIError {
 	var oe *openai.Error
 	if errors.As(err, &oe) {
 		e := &model.APIError{Provider: m.provider, Status: oe.StatusCode, Kind: model.KindOf(oe.StatusCode), Message: cmp.Or(oe.Message, http.StatusText(oe.StatusCode)), Err: err}
-		if oe.Code == "insufficient_quota" || oe.Type == "insufficient_quota" { // never retried: see retry.QuotaSpent
+		if oe.Code == "insufficient_quota" || oe.Type == "insufficient_quota" { // never retried: the retry transport returns it at once
 			e.Kind = model.ErrQuota
 		}
 		switch e.Kind {

@@ -197,26 +197,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// quotaSpent reports whether a 429 reply says the account's quota or
-// credit is spent rather than a rate passed (OpenAI's insufficient_quota).
-// It reads the body, which is small, and puts it back for the SDK.
+// quotaSpent reports whether a 429 reply's body ({"error":{"code":...,
+// "type":...}}) says the account's quota or credit is spent rather than a
+// rate passed (OpenAI's insufficient_quota). It reads the body, which is
+// small, and puts it back for the SDK.
 func quotaSpent(resp *http.Response) bool {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(data))
-	return err == nil && QuotaSpent(data)
-}
-
-// QuotaSpent reports whether an error body ({"error":{"code":...,
-// "type":...}}) says the account's quota or credit is spent.
-func QuotaSpent(body []byte) bool {
 	var e struct {
 		Error struct {
 			Code any    `json:"code"` // a string at OpenAI, a number at some servers
 			Type string `json:"type"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &e) != nil {
+	if err != nil || json.Unmarshal(data, &e) != nil {
 		return false
 	}
 	code, _ := e.Error.Code.(string)
