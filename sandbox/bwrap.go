@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,9 @@ func (b *bwrapBackend) args(j *job) []string {
 			a = append(a, "--ro-bind", empty, j.ws.abs(g.rel))
 		}
 	}
-	a = append(a, "--chdir", j.ws.dir, "--info-fd", "3", "--")
+	// bwrap passes inherited descriptors on to the command and closes its
+	// info fd, which comes after the caller's extra files.
+	a = append(a, "--chdir", j.ws.dir, "--info-fd", strconv.Itoa(3+len(j.extra)), "--")
 	return append(a, j.argv...)
 }
 
@@ -98,7 +101,7 @@ func (b *bwrapBackend) run(ctx context.Context, j *job) (exit, error) {
 	}
 	defer infoR.Close()
 	cmd := newCmd(append([]string{bwrap}, b.args(j)...), j)
-	cmd.ExtraFiles = []*os.File{infoW}
+	cmd.ExtraFiles = append(slices.Clone(j.extra), infoW)
 	// As root, bwrap itself runs as the sandbox uid and builds its
 	// namespaces unprivileged, mapping 65534 inside to that uid.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: credential(j.ids), Setpgid: true}

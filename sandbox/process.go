@@ -131,7 +131,8 @@ func newCmd(argv []string, j *job) *exec.Cmd {
 		Stderr: j.stderr,
 		// Everything in the sandbox is dead when the command is; this only
 		// bounds Wait if a pipe was passed on to something that is not.
-		WaitDelay: 2 * time.Second,
+		WaitDelay:  2 * time.Second,
+		ExtraFiles: j.extra,
 	}
 	return cmd
 }

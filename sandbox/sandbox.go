@@ -195,6 +195,11 @@ type Spec struct {
 	// candidate gains nothing by forging, and never share one between
 	// mutually distrusting users.
 	Caches []Cache
+	// ExtraFiles are passed to the command as file descriptors 3, 4, ...
+	// (on every backend), e.g. one end of a socket pair through which the
+	// host talks to a process that must not share a sandbox with another.
+	// The caller keeps and closes its own copies.
+	ExtraFiles []*os.File
 }
 
 // Cache is one persistent read-write directory; see Spec.Caches.
@@ -444,6 +449,7 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 		stdout: stdout,
 		stderr: stderr,
 		caches: s.Caches,
+		extra:  s.ExtraFiles,
 	}
 	// Shadowing by the candidate's own files, before it can remove them,
 	// and by files it creates while it runs, even if it removes them.
@@ -504,6 +510,7 @@ type job struct {
 	stdout *capture
 	stderr *capture
 	caches []Cache
+	extra  []*os.File // fds 3, 4, ... of the command
 	// wallCtx is done when the wall timeout expires or the caller gives
 	// up; the backend then kills the whole tree.
 	wallCtx context.Context

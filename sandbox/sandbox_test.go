@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -388,5 +389,34 @@ func TestOverhead(t *testing.T) {
 		if boxed-bare > 300*time.Millisecond {
 			t.Errorf("%s adds %v to /bin/true", b, boxed-bare)
 		}
+	}
+}
+
+// TestExtraFiles: Spec.ExtraFiles reach the command as fds 3, 4, ... on
+// every backend, both ways, and bwrap's own info fd does not leak in.
+func TestExtraFiles(t *testing.T) {
+	for _, backend := range allBackends {
+		t.Run(backend, func(t *testing.T) {
+			inR, inW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			outR, outW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inR.Close()
+			defer outR.Close()
+			if _, err := inW.WriteString("ping\n"); err != nil {
+				t.Fatal(err)
+			}
+			inW.Close()
+			res := run(t, runnerFor(t, backend), Spec{Command: []string{"sh", "-c", "read x <&3; echo \"$x pong\" >&4; echo 5 >&5 || echo no-fd5"}, ExtraFiles: []*os.File{inR, outW}})
+			outW.Close()
+			got, _ := io.ReadAll(outR)
+			if string(got) != "ping pong\n" || res.ExitCode != 0 || !contains(res.Stderr, "Bad file descriptor") {
+				t.Errorf("fd 4 carried %q; exit %d, stdout %q, stderr %q", got, res.ExitCode, res.Stdout, res.Stderr)
+			}
+		})
 	}
 }
