@@ -62,6 +62,10 @@ type Verdict struct {
 	Where      string        `json:"where,omitempty"`
 	Provenance Provenance    `json:"provenance"`
 	Cost       budget.Micros `json:"cost_micros,omitempty"`
+	// Isolation says where an execution check ran the candidate: "judge"
+	// (a process of its own, answering the tests' calls) or "in-process"
+	// (inside the test runner, which it could reach into).
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Verifier checks a candidate. Check returns a Go error only when the check

@@ -32,6 +32,7 @@ package execcheck
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/judge"
 	"github.com/ratchetloop/ratchet/verify/testreport"
 )
 
@@ -73,6 +75,14 @@ type Config struct {
 	Limits sandbox.Limits
 	// MaxFeedback caps the detail sent back to the model (default 1500).
 	MaxFeedback int
+	// Isolation is where the candidate runs: Judge (its own sandbox,
+	// answering the tests' calls) or InProcess (in the test runner's
+	// process). Empty chooses Judge wherever it can serve (see
+	// JudgeServes) and InProcess elsewhere.
+	Isolation string
+	// CallTimeout bounds each call the tests make into the candidate in
+	// judge isolation (default 10s).
+	CallTimeout time.Duration
 	// GoCache is the host directory kept as the Go build cache of format go
 	// checks (default: ratchet-sandbox-go-build-UID in the temp dir).
 	// Without it every check would rebuild the standard library. It is
@@ -81,6 +91,35 @@ type Config struct {
 }
 
 const goCacheTarget = ".gocache"
+
+// Isolations, as Config.Isolation and Verdict.Isolation name them.
+const (
+	// Judge runs the candidate in a sandbox of its own that answers the
+	// tests' calls with plain data: no code of the candidate runs where the
+	// tests run and the verdict is made (package verify/judge).
+	Judge = "judge"
+	// InProcess runs the candidate inside the test runner's process, which
+	// it can reach into; the sentinel and report checks raise the bar but
+	// cannot close it (docs/verification.md).
+	InProcess = "in-process"
+)
+
+// JudgeServes says why judge isolation cannot serve a check of format
+// whose candidate is written to artifact ("" in agent mode), or returns
+// nil: it serves pytest tests of a Python module the answer is written to.
+func JudgeServes(format, artifact string) error {
+	switch {
+	case format != "pytest":
+		return fmt.Errorf("judge isolation serves pytest checks so far, not format %s", format)
+	case artifact == "":
+		return errors.New("judge isolation needs the candidate as one module (generate mode's artifact); an agent's workspace runs in-process")
+	case !judgeModule.MatchString(artifact):
+		return fmt.Errorf("judge isolation needs the artifact to be a Python module at the top of the workspace (name.py), not %q", artifact)
+	}
+	return nil
+}
+
+var judgeModule = regexp.MustCompile(`^[\p{L}_][\p{L}\p{Nd}_]*\.py$`)
 
 type checker struct{ cfg Config }
 
@@ -161,6 +200,24 @@ func New(cfg Config) (verify.Verifier, error) {
 		// range and heap cage), far more than it uses.
 		cfg.Limits.Memory = 8 << 30
 	}
+	artifact := cfg.Artifact
+	if cfg.Workspace != "" {
+		artifact = ""
+	}
+	switch cfg.Isolation {
+	case "":
+		cfg.Isolation = Judge
+		if JudgeServes(cfg.Format, artifact) != nil {
+			cfg.Isolation = InProcess
+		}
+	case Judge:
+		if err := JudgeServes(cfg.Format, artifact); err != nil {
+			problems = append(problems, err.Error())
+		}
+	case InProcess:
+	default:
+		problems = append(problems, fmt.Sprintf("isolation %q is not %s or %s", cfg.Isolation, Judge, InProcess))
+	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("exec check %s: %s", cfg.Name, strings.Join(problems, "; "))
 	}
@@ -188,6 +245,20 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if c.cfg.Artifact != "" {
 		files[c.cfg.Artifact] = []byte(cand.Answer)
 	}
+	var extra []*os.File
+	if c.cfg.Isolation == Judge {
+		module := strings.TrimSuffix(c.cfg.Artifact, ".py")
+		files[c.cfg.Artifact] = judge.Proxy(module)
+		s, err := judge.Start(ctx, judge.Config{
+			Runner: c.cfg.Runner, Module: module, Source: []byte(cand.Answer), Python: c.python(),
+			Env: c.cfg.Env, Limits: c.cfg.Limits, CallTimeout: c.cfg.CallTimeout,
+		})
+		if err != nil {
+			return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
+		}
+		defer s.Close()
+		extra = []*os.File{s.TestEnd()}
+	}
 	p, err := c.newPlan()
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
@@ -211,7 +282,7 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	}
 	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
 		Files: files, Mounts: append(slices.Clone(c.cfg.Tests), p.mounts...), Command: cmd, Env: c.cfg.Env, Limits: limits,
-		Report: c.cfg.Format == "pytest", Caches: c.caches(),
+		Report: c.cfg.Format == "pytest", Caches: c.caches(), ExtraFiles: extra,
 	})
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
@@ -234,6 +305,15 @@ func isolate(cmd []string) []string {
 
 var pythonName = regexp.MustCompile(`^python[0-9.]*$`)
 
+// python is the interpreter the command runs, for the candidate's side of
+// judge isolation.
+func (c *checker) python() string {
+	if pythonName.MatchString(filepath.Base(c.cfg.Command[0])) {
+		return c.cfg.Command[0]
+	}
+	return "python3"
+}
+
 func (c *checker) caches() []sandbox.Cache {
 	if c.cfg.Format != "go" || c.cfg.GoCache == "" {
 		return nil
@@ -248,7 +328,7 @@ const Tampered = "tampered"
 
 // judge turns a sandbox result into a verdict.
 func (c *checker) judge(res sandbox.Result, p *plan) verify.Verdict {
-	v := verify.Verdict{Check: c.cfg.Name, Provenance: verify.Execution, Confidence: 1}
+	v := verify.Verdict{Check: c.cfg.Name, Provenance: verify.Execution, Confidence: 1, Isolation: c.cfg.Isolation}
 	if res.Isolation == sandbox.IsolationUnsafe {
 		v.Confidence = 0.9 // the candidate could have reached outside the sandbox
 	}

@@ -33,14 +33,14 @@ func requirePytest(t *testing.T) {
 	}
 }
 
-func pytestCheck(t *testing.T) verify.Verifier {
+func pytestCheck(t *testing.T, isolation string) verify.Verifier {
 	t.Helper()
 	tests, err := filepath.Abs("../../examples/is-prime/test_is_prime.py") // the example's own tests
 	if err != nil {
 		t.Fatal(err)
 	}
 	v, err := execcheck.New(execcheck.Config{
-		Name: "tests", Runner: runner(t), Format: "pytest", Artifact: "is_prime.py",
+		Name: "tests", Runner: runner(t), Format: "pytest", Artifact: "is_prime.py", Isolation: isolation,
 		Command: []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_is_prime.py"},
 		Tests:   []sandbox.Mount{{Source: tests, Target: "test_is_prime.py"}},
 		Limits:  sandbox.Limits{Wall: 20 * time.Second, CPU: 2 * time.Second},
@@ -51,44 +51,85 @@ func pytestCheck(t *testing.T) verify.Verifier {
 	return v
 }
 
-// TestPytest runs seed 000's task for real: the first candidate forgets
-// negatives, the second is right, a third cheats with a conftest.py.
+// TestPytest runs seed 000's task for real in both isolations: the first
+// candidate forgets negatives, the second is right, the others crash,
+// cheat with a conftest.py or never end.
 func TestPytest(t *testing.T) {
 	requirePytest(t)
-	v := pytestCheck(t)
+	type want struct {
+		ok     bool
+		where  string
+		detail []string
+	}
+	right := "def is_prime(n):\n    if n < 2:\n        return False\n    i = 2\n    while i * i <= n:\n        if n % i == 0:\n            return False\n        i += 1\n    return True\n"
 	for _, tc := range []struct {
-		name, answer string
-		ok           bool
-		where        string
-		detail       []string
+		name, answer      string
+		inProcess, judged want
 	}{
 		{"forgets negatives", "def is_prime(n):\n    if n in (0, 1):\n        return False\n    return all(n % i for i in range(2, abs(n)))\n",
-			false, "test_negatives", []string{"test_negatives", "assert not"}},
-		{"correct", "def is_prime(n):\n    if n < 2:\n        return False\n    i = 2\n    while i * i <= n:\n        if n % i == 0:\n            return False\n        i += 1\n    return True\n",
-			true, "", []string{"4 tests passed"}},
-		{"syntax error", "def is_prime(n) return n > 1\n", false, "", []string{"SyntaxError"}},
-		{"exits before the tests", "import os\nos._exit(0)\n", false, "no tests", []string{"no test ran"}},
+			want{false, "test_negatives", []string{"test_negatives", "assert not"}}, want{false, "test_negatives", []string{"test_negatives", "assert not"}}},
+		{"correct", right, want{true, "", []string{"4 tests passed"}}, want{true, "", []string{"4 tests passed"}}},
+		{"syntax error", "def is_prime(n) return n > 1\n", want{false, "", []string{"SyntaxError"}}, want{false, "", []string{"SyntaxError", "failed to import"}}},
+		{"exits before the tests", "import os\nos._exit(0)\n",
+			want{false, "no tests", []string{"no test ran"}}, want{false, "test_small_primes", []string{"did not load", "exited with status 0"}}},
+		// In judge isolation the conftest.py lands in the candidate's own
+		// sandbox, where it changes nothing: the weak tests pass honestly.
 		{"plants a conftest.py", "open('conftest.py', 'w').write('import pytest\\n')\ndef is_prime(n):\n    return n in (2, 3, 13, 7919)\n",
-			false, "tampered", []string{"shadowed the tests", "conftest.py"}},
-		{"infinite loop", "while True:\n    pass\n", false, "cpu limit", []string{"CPU time limit", "infinite loop"}},
+			want{false, "tampered", []string{"shadowed the tests", "conftest.py"}}, want{true, "", []string{"4 tests passed"}}},
+		{"infinite loop", "while True:\n    pass\n",
+			want{false, "cpu limit", []string{"CPU time limit", "infinite loop"}}, want{false, "", []string{"did not load", "CPU time limit"}}},
+		{"infinite loop in a call", "def is_prime(n):\n    while True:\n        pass\n",
+			want{false, "cpu limit", []string{"CPU time limit"}}, want{false, "test_small_primes", []string{"JudgeError", "CPU time limit"}}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
-			if err != nil {
-				t.Fatal(err)
+		for _, isolation := range []string{execcheck.InProcess, execcheck.Judge} {
+			w := tc.inProcess
+			if isolation == execcheck.Judge {
+				w = tc.judged
 			}
-			if got.OK != tc.ok || (tc.where != "" && got.Where != tc.where) {
-				t.Fatalf("ok=%v where=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, tc.ok, tc.where, got.Detail)
-			}
-			for _, want := range tc.detail {
-				if !strings.Contains(got.Detail, want) {
-					t.Errorf("detail does not mention %q:\n%s", want, got.Detail)
+			t.Run(isolation+"/"+tc.name, func(t *testing.T) {
+				got, err := pytestCheck(t, isolation).Check(context.Background(), verify.Candidate{Answer: tc.answer})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if got.Provenance != verify.Execution {
-				t.Errorf("provenance %s", got.Provenance)
-			}
-		})
+				if got.OK != w.ok || (w.where != "" && got.Where != w.where) || got.Isolation != isolation {
+					t.Fatalf("ok=%v where=%q isolation=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, got.Isolation, w.ok, w.where, got.Detail)
+				}
+				for _, want := range w.detail {
+					if !strings.Contains(got.Detail, want) {
+						t.Errorf("detail does not mention %q:\n%s", want, got.Detail)
+					}
+				}
+				if got.Provenance != verify.Execution {
+					t.Errorf("provenance %s", got.Provenance)
+				}
+			})
+		}
+	}
+}
+
+// TestIsolationChosen: judge isolation is the default wherever it serves,
+// and asking for it where it cannot serve is a config error saying why.
+func TestIsolationChosen(t *testing.T) {
+	requirePytest(t)
+	if got, err := pytestCheck(t, "").Check(context.Background(), verify.Candidate{Answer: "def is_prime(n):\n    return False\n"}); err != nil || got.Isolation != execcheck.Judge {
+		t.Errorf("default isolation %q (%v), want judge", got.Isolation, err)
+	}
+	for _, tc := range []struct {
+		cfg  execcheck.Config
+		want string
+	}{
+		{execcheck.Config{Format: "exit", Artifact: "a.py"}, "not format exit"},
+		{execcheck.Config{Format: "pytest", Workspace: t.TempDir()}, "agent's workspace runs in-process"},
+		{execcheck.Config{Format: "pytest", Artifact: "pkg/a.py"}, "top of the workspace"},
+		{execcheck.Config{Format: "pytest", Artifact: "a.txt", Isolation: "sideways"}, `isolation "sideways" is not judge or in-process`},
+	} {
+		tc.cfg.Runner, tc.cfg.Command = runner(t), []string{"python3", "-m", "pytest"}
+		if tc.cfg.Isolation == "" {
+			tc.cfg.Isolation = execcheck.Judge
+		}
+		if _, err := execcheck.New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
+		}
 	}
 }
 
@@ -109,7 +150,7 @@ func TestConfigProblems(t *testing.T) {
 func TestConformance(t *testing.T) {
 	requirePytest(t)
 	right := "def is_prime(n):\n    return n > 1 and all(n % i for i in range(2, int(n ** 0.5) + 1))\n"
-	verifytest.Run(t, pytestCheck(t), verifytest.Config{Candidates: []verify.Candidate{
+	verifytest.Run(t, pytestCheck(t, ""), verifytest.Config{Candidates: []verify.Candidate{
 		{Answer: right, Confidence: 0.9, Attempt: 1},
 		{Answer: "def is_prime(n):\n    return True\n", Confidence: 0.9, Attempt: 2},
 	}})

@@ -55,8 +55,17 @@ type hostileVerdict struct {
 	workspace map[string]string
 	limits    sandbox.Limits
 	tests     string   // the test file in testdata; test_calc.py unless set
-	where     string   // the verdict's Where; every case fails
-	detail    []string // in the verdict's Detail
+	where     string   // the verdict's in-process Where; every case fails
+	detail    []string // in the verdict's in-process Detail
+	// forges marks a class that in-process isolation does not catch (the
+	// candidate shares the test runner's process), each listed in
+	// docs/verification.md: the case pins that it still passes there, so
+	// that the docs change with the code. Judge isolation fails every case.
+	forges bool
+	// rightInJudge marks a right solution whose attack is on the test
+	// process: in judge isolation it reaches only the candidate's own
+	// sandbox, and the solution passes on its merits.
+	rightInJudge bool
 }
 
 var pth = `import os; os.environ["PYTEST_PLUGINS"] = "forge"` + "\n"
@@ -103,13 +112,16 @@ func hostileVerdicts(t *testing.T) []hostileVerdict {
 		{name: "report replaced by a link to a host file", answer: strings.Replace(link, `"/dev/zero"`, `"/etc/passwd"`, 1),
 			where: execcheck.Tampered, detail: []string{"symbolic link"}},
 		{name: "fills the disk (64 MiB limit)", answer: hostile(t, "diskfill.py"), limits: sandbox.Limits{Disk: 64 << 20},
-			where: "disk limit"},
+			where: "disk limit", rightInJudge: true},
+		{name: "plugin registered at import passes only the tests it was shown", answer: hostile(t, "flip_shown.py"), forges: true},
+		{name: "returns a value equal to everything", answer: hostile(t, "always_equal.py"), forges: true},
 	}
 }
 
 // TestHostileVerdicts runs candidates that forge their verdict or attack
-// the host through the report, under both isolating backends: each is
-// contained and gets the verdict it deserves, never OK.
+// the host through the report, under both isolating backends and both
+// isolations: in judge isolation none passes; in-process each gets the
+// verdict it deserves, or is a class listed as not caught there.
 //
 //	go test ./verify/execcheck -run TestHostileVerdicts -v -count=1
 func TestHostileVerdicts(t *testing.T) {
@@ -122,50 +134,37 @@ func TestHostileVerdicts(t *testing.T) {
 	for _, backend := range isolated {
 		t.Run(backend, func(t *testing.T) {
 			r := backendRunner(t, backend)
-			for _, hc := range hostileVerdicts(t) {
-				t.Run(hc.name, func(t *testing.T) {
-					tests := tests
-					if hc.tests != "" {
-						tests = filepath.Join(filepath.Dir(tests), hc.tests)
+			for _, isolation := range []string{execcheck.InProcess, execcheck.Judge} {
+				for _, hc := range hostileVerdicts(t) {
+					if isolation == execcheck.Judge && hc.workspace != nil {
+						continue // an agent's workspace runs in-process
 					}
-					cfg := execcheck.Config{
-						Name: "tests", Runner: r, Format: "pytest",
-						Command: []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py"},
-						Tests:   []sandbox.Mount{{Source: tests, Target: "test_calc.py"}},
-						Limits:  hc.limits,
-					}
-					cfg.Limits.Wall = 30 * time.Second
-					if hc.workspace != nil {
-						cfg.Workspace = t.TempDir()
-						for name, body := range hc.workspace {
-							p := filepath.Join(cfg.Workspace, name)
-							os.MkdirAll(filepath.Dir(p), 0o755)
-							if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-								t.Fatal(err)
+					t.Run(isolation+"/"+hc.name, func(t *testing.T) {
+						got, took := hostileCheck(t, r, tests, isolation, hc)
+						switch {
+						case got.Isolation != isolation:
+							t.Errorf("the verdict says isolation %q, want %q", got.Isolation, isolation)
+						case isolation == execcheck.Judge && got.OK != hc.rightInJudge:
+							t.Errorf("ok=%v in judge isolation; detail:\n%s", got.OK, got.Detail)
+						case isolation == execcheck.InProcess && hc.forges && !got.OK:
+							t.Errorf("no longer forges a pass in-process (%q): update docs/verification.md and the case", got.Where)
+						case isolation == execcheck.InProcess && !hc.forges && (got.OK || got.Where != hc.where):
+							t.Errorf("ok=%v where=%q, want a failure at %q; detail:\n%s", got.OK, got.Where, hc.where, got.Detail)
+						}
+						if isolation == execcheck.InProcess {
+							for _, want := range hc.detail {
+								if !strings.Contains(got.Detail, want) {
+									t.Errorf("detail does not mention %q:\n%s", want, got.Detail)
+								}
 							}
 						}
-					} else {
-						cfg.Artifact = "calc.py"
-					}
-					v, err := execcheck.New(cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					start := time.Now()
-					got, err := v.Check(context.Background(), verify.Candidate{Answer: hc.answer})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got.OK || got.Where != hc.where {
-						t.Errorf("ok=%v where=%q, want a failure at %q; detail:\n%s", got.OK, got.Where, hc.where, got.Detail)
-					}
-					for _, want := range hc.detail {
-						if !strings.Contains(got.Detail, want) {
-							t.Errorf("detail does not mention %q:\n%s", want, got.Detail)
+						where := got.Where
+						if got.OK {
+							where = "**passed**"
 						}
-					}
-					fmt.Fprintf(&table, "| %s | %s | %s | %s |\n", backend, hc.name, got.Where, time.Since(start).Round(time.Millisecond))
-				})
+						fmt.Fprintf(&table, "| %s | %s | %s | %s | %s |\n", backend, isolation, hc.name, where, took.Round(time.Millisecond))
+					})
+				}
 			}
 			// The control: the same machinery passes a right solution, also
 			// when the command names no tests or stops at the first failure
@@ -189,7 +188,44 @@ func TestHostileVerdicts(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("\n| backend | hostile candidate | verdict where | time |\n|---|---|---|---|\n%s", table.String())
+	t.Logf("\n| backend | isolation | hostile candidate | verdict where | time |\n|---|---|---|---|---|\n%s", table.String())
+}
+
+// hostileCheck runs one hostile case against test_calc.py (or hc.tests).
+func hostileCheck(t *testing.T, r sandbox.Runner, tests, isolation string, hc hostileVerdict) (verify.Verdict, time.Duration) {
+	t.Helper()
+	if hc.tests != "" {
+		tests = filepath.Join(filepath.Dir(tests), hc.tests)
+	}
+	cfg := execcheck.Config{
+		Name: "tests", Runner: r, Format: "pytest", Isolation: isolation,
+		Command: []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_calc.py"},
+		Tests:   []sandbox.Mount{{Source: tests, Target: "test_calc.py"}},
+		Limits:  hc.limits,
+	}
+	cfg.Limits.Wall = 30 * time.Second
+	if hc.workspace != nil {
+		cfg.Workspace = t.TempDir()
+		for name, body := range hc.workspace {
+			p := filepath.Join(cfg.Workspace, name)
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else {
+		cfg.Artifact = "calc.py"
+	}
+	v, err := execcheck.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	got, err := v.Check(context.Background(), verify.Candidate{Answer: hc.answer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, time.Since(start)
 }
 
 // TestHostileGoVerdicts does the same for go test: the sentinel is a test
