@@ -164,6 +164,9 @@ type ExecSpec struct {
 	// Copy lists workspace paths copied into the sandbox (agent mode);
 	// default the whole workspace.
 	Copy []string
+	// Isolation is judge or in-process; empty lets the check choose
+	// (execcheck.Config.Isolation).
+	Isolation string
 }
 
 // Problem is one error in a file. Its JSON form is what 'ratchet run
@@ -246,6 +249,14 @@ type parser struct {
 	// referenceNode and minStrengthNode locate the fields for problems
 	// found once the whole file is read.
 	referenceNode, minStrengthNode *yaml.Node
+	// judged are the exec checks that ask for judge isolation, checked
+	// against the mode and artifact once the whole file is read.
+	judged []judgedCheck
+}
+
+type judgedCheck struct {
+	node   *yaml.Node
+	format string
 }
 
 func (p *parser) errorf(n *yaml.Node, format string, args ...any) {
@@ -377,6 +388,15 @@ func (p *parser) top(n *yaml.Node) {
 		p.checkSubagents()
 	}
 	p.checkStrengthFields()
+	for _, j := range p.judged {
+		artifact := p.f.Artifact
+		if p.f.Mode != "generate" {
+			artifact = ""
+		}
+		if err := execcheck.JudgeServes(j.format, artifact); err != nil {
+			p.errorf(j.node, "exec.isolation: %v", err)
+		}
+	}
 }
 
 func (p *parser) permissions(n *yaml.Node) {
@@ -835,7 +855,8 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 	case "exec":
 		e := &ExecSpec{Format: "exit"}
 		c.Exec = e
-		p.fields(v, "exec", []string{"command", "tests", "format", "timeout", "copy"}, func(k string, n *yaml.Node) {
+		var isolation *yaml.Node
+		p.fields(v, "exec", []string{"command", "tests", "format", "timeout", "copy", "isolation"}, func(k string, n *yaml.Node) {
 			switch k {
 			case "command":
 				e.Command = p.strList(n, "exec.command")
@@ -852,8 +873,16 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 				}
 			case "timeout":
 				e.Timeout = p.duration(n, "exec.timeout")
+			case "isolation":
+				e.Isolation, isolation = p.str(n, "exec.isolation"), n
+				if e.Isolation != execcheck.Judge && e.Isolation != execcheck.InProcess {
+					p.errorf(n, "exec.isolation must be %s or %s, got %q", execcheck.Judge, execcheck.InProcess, e.Isolation)
+				}
 			}
 		})
+		if e.Isolation == execcheck.Judge {
+			p.judged = append(p.judged, judgedCheck{isolation, e.Format})
+		}
 		if v.Kind == yaml.MappingNode && len(e.Command) == 0 {
 			p.errorf(v, "exec needs command: the program and its arguments, e.g. [python3, -m, pytest, -q]")
 		}
@@ -1004,7 +1033,7 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 			return nil, err
 		}
 		cfg := execcheck.Config{Name: "exec", Runner: runner, Command: c.Exec.Command, Format: c.Exec.Format,
-			Limits: sandbox.Limits{Wall: c.Exec.Timeout}}
+			Isolation: c.Exec.Isolation, Limits: sandbox.Limits{Wall: c.Exec.Timeout}}
 		for _, path := range c.Exec.Tests {
 			m, err := f.testMount(path, env)
 			if err != nil {

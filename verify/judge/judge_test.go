@@ -68,11 +68,14 @@ def shapes():
     return (1, 2.5, "é", None, True), {1, (2, 3)}, frozenset({"a"}), b"\x00\xff", {(1, 2): [3], "k": {"n": -0.0}}
 def big():
     return 10**200
+def nothing():
+    return None
 def floats():
     return [float("nan"), float("inf"), float("-inf")]
 `, `
 import math
-from solution import echo, shapes, big, floats
+from solution import echo, shapes, big, floats, nothing
+assert nothing() is None
 t, s, f, b, d = shapes()
 assert t == (1, 2.5, "é", None, True) and type(t) is tuple, t
 assert s == {1, (2, 3)} and type(s) is set, s
@@ -113,20 +116,33 @@ except Exception as e:
 print("ok")
 `},
 		{"always equal", `
+import collections
 class Yes(int):
     def __eq__(self, other):
         return True
     __hash__ = int.__hash__
+class Text(str):
+    def __eq__(self, other):
+        return True
+    __hash__ = str.__hash__
+Pair = collections.namedtuple("Pair", "a b")
 def f():
-    return Yes(0)
+    return Yes(0), Text("x"), Pair(1, 2), collections.Counter("aab")
+def g():
+    return object()
 `, `
-from solution import f
+from solution import f, g
+n, s, p, c = f()
+assert type(n) is int and n != 42 and n == 0, n
+assert type(s) is str and s != "y" and s == "x", s
+assert type(p) is tuple and p == (1, 2), p
+assert type(c) is dict and c == {"a": 2, "b": 1}, c
 try:
-    f() == 42
+    g()
 except Exception:
     raise SystemExit("an Exception handler caught the judge's error")
 except BaseException as e:
-    assert type(e).__name__ == "JudgeError" and "solution.Yes" in str(e), repr(e)
+    assert type(e).__name__ == "JudgeError" and "builtins.object" in str(e), repr(e)
 print("ok")
 `},
 		{"import star", `

@@ -103,13 +103,6 @@ func (h hello) encode() ([]byte, map[string]bool) {
 	return mustJSON(h), funcs
 }
 
-// reply is the candidate's answer to one call: exactly one field is set.
-type reply struct {
-	OK          *json.RawMessage `json:"ok"`
-	Exc         *exception       `json:"exc"`
-	Uncrossable *string          `json:"uncrossable"`
-}
-
 type exception struct {
 	Type    string `json:"type"`
 	Builtin bool   `json:"builtin"`
@@ -119,6 +112,17 @@ type exception struct {
 // maxMessage bounds an exception's type name and message.
 const maxMessage = 4000
 
+// reply is the candidate's answer to one call: exactly one field is
+// present (a RawMessage keeps a null as "null", so None is present too).
+type reply struct {
+	OK          json.RawMessage `json:"ok"`
+	Exc         json.RawMessage `json:"exc"`
+	Uncrossable json.RawMessage `json:"uncrossable"`
+}
+
+// decodeReply checks the candidate's answer to one call: ok (the value),
+// exc (an exception) or uncrossable (why the value could not be sent). It
+// returns the message for the tests.
 func decodeReply(frame []byte) ([]byte, error) {
 	var r reply
 	if err := strict(frame, &r); err != nil {
@@ -127,7 +131,7 @@ func decodeReply(frame []byte) ([]byte, error) {
 	switch {
 	case r.OK != nil && r.Exc == nil && r.Uncrossable == nil:
 		var v any
-		if err := strict(*r.OK, &v); err != nil {
+		if err := strict(r.OK, &v); err != nil {
 			return nil, err
 		}
 		if err := checkValue(v, 0, false); err != nil {
@@ -135,14 +139,21 @@ func decodeReply(frame []byte) ([]byte, error) {
 		}
 		return mustJSON(map[string]any{"ok": v}), nil
 	case r.Exc != nil && r.OK == nil && r.Uncrossable == nil:
-		e := *r.Exc
+		var e exception
+		if err := strict(r.Exc, &e); err != nil {
+			return nil, err
+		}
 		if e.Type == "" || len(e.Type) > 200 {
 			return nil, errors.New("an exception without a proper type name")
 		}
 		e.Msg = tail(e.Msg, maxMessage)
 		return mustJSON(map[string]exception{"exc": e}), nil
 	case r.Uncrossable != nil && r.OK == nil && r.Exc == nil:
-		return judgeError("the function " + tail(*r.Uncrossable, maxMessage) + ", which cannot cross to the tests (only plain data does: use isolation: in-process to compare other values)"), nil
+		var why string
+		if err := strict(r.Uncrossable, &why); err != nil {
+			return nil, err
+		}
+		return judgeError("the function " + tail(why, maxMessage) + ", which cannot cross to the tests (only plain data does: use isolation: in-process to compare other values)"), nil
 	}
 	return nil, errors.New("not exactly one of ok, exc and uncrossable")
 }

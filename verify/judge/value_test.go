@@ -45,14 +45,16 @@ func TestDecodeReply(t *testing.T) {
 	for _, tc := range []struct{ frame, want string }{
 		{`{"ok":{"$tuple":[1,2]}}`, `{"ok":{"$tuple":[1,2]}}`},
 		{`{"ok":1.0}`, `{"ok":1.0}`},
+		{`{"ok":null}`, `{"ok":null}`},
 		{`{"ok":{"$evil":1}}`, "unknown tag"},
 		{`{"ok":{"a":1,"b":2}}`, "2 fields"},
 		{`{"ok":{"$set":[[1]]}}`, "list as a set element"},
 		{`{"ok":{"$dict":[[[1],2]]}}`, "list as a set element or dict key"},
 		{`{"ok":{"$bytes":"not base64!"}}`, "illegal base64"},
 		{`{"ok":{"$float":"1e400"}}`, "$float"},
-		{`{"ok":1,"exc":{"type":"E","builtin":false,"msg":""}}`, "exactly one"},
-		{`{"ok":1,"extra":2}`, "unknown field"},
+		{`{"ok":1,"exc":{"type":"E","builtin":false,"msg":""}}`, "not exactly one"},
+		{`{"ok":1,"extra":2}`, `unknown field "extra"`},
+		{`{"ok":null,"exc":null}`, "not exactly one"},
 		{`{"ok":1} {}`, "data after"},
 		{`{"ok":` + strings.Repeat("[", 102) + strings.Repeat("]", 102) + `}`, "nested more than"},
 	} {

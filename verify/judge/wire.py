@@ -1,7 +1,7 @@
 # ratchet's judge wire, shared by the candidate's server and the tests' proxy.
 # Only plain data crosses: None, bool, int, float, str, list, and tagged
-# tuples, sets, frozensets, bytes, dicts and non-finite floats, each of its
-# exact builtin type (a subclass of int with its own __eq__ does not cross).
+# tuples, sets, frozensets, bytes, dicts and non-finite floats; the other
+# side builds them as builtin values.
 # A frame is a 4-byte big-endian length and that many bytes of JSON.
 import base64 as _b64
 import json as _json
@@ -17,34 +17,37 @@ class _Uncrossable(Exception):
 
 
 def _enc(v, depth=0):
+    # A subclass crosses as its base type's value (JSON writes an int
+    # subclass with int.__repr__, a str subclass as its characters), so
+    # its own __eq__ stays behind.
     if depth > _MAX_DEPTH:
         raise _Uncrossable("a value nested more than %d deep" % _MAX_DEPTH)
-    t = type(v)
-    if v is None or t is bool or t is str:
+    if v is None or isinstance(v, (bool, str)):
         return v
-    if t is int:
+    if isinstance(v, int):
         try:
-            str(v)
+            int.__repr__(v)
         except ValueError:
             raise _Uncrossable("an int too large to write out")
         return v
-    if t is float:
+    if isinstance(v, float):
         if _math.isfinite(v):
             return v
         return {"$float": "nan" if v != v else ("inf" if v > 0 else "-inf")}
     d = depth + 1
-    if t is list:
+    if isinstance(v, list):
         return [_enc(x, d) for x in v]
-    if t is tuple:
+    if isinstance(v, tuple):
         return {"$tuple": [_enc(x, d) for x in v]}
-    if t is set:
-        return {"$set": [_enc(x, d) for x in v]}
-    if t is frozenset:
+    if isinstance(v, frozenset):
         return {"$frozenset": [_enc(x, d) for x in v]}
-    if t is bytes:
+    if isinstance(v, set):
+        return {"$set": [_enc(x, d) for x in v]}
+    if isinstance(v, bytes):
         return {"$bytes": _b64.b64encode(v).decode("ascii")}
-    if t is dict:
+    if isinstance(v, dict):
         return {"$dict": [[_enc(k, d), _enc(x, d)] for k, x in v.items()]}
+    t = type(v)
     raise _Uncrossable("a value of type %s.%s" % (t.__module__, t.__qualname__))
 
 
