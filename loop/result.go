@@ -60,6 +60,11 @@ type Result struct {
 	// vote, a grader that is not independent of the generator): low
 	// signal. Reason says so in words.
 	SelfJudged bool `json:"self_judged,omitempty"`
+	// InProcessOnly marks a done run whose execution checks all ran the
+	// candidate inside its tests' process (verify.InProcessIsolation),
+	// where it could have reached the verdict: no check in judge isolation
+	// confirmed it. Reason says so in words.
+	InProcessOnly bool `json:"in_process_only,omitempty"`
 	// Asked counts the questions put to a person about the run (stuck, or
 	// about to end exhausted or on a check that could not run); Answered
 	// the answers that came. Approvals of tool calls are not counted.

@@ -427,6 +427,7 @@ func (m *Machine) follow(v judgement) {
 		a.Accepted = true
 		m.stop(Done, acceptance(*a))
 		m.st.Result.SelfJudged = selfJudged(a.Verdicts) != ""
+		m.st.Result.InProcessOnly = inProcessOnly(a.Verdicts) != ""
 	case rejected:
 		s.conclude(m.st.Attempts)
 		a := m.st.Attempts[s.mostInformative(m.st.Attempts)-1]
@@ -461,7 +462,29 @@ func acceptance(a Attempt) string {
 	if self := selfJudged(a.Verdicts); self != "" {
 		reason += "; " + self
 	}
+	if in := inProcessOnly(a.Verdicts); in != "" {
+		reason += "; " + in
+	}
 	return reason
+}
+
+// inProcessOnly says in words that the execution checks among verdicts,
+// an accepted attempt's, all ran the candidate in its tests' process; ""
+// when there is none, or one ran in judge isolation.
+func inProcessOnly(verdicts []verify.Verdict) string {
+	var names []string
+	for _, v := range verdicts {
+		switch v.Isolation {
+		case verify.JudgeIsolation:
+			return ""
+		case verify.InProcessIsolation:
+			names = append(names, v.Check)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "its execution checks (" + strings.Join(names, ", ") + ") ran the candidate inside the tests' process, where it could reach the verdict; no check in judge isolation confirmed it"
 }
 
 // selfJudged says in words that verdicts, an accepted attempt's, are all

@@ -2,6 +2,7 @@ package loop
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,27 @@ func TestSearchHoldoutError(t *testing.T) {
 	}
 	if h := attempts[0].Holdout; len(h) != 1 || h[0].OK || h[0].Detail != "could not run: sandbox down" {
 		t.Errorf("holdout verdicts %+v", h)
+	}
+}
+
+// An accepted attempt whose execution checks all ran in-process says so;
+// one check in judge isolation, or none that executed, says nothing.
+func TestAcceptanceInProcessOnly(t *testing.T) {
+	in := verify.Verdict{Check: "tests", OK: true, Provenance: verify.Execution, Isolation: verify.InProcessIsolation}
+	judged := verify.Verdict{Check: "judged", OK: true, Provenance: verify.Execution, Isolation: verify.JudgeIsolation}
+	equals := verify.Verdict{Check: "equals", OK: true, Provenance: verify.Validation}
+	for _, tc := range []struct {
+		verdicts []verify.Verdict
+		want     bool
+	}{
+		{[]verify.Verdict{in}, true},
+		{[]verify.Verdict{equals, in}, true},
+		{[]verify.Verdict{in, judged}, false},
+		{[]verify.Verdict{equals}, false},
+	} {
+		reason := acceptance(Attempt{N: 1, Verdicts: tc.verdicts})
+		if got := strings.Contains(reason, "inside the tests' process"); got != tc.want {
+			t.Errorf("%+v: %q", tc.verdicts, reason)
+		}
 	}
 }

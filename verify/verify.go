@@ -62,11 +62,20 @@ type Verdict struct {
 	Where      string        `json:"where,omitempty"`
 	Provenance Provenance    `json:"provenance"`
 	Cost       budget.Micros `json:"cost_micros,omitempty"`
-	// Isolation says where an execution check ran the candidate: "judge"
-	// (a process of its own, answering the tests' calls) or "in-process"
-	// (inside the test runner, which it could reach into).
+	// Isolation says where an execution check ran the candidate:
+	// JudgeIsolation or InProcessIsolation.
 	Isolation string `json:"isolation,omitempty"`
 }
+
+// Isolations of an execution check's verdict.
+const (
+	// JudgeIsolation: the candidate ran in a process of its own, answering
+	// the tests' calls with plain data (package verify/judge).
+	JudgeIsolation = "judge"
+	// InProcessIsolation: the candidate ran inside the test runner's
+	// process, which it could reach into.
+	InProcessIsolation = "in-process"
+)
 
 // Verifier checks a candidate. Check returns a Go error only when the check
 // could not run (infrastructure); a failing candidate is a Verdict with OK

@@ -97,11 +97,11 @@ const (
 	// Judge runs the candidate in a sandbox of its own that answers the
 	// tests' calls with plain data: no code of the candidate runs where the
 	// tests run and the verdict is made (package verify/judge).
-	Judge = "judge"
+	Judge = verify.JudgeIsolation
 	// InProcess runs the candidate inside the test runner's process, which
 	// it can reach into; the sentinel and report checks raise the bar but
 	// cannot close it (docs/verification.md).
-	InProcess = "in-process"
+	InProcess = verify.InProcessIsolation
 )
 
 // JudgeServes says why judge isolation cannot serve a check of format

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -63,7 +64,8 @@ func pytestChecks(t *testing.T, r sandbox.Runner, p problem) map[string]verify.V
 
 // compareIsolations checks the canonical solution and every mutant of it
 // in both isolations, two candidates at once.
-func compareIsolations(t *testing.T, r sandbox.Runner, p problem) isolationReport {
+// limit > 0 checks only the first limit mutants.
+func compareIsolations(t *testing.T, r sandbox.Runner, p problem, limit int) isolationReport {
 	t.Helper()
 	rep := isolationReport{TaskID: p.TaskID}
 	ref := p.Prompt + p.CanonicalSolution
@@ -75,7 +77,7 @@ func compareIsolations(t *testing.T, r sandbox.Runner, p problem) isolationRepor
 	checks := pytestChecks(t, r, p)
 	sources := []string{ref}
 	for _, m := range mutants {
-		if !m.Equivalent {
+		if !m.Equivalent && (limit == 0 || len(sources) <= limit) {
 			sources = append(sources, m.Source)
 		}
 	}
@@ -131,7 +133,7 @@ func compareIsolations(t *testing.T, r sandbox.Runner, p problem) isolationRepor
 func TestHumanEvalJudge(t *testing.T) {
 	r := humanevalSandbox(t)
 	for _, p := range readProblems(t, filepath.Join("testdata", "humaneval-5.jsonl")) {
-		rep := compareIsolations(t, r, p)
+		rep := compareIsolations(t, r, p, 0)
 		if rep.Failure != "" || !rep.CanonicalInProcess || !rep.CanonicalJudge || len(rep.Disagree) > 0 || rep.Mutants == 0 {
 			t.Errorf("%+v", rep)
 		}
@@ -141,7 +143,8 @@ func TestHumanEvalJudge(t *testing.T) {
 
 // TestHumanEvalJudgeAll does the same for every problem when
 // RATCHET_HUMANEVAL names HumanEval.jsonl.gz, writing one JSON line per
-// problem to RATCHET_HUMANEVAL_OUT (docs/verification.md has the numbers).
+// problem to RATCHET_HUMANEVAL_OUT; RATCHET_HUMANEVAL_MUTANTS=N checks only
+// the first N mutants of each (docs/verification.md has the numbers).
 func TestHumanEvalJudgeAll(t *testing.T) {
 	path := os.Getenv("RATCHET_HUMANEVAL")
 	if path == "" {
@@ -156,9 +159,10 @@ func TestHumanEvalJudgeAll(t *testing.T) {
 	enc := json.NewEncoder(out)
 	var in, judged time.Duration
 	pass, mutants, disagree := 0, 0, 0
+	limit, _ := strconv.Atoi(os.Getenv("RATCHET_HUMANEVAL_MUTANTS"))
 	problems := readProblems(t, path)
 	for _, p := range problems {
-		rep := compareIsolations(t, r, p)
+		rep := compareIsolations(t, r, p, limit)
 		if err := enc.Encode(rep); err != nil {
 			t.Fatal(err)
 		}
