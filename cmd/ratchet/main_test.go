@@ -628,7 +628,16 @@ func TestVerifyCommand(t *testing.T) {
 
 	c := run(t, nil, "verify", task, good)
 	c.wantCode(t, exitDone)
-	if !strings.Contains(c.stdout, "passed every gate check") || !strings.Contains(c.stdout, "✓ expensive exec") {
+	if !strings.Contains(c.stdout, "passed every gate check") || !strings.Contains(c.stdout, "✓ expensive exec (execution, judge)") {
+		t.Errorf("stdout:\n%s", c.stdout)
+	}
+	// A check judge isolation cannot serve says why it runs in-process.
+	inProcess := filepath.Join(dir, "task.yaml")
+	os.WriteFile(inProcess, []byte("mode: generate\ngoal: g\nartifact: is_prime.py\nchecks:\n- exec: {command: [python3, is_prime.py]}\n"), 0o644)
+	c = run(t, nil, "verify", inProcess, good)
+	c.wantCode(t, exitDone)
+	if !strings.Contains(c.stdout, "note: exec runs the candidate inside the tests' process (in-process isolation: judge isolation serves pytest checks so far, not format exit)") ||
+		!strings.Contains(c.stdout, "(execution, in-process)") {
 		t.Errorf("stdout:\n%s", c.stdout)
 	}
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/execcheck"
 	"github.com/ratchetloop/ratchet/verify/strength"
 )
 
@@ -98,6 +99,9 @@ Flags:
 	}
 	if *measure {
 		return m.strengthCmd(ctx, tf, tiers, *reference, *parallel, *asJSON)
+	}
+	if !*asJSON {
+		m.printInProcess(tiers)
 	}
 	start := time.Now()
 	files := pos[1:]
@@ -228,6 +232,22 @@ func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.
 	return exitDone
 }
 
+// printInProcess names each exec check that runs the candidate inside the
+// tests' process, and why judge isolation does not serve it.
+func (m *Main) printInProcess(tiers verify.Tiers) {
+	said := map[string]bool{}
+	for _, v := range tiers.All() {
+		c, ok := v.(execcheck.Isolated)
+		if !ok {
+			continue
+		}
+		if isolation, why := c.Isolation(); isolation == execcheck.InProcess && !said[v.Name()+why] {
+			said[v.Name()+why] = true
+			fmt.Fprintf(m.Stdout, "note: %s runs the candidate inside the tests' process (in-process isolation: %s)\n", v.Name(), why)
+		}
+	}
+}
+
 func (m *Main) printReport(rep fileReport) {
 	status := "passed every gate check"
 	if !rep.OK {
@@ -244,7 +264,11 @@ func (m *Main) printReport(rep fileReport) {
 		if v.Where != "" && !strings.Contains(v.Detail, v.Where) {
 			where = " at " + v.Where
 		}
-		fmt.Fprintf(m.Stdout, "  %s %-9s %s (%s)%s: %s\n", mark, v.Tier, v.Check, v.Provenance, where, oneLineDetail(v.Detail))
+		kind := string(v.Provenance)
+		if v.Isolation != "" {
+			kind += ", " + v.Isolation
+		}
+		fmt.Fprintf(m.Stdout, "  %s %-9s %s (%s)%s: %s\n", mark, v.Tier, v.Check, kind, where, oneLineDetail(v.Detail))
 	}
 	for _, e := range rep.Errors {
 		fmt.Fprintf(m.Stdout, "  ! could not run %s\n", e)

@@ -121,7 +121,11 @@ func JudgeServes(format, artifact string) error {
 
 var judgeModule = regexp.MustCompile(`^[\p{L}_][\p{L}\p{Nd}_]*\.py$`)
 
-type checker struct{ cfg Config }
+type checker struct {
+	cfg Config
+	// inProcess says why the check runs in-process, when it does.
+	inProcess string
+}
 
 // New validates cfg and returns the check.
 func New(cfg Config) (verify.Verifier, error) {
@@ -204,24 +208,35 @@ func New(cfg Config) (verify.Verifier, error) {
 	if cfg.Workspace != "" {
 		artifact = ""
 	}
+	var inProcess string
 	switch cfg.Isolation {
 	case "":
 		cfg.Isolation = Judge
-		if JudgeServes(cfg.Format, artifact) != nil {
-			cfg.Isolation = InProcess
+		if err := JudgeServes(cfg.Format, artifact); err != nil {
+			cfg.Isolation, inProcess = InProcess, err.Error()
 		}
 	case Judge:
 		if err := JudgeServes(cfg.Format, artifact); err != nil {
 			problems = append(problems, err.Error())
 		}
 	case InProcess:
+		inProcess = "the check asks for isolation: in-process"
 	default:
 		problems = append(problems, fmt.Sprintf("isolation %q is not %s or %s", cfg.Isolation, Judge, InProcess))
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("exec check %s: %s", cfg.Name, strings.Join(problems, "; "))
 	}
-	return &checker{cfg: cfg}, nil
+	return &checker{cfg: cfg, inProcess: inProcess}, nil
+}
+
+// Isolation says where the check runs the candidate (Judge or InProcess)
+// and, for InProcess, why.
+func (c *checker) Isolation() (isolation, why string) { return c.cfg.Isolation, c.inProcess }
+
+// Isolated is implemented by the exec check: see Isolation.
+type Isolated interface {
+	Isolation() (isolation, why string)
 }
 
 func (c *checker) Name() string                  { return c.cfg.Name }
