@@ -120,7 +120,7 @@ func signalName(s syscall.Signal) string {
 }
 
 // newCmd returns the command for argv with the job's environment, working
-// directory and output capture. Stdin is /dev/null.
+// directory, output capture and standard input.
 func newCmd(argv []string, j *job) *exec.Cmd {
 	cmd := &exec.Cmd{
 		Path:   argv[0],
@@ -133,6 +133,9 @@ func newCmd(argv []string, j *job) *exec.Cmd {
 		// bounds Wait if a pipe was passed on to something that is not.
 		WaitDelay:  2 * time.Second,
 		ExtraFiles: j.extra,
+	}
+	if j.stdin != nil {
+		cmd.Stdin = bytes.NewReader(j.stdin)
 	}
 	return cmd
 }

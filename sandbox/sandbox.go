@@ -200,6 +200,8 @@ type Spec struct {
 	// host talks to a process that must not share a sandbox with another.
 	// The caller keeps and closes its own copies.
 	ExtraFiles []*os.File
+	// Stdin is the command's standard input; nil means /dev/null.
+	Stdin []byte
 }
 
 // Cache is one persistent read-write directory; see Spec.Caches.
@@ -450,6 +452,7 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 		stderr: stderr,
 		caches: s.Caches,
 		extra:  s.ExtraFiles,
+		stdin:  s.Stdin,
 	}
 	// Shadowing by the candidate's own files, before it can remove them,
 	// and by files it creates while it runs, even if it removes them.
@@ -511,6 +514,7 @@ type job struct {
 	stderr *capture
 	caches []Cache
 	extra  []*os.File // fds 3, 4, ... of the command
+	stdin  []byte     // nil: /dev/null
 	// wallCtx is done when the wall timeout expires or the caller gives
 	// up; the backend then kills the whole tree.
 	wallCtx context.Context

@@ -420,3 +420,21 @@ func TestExtraFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestStdin: Spec.Stdin is the command's standard input on every backend;
+// without it the command reads /dev/null.
+func TestStdin(t *testing.T) {
+	for _, backend := range allBackends {
+		t.Run(backend, func(t *testing.T) {
+			r := runnerFor(t, backend)
+			res := run(t, r, Spec{Command: []string{"sh", "-c", "read a; read b; echo \"$b $a\""}, Stdin: []byte("one\ntwo\n")})
+			if string(res.Stdout) != "two one\n" || res.ExitCode != 0 {
+				t.Errorf("exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+			}
+			res = run(t, r, Spec{Command: []string{"sh", "-c", "cat; echo end"}})
+			if string(res.Stdout) != "end\n" {
+				t.Errorf("without stdin: stdout %q, stderr %q", res.Stdout, res.Stderr)
+			}
+		})
+	}
+}

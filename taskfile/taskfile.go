@@ -167,6 +167,9 @@ type ExecSpec struct {
 	// Isolation is judge or in-process; empty lets the check choose
 	// (execcheck.Config.Isolation).
 	Isolation string
+	// Cases and Checker are format io's (execcheck.Case).
+	Cases   []execcheck.Case
+	Checker []string
 }
 
 // Problem is one error in a file. Its JSON form is what 'ratchet run
@@ -203,7 +206,7 @@ var CheckKinds = []string{"equals", "regex", "contains", "syntax", "json_schema"
 var Languages = []string{"python", "go", "json", "yaml"}
 
 // ExecFormats are the ways an exec check reads a command's outcome.
-var ExecFormats = []string{"pytest", "go", "node", "exit"}
+var ExecFormats = []string{"pytest", "go", "node", "io", "exit"}
 
 // ToolNames are the tools a task file can name: the workspace tools
 // and run_command.
@@ -856,7 +859,8 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 		e := &ExecSpec{Format: "exit"}
 		c.Exec = e
 		var isolation *yaml.Node
-		p.fields(v, "exec", []string{"command", "tests", "format", "timeout", "copy", "isolation"}, func(k string, n *yaml.Node) {
+		var cases *yaml.Node
+		p.fields(v, "exec", []string{"command", "tests", "format", "timeout", "copy", "isolation", "cases", "checker"}, func(k string, n *yaml.Node) {
 			switch k {
 			case "command":
 				e.Command = p.strList(n, "exec.command")
@@ -873,6 +877,11 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 				}
 			case "timeout":
 				e.Timeout = p.duration(n, "exec.timeout")
+			case "cases":
+				cases = n
+				e.Cases = p.ioCases(n)
+			case "checker":
+				e.Checker = p.strList(n, "exec.checker")
 			case "isolation":
 				e.Isolation, isolation = p.str(n, "exec.isolation"), n
 				if e.Isolation != execcheck.Judge && e.Isolation != execcheck.InProcess {
@@ -883,6 +892,14 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 		if e.Isolation == execcheck.Judge {
 			p.judged = append(p.judged, judgedCheck{isolation, e.Format})
 		}
+		switch {
+		case e.Format == "io" && cases == nil && v.Kind == yaml.MappingNode:
+			p.errorf(v, "exec format io needs cases: each an input (stdin, args) and the stdout it must give")
+		case e.Format != "io" && (cases != nil || e.Checker != nil):
+			p.errorf(orNode(cases, v), "exec.cases and exec.checker belong to format io")
+		case e.Format == "io" && e.Isolation == execcheck.InProcess:
+			p.errorf(isolation, "exec.isolation: format io always judges outside the candidate's process")
+		}
 		if v.Kind == yaml.MappingNode && len(e.Command) == 0 {
 			p.errorf(v, "exec needs command: the program and its arguments, e.g. [python3, -m, pytest, -q]")
 		}
@@ -890,6 +907,32 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 		return false
 	}
 	return true
+}
+
+// ioCases reads the cases of an io check.
+func (p *parser) ioCases(n *yaml.Node) []execcheck.Case {
+	var out []execcheck.Case
+	for _, item := range p.nodes(n, "exec.cases") {
+		var c execcheck.Case
+		var stdout bool
+		p.fields(item, "exec.cases", []string{"name", "stdin", "args", "stdout"}, func(k string, v *yaml.Node) {
+			switch k {
+			case "name":
+				c.Name = p.str(v, "exec.cases.name")
+			case "stdin":
+				c.Stdin = p.str(v, "exec.cases.stdin")
+			case "args":
+				c.Args = p.strList(v, "exec.cases.args")
+			case "stdout":
+				c.Stdout, stdout = p.str(v, "exec.cases.stdout"), true
+			}
+		})
+		if item.Kind == yaml.MappingNode && !stdout {
+			p.errorf(item, "an io case needs stdout: the output the program must print")
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // nodes returns the items of a list (a lone scalar counts as one item).
@@ -1033,7 +1076,7 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 			return nil, err
 		}
 		cfg := execcheck.Config{Name: "exec", Runner: runner, Command: c.Exec.Command, Format: c.Exec.Format,
-			Isolation: c.Exec.Isolation, Limits: sandbox.Limits{Wall: c.Exec.Timeout}}
+			Isolation: c.Exec.Isolation, Cases: c.Exec.Cases, Checker: c.Exec.Checker, Limits: sandbox.Limits{Wall: c.Exec.Timeout}}
 		for _, path := range c.Exec.Tests {
 			m, err := f.testMount(path, env)
 			if err != nil {

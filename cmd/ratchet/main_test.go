@@ -663,6 +663,38 @@ func TestVerifyCommand(t *testing.T) {
 	c.wantCode(t, exitUsage)
 }
 
+// TestVerifyIOCases checks a program by its output, from a task file.
+func TestVerifyIOCases(t *testing.T) {
+	requireSandboxTools(t)
+	dir := write(t, map[string]string{
+		"task.yaml": `mode: generate
+goal: print the sum of the numbers on stdin
+artifact: sum.py
+checks:
+  - exec:
+      command: [python3, sum.py]
+      format: io
+      cases:
+        - {stdin: "1 2", stdout: "3"}
+        - name: many
+          stdin: |
+            1
+            2
+            3
+          stdout: "6\n"
+`,
+		"good.py": "import sys\nprint(sum(map(int, sys.stdin.read().split())))\n",
+		"bad.py":  "print(3)\n",
+	})
+	c := run(t, nil, "verify", filepath.Join(dir, "task.yaml"), filepath.Join(dir, "good.py"), filepath.Join(dir, "bad.py"))
+	c.wantCode(t, exitNotDone)
+	for _, want := range []string{"good.py: passed every gate check", "✓ cheap     exec (execution, judge): 2 cases passed", "bad.py: NOT accepted", "many: wrong output"} {
+		if !strings.Contains(c.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, c.stdout)
+		}
+	}
+}
+
 // TestPostgresDatabase runs a task with its runs kept in PostgreSQL
 // (test.sh starts a throwaway cluster and sets RATCHET_TEST_POSTGRES_DSN).
 func TestPostgresDatabase(t *testing.T) {

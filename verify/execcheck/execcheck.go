@@ -11,7 +11,9 @@
 //     outside the workspace that only this run knows);
 //   - "go": the command must be `go test -json ...`, read from stdout;
 //   - "node": `node --test` TAP output, read from stdout;
-//   - "exit": exit status 0 passes.
+//   - "exit": exit status 0 passes;
+//   - "io": each of Cases runs the command with its input, and ratchet
+//     compares the output outside the sandbox (io.go).
 //
 // For the three test formats a verdict passes only when every test passed,
 // every test defined in the read-only test files appears in the report, the
@@ -56,7 +58,7 @@ type Config struct {
 	Runner sandbox.Runner
 	// Command runs in the workspace, e.g. [python3, -m, pytest, -q].
 	Command []string
-	// Format is pytest, go, node or exit (default exit).
+	// Format is pytest, go, node, io or exit (default exit).
 	Format string
 	// Tests are mounted read-only; Target is relative to the workspace.
 	Tests []sandbox.Mount
@@ -73,6 +75,9 @@ type Config struct {
 	Env map[string]string
 	// Limits bound the run; zero fields take the sandbox defaults.
 	Limits sandbox.Limits
+	// Cases and Checker are format io's: see Case.
+	Cases   []Case
+	Checker []string
 	// MaxFeedback caps the detail sent back to the model (default 1500).
 	MaxFeedback int
 	// Isolation is where the candidate runs: Judge (its own sandbox,
@@ -106,9 +111,12 @@ const (
 
 // JudgeServes says why judge isolation cannot serve a check of format
 // whose candidate is written to artifact ("" in agent mode), or returns
-// nil: it serves pytest tests of a Python module the answer is written to.
+// nil: it serves pytest tests of a Python module the answer is written to,
+// and format io always.
 func JudgeServes(format, artifact string) error {
 	switch {
+	case format == "io":
+		return nil // it compares outputs outside every sandbox
 	case format != "pytest":
 		return fmt.Errorf("judge isolation serves pytest checks so far, not format %s", format)
 	case artifact == "":
@@ -143,13 +151,20 @@ func New(cfg Config) (verify.Verifier, error) {
 		cfg.Format = "exit"
 	}
 	switch cfg.Format {
+	case "io":
+		if len(cfg.Cases) == 0 {
+			problems = append(problems, "format io needs cases: the inputs and the output each must give")
+		}
 	case "pytest", "node", "exit":
 	case "go":
 		if !slices.Contains(cfg.Command, "-json") {
 			problems = append(problems, "format go reads `go test -json` output: add -json to the command")
 		}
 	default:
-		problems = append(problems, fmt.Sprintf("format %q is not pytest, go, node or exit", cfg.Format))
+		problems = append(problems, fmt.Sprintf("format %q is not pytest, go, node, io or exit", cfg.Format))
+	}
+	if cfg.Format != "io" && (len(cfg.Cases) > 0 || len(cfg.Checker) > 0) {
+		problems = append(problems, "cases and checker belong to format io")
 	}
 	if cfg.Artifact == "" && cfg.Workspace == "" {
 		problems = append(problems, "neither an artifact file nor a workspace: the candidate would not reach the sandbox")
@@ -220,6 +235,9 @@ func New(cfg Config) (verify.Verifier, error) {
 			problems = append(problems, err.Error())
 		}
 	case InProcess:
+		if cfg.Format == "io" {
+			problems = append(problems, "format io always judges outside the candidate's process: isolation in-process does not apply")
+		}
 		inProcess = "the check asks for isolation: in-process"
 	default:
 		problems = append(problems, fmt.Sprintf("isolation %q is not %s or %s", cfg.Isolation, Judge, InProcess))
@@ -260,13 +278,22 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if c.cfg.Artifact != "" {
 		files[c.cfg.Artifact] = []byte(cand.Answer)
 	}
+	limits := c.cfg.Limits
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d); limits.Wall == 0 || left < limits.Wall {
+			limits.Wall = max(left, time.Millisecond) // the run's time budget bounds the check too
+		}
+	}
+	if c.cfg.Format == "io" {
+		return c.checkCases(ctx, files, limits)
+	}
 	var extra []*os.File
 	if c.cfg.Isolation == Judge {
 		module := strings.TrimSuffix(c.cfg.Artifact, ".py")
 		files[c.cfg.Artifact] = judge.Proxy(module)
 		s, err := judge.Start(ctx, judge.Config{
 			Runner: c.cfg.Runner, Module: module, Source: []byte(cand.Answer), Python: c.python(),
-			Env: c.cfg.Env, Limits: c.cfg.Limits, CallTimeout: c.cfg.CallTimeout,
+			Env: c.cfg.Env, Limits: limits, CallTimeout: c.cfg.CallTimeout,
 		})
 		if err != nil {
 			return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
@@ -289,12 +316,6 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		cmd = append(cmd, "--junitxml=${REPORT}", "--continue-on-collection-errors")
 	}
 	cmd = append(cmd, p.args...)
-	limits := c.cfg.Limits
-	if d, ok := ctx.Deadline(); ok {
-		if left := time.Until(d); limits.Wall == 0 || left < limits.Wall {
-			limits.Wall = max(left, time.Millisecond) // the run's time budget bounds the check too
-		}
-	}
 	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
 		Files: files, Mounts: append(slices.Clone(c.cfg.Tests), p.mounts...), Command: cmd, Env: c.cfg.Env, Limits: limits,
 		Report: c.cfg.Format == "pytest", Caches: c.caches(), ExtraFiles: extra,

@@ -155,3 +155,62 @@ func TestConformance(t *testing.T) {
 		{Answer: "def is_prime(n):\n    return True\n", Confidence: 0.9, Attempt: 2},
 	}})
 }
+
+// TestIOCases judges a program by its output: the comparison and the
+// checker run outside the candidate's sandbox, so a program that prints
+// a forged verdict or exits 0 early gains nothing.
+func TestIOCases(t *testing.T) {
+	requirePytest(t)
+	cases := []execcheck.Case{
+		{Stdin: "3 4\n", Stdout: "7\n"},
+		{Name: "negatives", Stdin: "-1 -2\n", Stdout: "-3"},
+		{Name: "as arguments", Args: []string{"10", "5"}, Stdout: "15\n"},
+	}
+	sum := "import sys\nargs = sys.argv[1:] or sys.stdin.read().split()\nprint(sum(int(a) for a in args))\n"
+	checker, err := filepath.Abs("testdata/io_checker.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, answer string
+		checker      bool
+		ok           bool
+		detail       string
+	}{
+		{"right", sum + "print('   ')\n", false, true, "3 cases passed"},
+		{"wrong on negatives", strings.Replace(sum, "int(a)", "abs(int(a))", 1), false, false, "negatives: wrong output\ninput: \"-1 -2\\n\"\nexpected: \"-3\"\ngot:      \"3\""},
+		{"prints a verdict", "print('3 cases passed')\n", false, false, "case 1: wrong output"},
+		{"crashes", "raise SystemExit(3)\n", false, false, "case 1: python3 exited with status 3"},
+		{"right, by the checker", sum, true, true, "3 cases passed"},
+		{"wrong, by the checker", "print(0)\n", true, false, "case 1: the checker rejected the output: want 7, got 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := execcheck.Config{Runner: runner(t), Format: "io", Artifact: "sum.py", Command: []string{"python3", "sum.py"}, Cases: cases}
+			if tc.checker {
+				cfg.Checker = []string{"python3", "io_checker.py"}
+				cfg.Tests = []sandbox.Mount{{Source: checker, Target: "io_checker.py"}}
+			}
+			v, err := execcheck.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.OK != tc.ok || !strings.Contains(got.Detail, tc.detail) || got.Isolation != execcheck.Judge {
+				t.Errorf("ok=%v isolation=%q detail:\n%s\nwant ok=%v and %q", got.OK, got.Isolation, got.Detail, tc.ok, tc.detail)
+			}
+		})
+	}
+	for _, cfg := range []execcheck.Config{
+		{Format: "io"},
+		{Format: "io", Cases: cases, Isolation: execcheck.InProcess},
+		{Format: "exit", Cases: cases},
+	} {
+		cfg.Runner, cfg.Command, cfg.Artifact = runner(t), []string{"python3", "sum.py"}, "sum.py"
+		if _, err := execcheck.New(cfg); err == nil {
+			t.Errorf("%+v: no error", cfg)
+		}
+	}
+}
