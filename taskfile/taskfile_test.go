@@ -339,7 +339,7 @@ func TestParseProblems(t *testing.T) {
 		{"judge in agent mode", "goal: g\nchecks:\n- exec: {command: [pytest], format: pytest,\n    isolation: judge}\ntools: [bogus]\n",
 			[]want{{4, "exec.isolation: judge isolation needs the candidate as one module"}, {5, `unknown tool "bogus"`}}},
 		{"judge of an exit check", "goal: g\nmode: generate\nartifact: a.py\nchecks:\n- exec: {command: [python3, a.py], isolation: judge}\n",
-			[]want{{5, "exec.isolation: judge isolation serves pytest checks so far, not format exit"}}},
+			[]want{{5, "exec.isolation: judge isolation serves pytest, go and io checks, not format exit"}}},
 		{"subagent steps inside the reserve", ok + "tools: [read_file]\nsubagents: {budget: {steps: 1}, checks: [{equals: b}]}\n", []want{{4, "subagents.budget.steps: limit 1 leaves nothing beyond the closing reserve"}}},
 		{"progress window too small", ok + "progress: {window: 1}\n", []want{{3, "progress.window must be at least 2, got 1"}}},
 		{"progress patience zero", ok + "progress: {patience: 0}\n", []want{{3, "progress.patience must be at least 1, got 0"}}},

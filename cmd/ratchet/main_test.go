@@ -636,7 +636,7 @@ func TestVerifyCommand(t *testing.T) {
 	os.WriteFile(inProcess, []byte("mode: generate\ngoal: g\nartifact: is_prime.py\nchecks:\n- exec: {command: [python3, is_prime.py]}\n"), 0o644)
 	c = run(t, nil, "verify", inProcess, good)
 	c.wantCode(t, exitDone)
-	if !strings.Contains(c.stdout, "note: exec runs the candidate inside the tests' process (in-process isolation: judge isolation serves pytest checks so far, not format exit)") ||
+	if !strings.Contains(c.stdout, "note: exec runs the candidate inside the tests' process (in-process isolation: judge isolation serves pytest, go and io checks, not format exit)") ||
 		!strings.Contains(c.stdout, "(execution, in-process)") {
 		t.Errorf("stdout:\n%s", c.stdout)
 	}

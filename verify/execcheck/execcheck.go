@@ -39,6 +39,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -117,8 +118,13 @@ func JudgeServes(format, artifact string) error {
 	switch {
 	case format == "io":
 		return nil // it compares outputs outside every sandbox
-	case format != "pytest":
-		return fmt.Errorf("judge isolation serves pytest checks so far, not format %s", format)
+	case format == "go" && artifact != "":
+		if !strings.HasSuffix(artifact, ".go") || strings.HasSuffix(artifact, "_test.go") {
+			return fmt.Errorf("judge isolation of Go needs the artifact to be a .go file of the tested package, not %q", artifact)
+		}
+		return nil
+	case format != "pytest" && format != "go":
+		return fmt.Errorf("judge isolation serves pytest, go and io checks, not format %s", format)
 	case artifact == "":
 		return errors.New("judge isolation needs the candidate as one module (generate mode's artifact); an agent's workspace runs in-process")
 	case !judgeModule.MatchString(artifact):
@@ -229,6 +235,10 @@ func New(cfg Config) (verify.Verifier, error) {
 		cfg.Isolation = Judge
 		if err := JudgeServes(cfg.Format, artifact); err != nil {
 			cfg.Isolation, inProcess = InProcess, err.Error()
+		} else if cfg.Format == "go" {
+			// Tests that call methods or read package variables need
+			// the candidate in their process: Go's judge is asked for.
+			cfg.Isolation, inProcess = InProcess, "judge isolation of Go is chosen with isolation: judge (its tests may call only the package's functions)"
 		}
 	case Judge:
 		if err := JudgeServes(cfg.Format, artifact); err != nil {
@@ -289,12 +299,24 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	}
 	var extra []*os.File
 	if c.cfg.Isolation == Judge {
-		module := strings.TrimSuffix(c.cfg.Artifact, ".py")
-		files[c.cfg.Artifact] = judge.Proxy(module)
-		s, err := judge.Start(ctx, judge.Config{
-			Runner: c.cfg.Runner, Module: module, Source: []byte(cand.Answer), Python: c.python(),
-			Env: c.cfg.Env, Limits: limits, CallTimeout: c.cfg.CallTimeout,
-		})
+		jc := judge.Config{Runner: c.cfg.Runner, CallTimeout: c.cfg.CallTimeout}
+		switch c.cfg.Format {
+		case "pytest":
+			module := strings.TrimSuffix(c.cfg.Artifact, ".py")
+			files[c.cfg.Artifact] = judge.Proxy(module)
+			jc.Spec = judge.PythonSpec(module, []byte(cand.Answer), c.python(), c.cfg.Env, limits)
+		case "go":
+			stub, spec, refused, err := c.goJudge(cand.Answer, limits)
+			if err != nil {
+				return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
+			}
+			if refused != "" {
+				return verify.Verdict{Check: c.cfg.Name, Provenance: verify.Execution, Confidence: 1, Isolation: Judge, Where: "build failed", Detail: refused}, nil
+			}
+			files[c.cfg.Artifact] = stub
+			jc.Spec, jc.Go, jc.StartTimeout = *spec, true, limits.Wall
+		}
+		s, err := judge.Start(ctx, jc)
 		if err != nil {
 			return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 		}
@@ -340,6 +362,44 @@ func isolate(cmd []string) []string {
 }
 
 var pythonName = regexp.MustCompile(`^python[0-9.]*$`)
+
+// goJudge plans judge isolation of a Go candidate: the stub the tests
+// compile against, and the candidate's sandbox, which builds and runs the
+// server; refused says why a candidate cannot be served (its fault).
+func (c *checker) goJudge(answer string, limits sandbox.Limits) (stub []byte, spec *sandbox.Spec, refused string, err error) {
+	var mounts []sandbox.Mount
+	var goMod []byte
+	for _, m := range c.cfg.Tests {
+		switch {
+		case m.Target == "go.mod":
+			if goMod, err = os.ReadFile(m.Source); err != nil {
+				return nil, nil, "", err
+			}
+			mounts = append(mounts, m)
+		case m.Target == "go.sum" || m.Target == "vendor" || strings.HasPrefix(m.Target, "vendor/"):
+			mounts = append(mounts, m) // what the build needs, and no test
+		}
+	}
+	if goMod == nil {
+		return nil, nil, "", errors.New("judge isolation of Go needs the module's go.mod among the tests")
+	}
+	plan, err := judge.PlanGo(goMod, c.cfg.Artifact, []byte(answer))
+	if err != nil {
+		return nil, nil, err.Error(), nil
+	}
+	pkgDir := path.Dir(c.cfg.Artifact)
+	build := fmt.Sprintf(`%s build -o "$HOME/ratchet-judge" ./%s && exec "$HOME/ratchet-judge"`, shellQuote(c.cfg.Command[0]), plan.MainDir)
+	return plan.Stub, &sandbox.Spec{
+		Files: map[string][]byte{
+			c.cfg.Artifact: []byte(answer),
+			path.Join(pkgDir, "ratchet_judge_server.go"): plan.Server,
+			path.Join(plan.MainDir, "main.go"):           plan.Main,
+		},
+		Mounts: mounts, Command: []string{"sh", "-c", build}, Env: c.cfg.Env, Limits: limits, Caches: c.caches(),
+	}, "", nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // python is the interpreter the command runs, for the candidate's side of
 // judge isolation.

@@ -245,14 +245,20 @@ func TestHostileGoVerdicts(t *testing.T) {
 		tests = append(tests, sandbox.Mount{Source: src, Target: name})
 	}
 	for _, backend := range isolated {
-		t.Run(backend, func(t *testing.T) {
+		for _, isolation := range []string{execcheck.InProcess, execcheck.Judge} {
 			v, err := execcheck.New(execcheck.Config{
-				Runner: backendRunner(t, backend), Format: "go", Artifact: "calc.go",
+				Runner: backendRunner(t, backend), Format: "go", Artifact: "calc.go", Isolation: isolation,
 				Command: []string{goBin, "test", "-json", "."}, Tests: tests,
 				Limits: sandbox.Limits{Wall: 2 * time.Minute, CPU: time.Minute},
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			// In judge isolation the forger's init runs in its own
+			// process: its lines never reach go test's output.
+			forged := execcheck.Tampered
+			if isolation == execcheck.Judge {
+				forged = "TestAdd"
 			}
 			for _, tc := range []struct {
 				name, answer string
@@ -261,19 +267,20 @@ func TestHostileGoVerdicts(t *testing.T) {
 			}{
 				{"right", "package calc\n\nfunc Add(a, b int) int { return a + b }\n", true, ""},
 				{"wrong", "package calc\n\nfunc Add(a, b int) int { return 0 }\n", false, "TestAdd"},
-				{"prints passing test2json lines at init and exits 0", hostile(t, "forge_go.go"), false, execcheck.Tampered},
+				{"prints passing test2json lines at init and exits 0", hostile(t, "forge_go.go"), false, forged},
+				{"returns an error and panics", "package calc\n\nimport \"errors\"\n\nfunc Add(a, b int) int {\n\tif a < 0 {\n\t\tpanic(errors.New(\"negative\"))\n\t}\n\treturn a + b\n}\n", false, "TestNegative"},
 			} {
-				t.Run(tc.name, func(t *testing.T) {
+				t.Run(backend+"/"+isolation+"/"+tc.name, func(t *testing.T) {
 					got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if got.OK != tc.ok || got.Where != tc.where {
-						t.Errorf("ok=%v where=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, tc.ok, tc.where, got.Detail)
+					if got.OK != tc.ok || got.Where != tc.where || got.Isolation != isolation {
+						t.Errorf("ok=%v where=%q isolation=%q, want ok=%v where=%q; detail:\n%s", got.OK, got.Where, got.Isolation, tc.ok, tc.where, got.Detail)
 					}
 				})
 			}
-		})
+		}
 	}
 }
 
@@ -319,5 +326,48 @@ func TestHostileNodeVerdicts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGoJudgeSignatures is the conformance test of Go's judge stubs: a
+// package with every kind of signature it serves (variadic, slices, maps,
+// structs, pointers, named and imported types, errors, several results,
+// none, unexported functions and constants) and one it cannot (a function
+// argument), called by tests that must all pass across the boundary.
+func TestGoJudgeSignatures(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "the go command")
+	}
+	var tests []sandbox.Mount
+	for _, name := range []string{"go.mod", "shapes_test.go"} {
+		src, err := filepath.Abs(filepath.Join("testdata", "gojudge", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, sandbox.Mount{Source: src, Target: name})
+	}
+	v, err := execcheck.New(execcheck.Config{
+		Runner: runner(t), Format: "go", Artifact: "shapes.go", Isolation: execcheck.Judge,
+		Command: []string{goBin, "test", "-json", "."}, Tests: tests,
+		Limits: sandbox.Limits{Wall: 2 * time.Minute, CPU: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("testdata", "gojudge", "shapes.go.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Check(context.Background(), verify.Candidate{Answer: string(src)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.OK || got.Detail != "2 tests passed" {
+		t.Errorf("ok=%v where=%q; detail:\n%s", got.OK, got.Where, got.Detail)
+	}
+	got, err = v.Check(context.Background(), verify.Candidate{Answer: "package shapes\n\nfunc Sum(xs ...int) int {"})
+	if err != nil || got.OK || got.Where != "build failed" || !strings.Contains(got.Detail, "does not parse") {
+		t.Errorf("a candidate that does not parse: %+v %v", got, err)
 	}
 }

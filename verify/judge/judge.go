@@ -64,21 +64,32 @@ del _ns
 // Config configures a session.
 type Config struct {
 	Runner sandbox.Runner
-	// Module is the candidate module's name, Source its code: the
-	// candidate's sandbox holds Module+".py" and nothing else.
-	Module string
-	Source []byte
-	// Python is the interpreter (default python3); it runs with -E -s.
-	Python string
-	Env    map[string]string
-	// Limits bound each process of the candidate's; Wall bounds the whole
-	// session.
-	Limits sandbox.Limits
-	// CallTimeout bounds the candidate's import and each call (default
-	// 10s); MaxRestarts bounds the processes started after the first
-	// (default 3).
-	CallTimeout time.Duration
-	MaxRestarts int
+	// Spec is the candidate's sandbox: its files, the command that serves
+	// them (PythonSpec, or a Go plan's server) and its limits, whose Wall
+	// bounds the whole session. The session adds its end of the channel
+	// as file descriptor 3.
+	Spec sandbox.Spec
+	// Go says the candidate is served by a Go plan's server, whose values
+	// are any JSON (the tests decode them into their declared types);
+	// otherwise only wire.py's shapes cross.
+	Go bool
+	// StartTimeout bounds the wait for the candidate's process to come up
+	// (default CallTimeout); CallTimeout bounds each call (default 10s);
+	// MaxRestarts bounds the processes started after the first (default 3).
+	StartTimeout, CallTimeout time.Duration
+	MaxRestarts               int
+}
+
+// PythonSpec is the candidate's sandbox for the Python module named
+// module, of source source: the module alone, served by the trusted
+// server run by python (default python3) with -E -s.
+func PythonSpec(module string, source []byte, python string, env map[string]string, limits sandbox.Limits) sandbox.Spec {
+	return sandbox.Spec{
+		Files:   map[string][]byte{module + ".py": source},
+		Command: []string{cmp.Or(python, "python3"), "-E", "-s", "-c", wirePy + "\n\n" + serverPy + "\n\n_serve(" + pyString(module) + ")\n"},
+		Env:     env,
+		Limits:  limits,
+	}
 }
 
 // Stats is what a session did.
@@ -101,15 +112,17 @@ type Session struct {
 	funcs map[string]bool // the functions the tests may call
 	stats Stats
 	ended bool // no further process will start (its import failed)
+	// failed says why the candidate's code did not load, once it did not.
+	failed string
 }
 
 // Start prepares a session and starts the candidate's process.
 func Start(ctx context.Context, cfg Config) (*Session, error) {
-	if cfg.Python == "" {
-		cfg.Python = "python3"
-	}
 	if cfg.CallTimeout == 0 {
 		cfg.CallTimeout = 10 * time.Second
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = cfg.CallTimeout
 	}
 	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = 3
@@ -120,8 +133,8 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, tests: host, testEnd: end, served: make(chan struct{})}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	if cfg.Limits.Wall > 0 {
-		s.ctx, s.cancel = context.WithTimeout(ctx, cfg.Limits.Wall)
+	if w := cfg.Spec.Limits.Wall; w > 0 {
+		s.ctx, s.cancel = context.WithTimeout(ctx, w)
 	}
 	s.proc = s.start()
 	go s.serve()
@@ -180,6 +193,9 @@ func (s *Session) answer(frame []byte) []byte {
 	default:
 		return judgeError(fmt.Sprintf("the judge does not know the request %q", req.Op))
 	}
+	if s.failed != "" {
+		return judgeError(s.failed)
+	}
 	if !s.funcs[req.Name] {
 		return judgeError(fmt.Sprintf("the candidate's module has no function %s", req.Name))
 	}
@@ -187,7 +203,7 @@ func (s *Session) answer(frame []byte) []byte {
 		return judgeError(fmt.Sprintf("the candidate's process died %d times; %s() was not called again", s.stats.Restarts+1, req.Name))
 	}
 	s.stats.Calls++
-	out, why := s.proc.call(frame, s.cfg.CallTimeout)
+	out, why := s.proc.call(frame, s.cfg.CallTimeout, s.cfg.Go)
 	if why != "" {
 		s.proc.stop()
 		s.proc = nil
@@ -207,7 +223,7 @@ func (s *Session) ensure() string {
 		if s.hello != nil {
 			// The tests already hold the first process's names; the new
 			// one must come up the same way.
-			if h, why := s.proc.hello(s.cfg.CallTimeout); why != "" || h.Error != "" {
+			if h, why := s.proc.hello(s.cfg.StartTimeout); why != "" || h.Error != "" {
 				s.proc.stop()
 				s.proc = nil
 				return "the candidate's process did not come up again: " + cmp.Or(why, h.Error)
@@ -218,18 +234,19 @@ func (s *Session) ensure() string {
 	if s.hello != nil {
 		return ""
 	}
-	h, why := s.proc.hello(s.cfg.CallTimeout)
+	h, why := s.proc.hello(s.cfg.StartTimeout)
 	if why != "" {
 		// An import that failed once fails again: no restart.
 		s.ended = true
 		s.proc.stop()
 		s.proc = nil
-		s.hello = mustJSON(map[string]string{"error": "the candidate's module did not load: " + why})
+		s.failed = "the candidate's module did not load: " + why
+		s.hello = mustJSON(map[string]string{"error": s.failed})
 		return ""
 	}
 	s.hello, s.funcs = h.encode()
 	if h.Error != "" {
-		s.ended = true
+		s.ended, s.failed = true, "the candidate's module failed to import:\n"+h.Error
 	}
 	return ""
 }
@@ -264,13 +281,8 @@ func (s *Session) start() *proc {
 	p.conn = host
 	ctx, cancel := context.WithCancel(s.ctx)
 	p.cancel = cancel
-	spec := sandbox.Spec{
-		Files:      map[string][]byte{s.cfg.Module + ".py": s.cfg.Source},
-		Command:    []string{s.cfg.Python, "-E", "-s", "-c", wirePy + "\n\n" + serverPy + "\n\n_serve(" + pyString(s.cfg.Module) + ")\n"},
-		Env:        s.cfg.Env,
-		Limits:     s.cfg.Limits,
-		ExtraFiles: []*os.File{end},
-	}
+	spec := s.cfg.Spec
+	spec.ExtraFiles = []*os.File{end}
 	go func() {
 		defer close(p.done)
 		p.res, p.err = s.cfg.Runner.Run(ctx, spec)
@@ -343,7 +355,7 @@ func (p *proc) hello(timeout time.Duration) (hello, string) {
 	return h, ""
 }
 
-func (p *proc) call(req []byte, timeout time.Duration) ([]byte, string) {
+func (p *proc) call(req []byte, timeout time.Duration, goValues bool) ([]byte, string) {
 	if err := writeFrame(p.conn, req); err != nil {
 		<-p.done
 		return nil, p.death()
@@ -352,7 +364,11 @@ func (p *proc) call(req []byte, timeout time.Duration) ([]byte, string) {
 	if why != "" {
 		return nil, why
 	}
-	out, err := decodeReply(frame)
+	decode := decodeReply
+	if goValues {
+		decode = decodeGoReply
+	}
+	out, err := decode(frame)
 	if err != nil {
 		return nil, "the candidate sent an answer that is not plain data: " + err.Error()
 	}

@@ -24,10 +24,10 @@ func runner(t testing.TB) sandbox.Runner {
 
 // judged runs script in a sandbox of its own, importing the proxy as
 // "solution" for a candidate whose module is source.
-func judged(t testing.TB, cfg judge.Config, script string) (sandbox.Result, judge.Stats) {
+func judged(t testing.TB, cfg judge.Config, source, script string) (sandbox.Result, judge.Stats) {
 	t.Helper()
 	r := runner(t)
-	cfg.Runner, cfg.Module = r, "solution"
+	cfg.Runner, cfg.Spec = r, judge.PythonSpec("solution", []byte(source), "", nil, sandbox.Limits{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := judge.Start(ctx, cfg)
@@ -47,7 +47,7 @@ func judged(t testing.TB, cfg judge.Config, script string) (sandbox.Result, judg
 }
 
 func TestCalls(t *testing.T) {
-	res, stats := judged(t, judge.Config{Source: []byte("def add(a, b):\n    return a + b\n")},
+	res, stats := judged(t, judge.Config{}, "def add(a, b):\n    return a + b\n",
 		"from solution import add\nassert add(1, 2) == 3\nassert add([1], [2]) == [1, 2]\nprint('ok')\n")
 	if !strings.Contains(string(res.Stdout), "ok") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.ExitCode, res.Stdout, res.Stderr)
@@ -179,7 +179,7 @@ print("ok")
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, _ := judged(t, judge.Config{Source: []byte(tc.source)}, tc.script)
+			res, _ := judged(t, judge.Config{}, tc.source, tc.script)
 			if strings.TrimSpace(string(res.Stdout)) != "ok" {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.ExitCode, res.Stdout, res.Stderr)
 			}
@@ -302,7 +302,7 @@ print("ok")
 `, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, stats := judged(t, judge.Config{Source: []byte(tc.source), CallTimeout: time.Second}, tc.script)
+			res, stats := judged(t, judge.Config{CallTimeout: time.Second}, tc.source, tc.script)
 			if strings.TrimSpace(string(res.Stdout)) != "ok" {
 				t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.ExitCode, res.Stdout, res.Stderr)
 			}

@@ -158,6 +158,24 @@ func decodeReply(frame []byte) ([]byte, error) {
 	return nil, errors.New("not exactly one of ok, exc and uncrossable")
 }
 
+// decodeGoReply checks a Go server's answer: ok holds the results as a
+// JSON array of any values, which the tests decode into their declared
+// types.
+func decodeGoReply(frame []byte) ([]byte, error) {
+	var r reply
+	if err := strict(frame, &r); err != nil {
+		return nil, err
+	}
+	if r.OK == nil || r.Exc != nil || r.Uncrossable != nil {
+		return decodeReply(frame) // the exception and the uncrossable are as in Python
+	}
+	var results []json.RawMessage
+	if err := strict(r.OK, &results); err != nil {
+		return nil, fmt.Errorf("results: %w", err)
+	}
+	return mustJSON(map[string]any{"ok": results}), nil
+}
+
 // strict decodes one JSON value with nothing after it, keeping numbers as
 // they were written and refusing unknown fields.
 func strict(data []byte, v any) error {
