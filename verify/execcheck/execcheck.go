@@ -26,7 +26,10 @@
 // PYTHON* variables and without plugin autoloading; HOME is an empty
 // directory outside the workspace.
 //
-// Test runners run the candidate in their own process, so a candidate that
+// In judge isolation (Config.Isolation, the default for pytest checks of a
+// generate-mode module) the candidate runs in a sandbox of its own and the
+// tests call it through a stand-in (package verify/judge): no code of the
+// candidate runs in the test runner's process. In-process, a candidate that
 // reads the sentinel there and forges a report with it failing still wins;
 // holdout checks measure that (docs/verification.md).
 package execcheck

@@ -313,6 +313,9 @@ func TestHostileNodeVerdicts(t *testing.T) {
 					{"right", "exports.add = (a, b) => a + b;\n", true, ""},
 					{"wrong", "exports.add = (a, b) => 0;\n", false, "adds"},
 					{"exits 0 when required", "process.exit(0);\n", false, "missing tests"},
+					// Not caught: the tests' file and the candidate share one
+					// process and its module cache (docs/verification.md).
+					{"patches the shared node:assert", "const assert = require('node:assert');\nassert.strictEqual = () => {};\nexports.add = (a, b) => 0;\n", true, ""},
 				} {
 					t.Run(strings.Join(command, " ")+"/"+tc.name, func(t *testing.T) {
 						got, err := v.Check(context.Background(), verify.Candidate{Answer: tc.answer})

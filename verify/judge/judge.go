@@ -111,8 +111,8 @@ type Session struct {
 	hello []byte          // the answer to the tests' hello, once known
 	funcs map[string]bool // the functions the tests may call
 	stats Stats
-	ended bool // no further process will start (its import failed)
-	// failed says why the candidate's code did not load, once it did not.
+	// failed says why the candidate's code did not load, once it did not;
+	// no further process is started then.
 	failed string
 }
 
@@ -132,9 +132,10 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{cfg: cfg, tests: host, testEnd: end, served: make(chan struct{})}
-	s.ctx, s.cancel = context.WithCancel(ctx)
 	if w := cfg.Spec.Limits.Wall; w > 0 {
 		s.ctx, s.cancel = context.WithTimeout(ctx, w)
+	} else {
+		s.ctx, s.cancel = context.WithCancel(ctx)
 	}
 	s.proc = s.start()
 	go s.serve()
@@ -181,7 +182,7 @@ func (s *Session) answer(frame []byte) []byte {
 	if err := json.Unmarshal(frame, &req); err != nil {
 		return judgeError("the judge could not read the tests' request: " + err.Error())
 	}
-	if s.hello == nil || (req.Op == "call" && s.proc == nil && !s.ended) {
+	if s.hello == nil || (req.Op == "call" && s.proc == nil && s.failed == "") {
 		if msg := s.ensure(); msg != "" {
 			return judgeError(msg)
 		}
@@ -237,7 +238,6 @@ func (s *Session) ensure() string {
 	h, why := s.proc.hello(s.cfg.StartTimeout)
 	if why != "" {
 		// An import that failed once fails again: no restart.
-		s.ended = true
 		s.proc.stop()
 		s.proc = nil
 		s.failed = "the candidate's module did not load: " + why
@@ -246,7 +246,7 @@ func (s *Session) ensure() string {
 	}
 	s.hello, s.funcs = h.encode()
 	if h.Error != "" {
-		s.ended, s.failed = true, "the candidate's module failed to import:\n"+h.Error
+		s.failed = "the candidate's module failed to import:\n" + h.Error
 	}
 	return ""
 }
