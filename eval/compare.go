@@ -76,10 +76,13 @@ type Comparison struct {
 	// OnlyBase and OnlyCand count the cases found on one side only: the
 	// sides did not run the same suite, and the metrics mix that change
 	// with the change under test.
-	OnlyBase    int      `json:"only_base_cases"`
-	OnlyCand    int      `json:"only_cand_cases"`
-	Rows        []Row    `json:"rows"`
-	Regressions []string `json:"regressions"`
+	OnlyBase int   `json:"only_base_cases"`
+	OnlyCand int   `json:"only_cand_cases"`
+	Rows     []Row `json:"rows"`
+	// CaseChanges are the cases whose success rate dropped, each tested
+	// on its own runs; a significant drop is a regression named "case C".
+	CaseChanges []CaseChange `json:"case_changes"`
+	Regressions []string     `json:"regressions"`
 	// BaseMetrics and CandMetrics are the full metrics, for reports.
 	BaseMetrics Metrics `json:"base_metrics"`
 	CandMetrics Metrics `json:"cand_metrics"`
@@ -152,6 +155,12 @@ func Compare(baseName string, base []Record, candName string, cand []Record, opt
 		r.Improvement = r.Significant && !worse && r.Delta != 0
 		if r.Regression {
 			cmp.Regressions = append(cmp.Regressions, r.Metric)
+		}
+	}
+	cmp.CaseChanges = caseChanges(base, cand, opts.Alpha, opts.Holm)
+	for _, ch := range cmp.CaseChanges {
+		if ch.Regression {
+			cmp.Regressions = append(cmp.Regressions, "case "+ch.Case)
 		}
 	}
 	return cmp
@@ -388,6 +397,21 @@ func (c Comparison) Markdown(w io.Writer) error {
 		mdRow(&b, append(r.cells(), flag))
 	}
 	b.WriteString("\n")
+	if len(c.CaseChanges) > 0 {
+		b.WriteString("Cases that did worse:\n\n")
+		models := map[string]bool{}
+		for _, ch := range c.CaseChanges {
+			models[ch.Model] = true
+		}
+		for _, ch := range c.CaseChanges {
+			name := ch.Case
+			if len(models) > 1 {
+				name += " (" + ch.Model + ")"
+			}
+			fmt.Fprintf(&b, "- %s: %s → %s; %s\n", name, rateText(ch.Base), rateText(ch.Cand), ch.Note)
+		}
+		b.WriteString("\n")
+	}
 	if len(c.Regressions) == 0 {
 		b.WriteString("No significant regression.\n")
 	} else {

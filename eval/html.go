@@ -225,6 +225,18 @@ func HTMLCompare(w io.Writer, c Comparison) error {
 		t.Flags = append(t.Flags, flag)
 	}
 	d.Tables = append(d.Tables, t)
+	if len(c.CaseChanges) > 0 {
+		ct := table{Title: "Cases that did worse", Head: []string{"case", "model", "base", "candidate", "verdict"}}
+		for _, ch := range c.CaseChanges {
+			flag := ""
+			if ch.Regression {
+				flag = "bad"
+			}
+			ct.Rows = append(ct.Rows, []string{ch.Case, ch.Model, rateText(ch.Base), rateText(ch.Cand), ch.Note})
+			ct.Flags = append(ct.Flags, flag)
+		}
+		d.Tables = append(d.Tables, ct)
+	}
 	d.Charts = CompareCharts(c)
 	return reportTmpl.Execute(w, d)
 }
@@ -286,6 +298,12 @@ func summaryTable(m Metrics) table {
 	}
 	if m.CheckStrength != nil {
 		t.Rows = append(t.Rows, []string{"check strength (weakest case)", fmt.Sprintf("%.3f", *m.CheckStrength), ""})
+	}
+	if st := m.Stability; st.K > 0 {
+		t.Rows = append(t.Rows,
+			[]string{"pass@1 (mean per case)", fmt.Sprintf("%.1f%%", 100*st.PassAt1), ""},
+			[]string{fmt.Sprintf("pass^%d (all %d runs of a case pass)", st.K, st.K), fmt.Sprintf("%.1f%%", 100*st.PassHatK), ""},
+			[]string{"cases stable-pass / flaky / stable-fail", fmt.Sprintf("%d / %d / %d", st.StablePass, st.Flaky, st.StableFail), ""})
 	}
 	if m.Success.K > 0 {
 		t.Rows = append(t.Rows,

@@ -190,6 +190,9 @@ type Metrics struct {
 	// carry one (for a case, its own), nil when none does.
 	CheckStrength *float64 `json:"check_strength,omitempty"`
 	Spend         Spend    `json:"spend"`
+	// Stability is pass@1, pass^k and each case's stability over its
+	// repeats.
+	Stability Stability `json:"stability"`
 
 	// perRun keeps what the bootstrap resamples.
 	perRun []runUnit
@@ -326,6 +329,7 @@ func Compute(records []Record) Metrics {
 	m.Calibration = newCalibration(pairs)
 	m.HoldoutCalibration = newCalibration(holdPairs)
 	m.Spend.perSuccess(succ)
+	m.Stability = newStability(records)
 	return m
 }
 

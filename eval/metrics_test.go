@@ -142,6 +142,7 @@ func TestComputeFixture(t *testing.T) {
 		cmpopts.EquateApprox(0, 1e-5),
 		cmpopts.IgnoreUnexported(Metrics{}, Calibration{}),
 		cmpopts.IgnoreFields(CalBin{}, "Lo", "Hi"),
+		cmpopts.IgnoreFields(Metrics{}, "Stability"), // TestStability
 	}
 	if diff := cmp.Diff(want, got, opts); diff != "" {
 		t.Errorf("Compute(fixture) mismatch (-want +got):\n%s", diff)
