@@ -8,7 +8,10 @@
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -49,6 +52,9 @@ func (r *Redactor) Add(secrets ...string) {
 	defer r.mu.Unlock()
 	changed := false
 	for _, s := range secrets {
+		if len(s) < MinLength || strings.Contains(Placeholder, s) {
+			continue
+		}
 		for _, form := range forms(s) {
 			if len(form) < MinLength || strings.Contains(Placeholder, form) || r.secrets[form] {
 				continue
@@ -65,15 +71,48 @@ func (r *Redactor) Add(secrets ...string) {
 	}
 }
 
-// forms are the ways a secret can appear in text ratchet writes: as it is,
-// and as it appears inside a JSON string (escaped), since logs are JSON.
+// forms are the ways a secret can appear in text ratchet writes: as it is;
+// as it appears inside a JSON string (escaped), since logs are JSON; and
+// encoded as a model, a tool or a server may pass it on: base64 (standard
+// and URL-safe, alone or inside a longer encoding at each of the three
+// alignments), hex in either case, percent-encoded, and reversed.
 func forms(s string) []string {
 	quoted, _ := json.Marshal(s)
-	escaped := string(quoted[1 : len(quoted)-1])
-	if escaped == s {
-		return []string{s}
+	out := []string{s, string(quoted[1 : len(quoted)-1])}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		out = append(out, enc.EncodeToString([]byte(s)))
+		out = append(out, base64Cores(enc, s)...)
 	}
-	return []string{s, escaped}
+	h := hex.EncodeToString([]byte(s))
+	out = append(out, h, strings.ToUpper(h), url.QueryEscape(s), url.PathEscape(s), reverse(s))
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// base64Cores are the parts of the encoding of s that do not depend on
+// what surrounds it, when it starts 0, 1 or 2 bytes into a 3-byte group of
+// a longer encoded text: the characters that mix in a neighbour's bits are
+// left out at each end.
+func base64Cores(enc *base64.Encoding, s string) []string {
+	var out []string
+	for lead := range 3 {
+		e := enc.WithPadding(base64.NoPadding).EncodeToString(append(make([]byte, lead), s...))
+		from := []int{0, 2, 3}[lead] // characters 0..from-1 hold the lead bytes' bits
+		to := len(e)
+		if (lead+len(s))%3 != 0 {
+			to-- // the last character holds bits of what follows
+		}
+		if from < to {
+			out = append(out, e[from:to])
+		}
+	}
+	return out
+}
+
+func reverse(s string) string {
+	r := []rune(s)
+	slices.Reverse(r)
+	return string(r)
 }
 
 // newReplacer orders secrets longest first, so that a secret containing
@@ -158,8 +197,8 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// Len reports how many secret forms r knows (a secret with characters JSON
-// escapes counts twice).
+// Len reports how many secret forms r knows (each secret has several: see
+// forms).
 func (r *Redactor) Len() int {
 	if r == nil {
 		return 0

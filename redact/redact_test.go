@@ -1,9 +1,12 @@
 package redact
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -200,5 +203,41 @@ func TestWriter(t *testing.T) {
 	}
 	if w.Fd() != ^uintptr(0) {
 		t.Error("a writer without a file has no Fd")
+	}
+}
+
+// TestEncodedForms: a secret passed on encoded (base64 standard or
+// URL-safe, alone or at any alignment inside a longer blob; hex; percent-
+// encoded; reversed) is redacted like the literal.
+func TestEncodedForms(t *testing.T) {
+	const secret = "sk-live/4f+Zq?9&key"
+	r := New(secret)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
+		for lead := range 3 {
+			for trail := range 3 {
+				blob := strings.Repeat("x", lead) + secret + strings.Repeat("y", trail)
+				text := "token: " + enc.EncodeToString([]byte(blob)) + " end"
+				got := r.String(text)
+				if got == text || !strings.Contains(got, Placeholder) {
+					t.Errorf("%d+%d bytes around it, encoded %q: not redacted: %q", lead, trail, enc.EncodeToString([]byte(blob)), got)
+				}
+			}
+		}
+	}
+	for name, text := range map[string]string{
+		"hex":             hex.EncodeToString([]byte(secret)),
+		"HEX":             strings.ToUpper(hex.EncodeToString([]byte(secret))),
+		"query escaped":   url.QueryEscape(secret),
+		"path escaped":    url.PathEscape(secret),
+		"reversed":        "yek&9?qZ+f4/evil-ks",
+		"url query value": "https://h/?k=" + url.QueryEscape(secret) + "&x=1",
+	} {
+		if got := r.String("a " + text + " b"); strings.Contains(got, text) {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+	// Ordinary text stays as it is.
+	if got := r.String("nothing secret here, not even aGVsbG8="); got != "nothing secret here, not even aGVsbG8=" {
+		t.Errorf("clean text changed: %q", got)
 	}
 }
