@@ -27,16 +27,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the driver store/sqlite uses
 
+	"github.com/ratchetloop/ratchet/internal/sqlitefile"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/redact"
 )
@@ -88,12 +87,8 @@ func Open(cfg Config) (*Cache, error) {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
 	path := filepath.Join(cfg.Dir, File)
-	q := url.Values{}
-	// busy_timeout first: the pragmas after it may need the lock.
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
 	// A reply lost to a power cut costs one call again: NORMAL is enough.
-	q.Add("_pragma", "synchronous(NORMAL)")
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open("sqlite", sqlitefile.DSN(path, cfg.BusyTimeout, "synchronous(NORMAL)"))
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -106,12 +101,8 @@ func Open(cfg Config) (*Cache, error) {
 }
 
 func (c *Cache) setUp(ctx context.Context) error {
-	var mode string
-	if err := c.db.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+	if err := sqlitefile.WAL(ctx, c.db, c.cfg.BusyTimeout); err != nil {
 		return err
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("journal mode is %q, not wal (WAL needs a local file system)", mode)
 	}
 	var v int
 	if err := c.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {

@@ -27,13 +27,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	driver "modernc.org/sqlite"
+
+	"github.com/ratchetloop/ratchet/internal/sqlitefile"
 
 	"github.com/ratchetloop/ratchet/store"
 )
@@ -119,11 +120,7 @@ func New(cfg Config) (*Store, error) {
 
 	// Every connection gets these; journal_mode is set once below since it
 	// is a property of the file.
-	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "synchronous(FULL)")
-	dsn := "file:" + (&url.URL{Path: cfg.Path}).EscapedPath() + "?" + q.Encode()
+	dsn := sqlitefile.DSN(cfg.Path, cfg.BusyTimeout, "foreign_keys(1)", "synchronous(FULL)")
 
 	// SQLite's own Linux builds commit with fdatasync; the transpiled
 	// library needs telling. Same durability, less journal traffic.
@@ -147,22 +144,8 @@ func New(cfg Config) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
-	// Switching a new file to WAL takes an exclusive lock without waiting
-	// in the busy handler: another process opening the same new file at
-	// once makes it fail at once, so it is tried again within the timeout.
-	var mode string
-	for wait := time.Now().Add(cfg.BusyTimeout); ; {
-		err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
-		if err == nil {
-			break
-		}
-		if !busy(err) || time.Now().After(wait) {
-			return fail(err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fail(fmt.Errorf("journal mode is %q, not wal (WAL needs a local file system)", mode))
+	if err := sqlitefile.WAL(ctx, conn, cfg.BusyTimeout); err != nil {
+		return fail(err)
 	}
 	// Keep the WAL file when the last connection closes, so the next
 	// process overwrites its blocks instead of growing a new file: a commit
@@ -633,7 +616,3 @@ func nonNil[T any](s []T) []T {
 }
 
 // busy says err is SQLite's SQLITE_BUSY (or one of its extended codes).
-func busy(err error) bool {
-	var e *driver.Error
-	return errors.As(err, &e) && e.Code()&0xff == 5
-}
