@@ -22,6 +22,9 @@ command -v gcc >/dev/null || apt_install gcc libc6-dev
 [ -x /usr/bin/bwrap ] && [ -x /usr/bin/prlimit ] && /usr/bin/python3 -c 'import pytest' 2>/dev/null ||
 	apt_install bubblewrap util-linux python3 python3-pytest
 
+# The workspace tools read .gitignore files as git does; their test asks git.
+command -v git >/dev/null || apt_install git
+
 # The MCP tests run the reference servers from npm, installed (pinned) into
 # .cache/npm, which git ignores; tool/mcp's tests look for them there.
 command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/sandbox"
 )
@@ -20,7 +22,7 @@ func TestRunCommandNotRerunOnResume(t *testing.T) {
 		t.Skip("builds and runs the CLI")
 	}
 	if _, err := sandbox.New(sandbox.Config{}); err != nil {
-		t.Skipf("no sandbox: %v", err)
+		testenv.Missing(t, fmt.Sprintf("no sandbox: %v (./test.sh installs bubblewrap)", err))
 	}
 	bin := filepath.Join(t.TempDir(), "ratchet")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

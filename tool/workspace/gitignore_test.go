@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ratchetloop/ratchet/internal/testenv"
 )
 
 func TestGlobRegexp(t *testing.T) {
@@ -85,7 +87,7 @@ func ignoredWalk(ig *ignorer, rel string, isDir bool) bool {
 func TestIgnoreAgreesWithGit(t *testing.T) {
 	gitPath, err := exec.LookPath("git")
 	if err != nil {
-		t.Skip("git is not installed")
+		testenv.Missing(t, "git (./test.sh installs it)")
 	}
 	dir := t.TempDir()
 	files := map[string]string{
