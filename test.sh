@@ -100,7 +100,15 @@ else
 fi
 
 if [ $# -eq 0 ]; then
-	# Fuzzers of what hostile text meets, a few seconds each beyond their seeds.
+	# Fuzzers of what hostile text meets (model replies and streams, tool
+	# output, test reports, the judge's wire, candidate source, the
+	# terminal), a few seconds each beyond their seeds.
 	echo "== go test -fuzz"
-	go test -run '^$' -fuzz '^FuzzPrinter$' -fuzztime 5s ./observe
+	for target in \
+		./model/anthropic:FuzzAssemble ./model/openai:FuzzAssemble ./model/retry:FuzzRetryAfter \
+		./model/cache:FuzzDecodeReply ./tool:FuzzTrim ./tool:FuzzExecutorArgs ./tool/command:FuzzRender \
+		./verify/testreport:FuzzParseJUnitXML ./verify/testreport:FuzzParseGoTestJSON ./verify/testreport:FuzzParseTAP \
+		./verify/judge:FuzzDecodeReply ./verify/judge:FuzzPlanGo ./observe:FuzzPrinter ./redact:FuzzString; do
+		go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime 3s "${target%%:*}"
+	done
 fi
