@@ -240,6 +240,10 @@ func (x *Executor) Verify(ctx context.Context, c *loop.Command) []loop.Event {
 	return events
 }
 
+// ChildTask builds the Task of the sub-agent ch from the run's live tools
+// and checks (see ChildTask).
+func (x *Executor) ChildTask(ch loop.Child) (Task, error) { return ChildTask(ch, x.reg, x.checks) }
+
 // HasCheck says the task has a check of that name.
 func (x *Executor) HasCheck(name string) bool { return x.checks[name] != nil }
 
