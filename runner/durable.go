@@ -80,7 +80,7 @@ func (r *run) finish(ctx context.Context, final *loop.Result) (loop.Result, erro
 		err = errors.New(res.Reason)
 	}
 	if r.cfg.Patch != nil {
-		res.Patch = redactPatch(r.cfg.Redactor, r.cfg.Patch(context.WithoutCancel(ctx)))
+		res.Patch = RedactPatch(r.cfg.Redactor, r.cfg.Patch(context.WithoutCancel(ctx)))
 	}
 	if r.cfg.Store == nil {
 		return res, err
@@ -101,10 +101,10 @@ func (r *run) finish(ctx context.Context, final *loop.Result) (loop.Result, erro
 	return res, err
 }
 
-// redactPatch redacts p's texts. A diff with a secret in it is kept
+// RedactPatch redacts p's texts. A diff with a secret in it is kept
 // redacted, like every other stored text, and marked so: applying it would
 // write the redaction marks, so 'ratchet apply' refuses it.
-func redactPatch(red *redact.Redactor, p *loop.Patch) *loop.Patch {
+func RedactPatch(red *redact.Redactor, p *loop.Patch) *loop.Patch {
 	if p == nil {
 		return nil
 	}

@@ -102,6 +102,10 @@ type Live struct {
 	Exec       tool.ExecConfig
 	Hooks      runner.Hooks
 	Guardrails []runner.Guardrail
+	// Patch, when set, takes the patch of the run's workspace as it
+	// finishes (runner.Config.Patch): the worker that records the run's
+	// Result takes it, from the workspace its live task works in.
+	Patch func(ctx context.Context) *loop.Patch
 	// Redactor knows the secrets the run holds (runner.Config.Redactor):
 	// every reply, tool output, verdict and error is admitted with it
 	// (runner.Admit) before it leaves the worker, so that no secret
@@ -602,22 +606,41 @@ func (a *Activities) Save(ctx context.Context, in SaveInput) error {
 	return a.write(ctx, in.Run, in.Save)
 }
 
-// Finish writes the last entries and the Result on the run's row, and
-// releases the run's live task.
-func (a *Activities) Finish(ctx context.Context, in FinishInput) error {
+// Finish writes the last entries and the Result on the run's row, with
+// the patch of its workspace when the worker holds its live task and that
+// takes one (Live.Patch), and releases the live task. It returns the
+// patch, for the workflow's Result.
+func (a *Activities) Finish(ctx context.Context, in FinishInput) (*loop.Patch, error) {
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
-		return err
+		return nil, err
 	}
+	in.Result.Patch = a.patch(ctx, in.Run)
 	data, err := json.Marshal(in.Result)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), errTypeStore, err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errTypeStore, err)
 	}
 	status, steps, cost, empty := string(in.Result.Status), int64(in.Result.Usage.Steps), int64(in.Result.Usage.Cost), ""
 	if err := a.store.UpdateRun(ctx, in.Run, store.Update{Status: &status, Question: &empty, Result: data, Steps: &steps, CostMicros: &cost, Updated: time.Now().UTC()}); err != nil {
-		return temporal.NewApplicationError(err.Error(), errTypeStore)
+		return nil, temporal.NewApplicationError(err.Error(), errTypeStore)
 	}
 	a.release(in.Run)
-	return nil
+	return in.Result.Patch, nil
+}
+
+// patch takes the patch of run id's workspace, as a local run does as it
+// finishes, when this worker holds its live task: nil otherwise.
+func (a *Activities) patch(ctx context.Context, id string) *loop.Patch {
+	a.mu.Lock()
+	lr, ok := a.runs[id]
+	a.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	<-lr.ready
+	if lr.err != nil || lr.live.Patch == nil {
+		return nil
+	}
+	return runner.RedactPatch(lr.live.Redactor, lr.live.Patch(ctx))
 }
 
 // Registry is where Register registers the workflow and activities: a

@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
@@ -18,6 +20,7 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/store/memory"
+	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/temporal"
 )
 
@@ -33,6 +36,8 @@ type parityFeature struct {
 	hooks      runner.Hooks
 	guardrails []runner.Guardrail
 	flaky      bool
+	// patch is the patch the run's workspace gives as it finishes.
+	patch *loop.Patch
 }
 
 // parityPath carries out feature f's run as id and returns the store
@@ -72,6 +77,11 @@ var parityFeatures = []parityFeature{
 		}}},
 	},
 	{
+		name:  "patch",
+		turns: []scripted.Turn{{Tools: []scripted.ToolCall{addCall(2, 3)}}, {Finish: finish("5")}},
+		patch: &loop.Patch{Diff: "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-4\n+5\n", Files: []string{"f"}},
+	},
+	{
 		name:  "retry entries",
 		turns: []scripted.Turn{{Tools: []scripted.ToolCall{addCall(2, 3)}}, {Finish: finish("5")}},
 		flaky: true,
@@ -86,6 +96,7 @@ func TestParity(t *testing.T) {
 	}{
 		{"run", localPath},
 		{"fork", forkPath},
+		{"eval run", evalPath},
 		{"--temporal run", f.parityPath},
 	}
 	for _, feat := range parityFeatures {
@@ -105,7 +116,7 @@ func TestParity(t *testing.T) {
 }
 
 // parityView returns what a run's log shows of the shell's features: its
-// hook decisions, retries, tool results and how it ended. What a
+// hook decisions, retries, tool results, patch and how it ended. What a
 // command led to is sorted: on Temporal a batch's tool calls are decided
 // and answered each in its own activity, in call order (docs/temporal.md).
 // It takes a path's results as they are.
@@ -144,6 +155,13 @@ func logView(t *testing.T, st store.Store, id string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var res loop.Result
+	if err := json.Unmarshal(row.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Patch != nil {
+		view = append(view, "patch "+res.Patch.Diff)
+	}
 	return append(view, "status "+row.Status)
 }
 
@@ -180,7 +198,15 @@ func (m *flakyModel) Generate(ctx context.Context, req model.Request) (model.Res
 }
 
 func (f parityFeature) config(t *testing.T, id string, st store.Store) runner.Config {
-	return runner.Config{Model: f.model(t, false), RunID: id, Store: st, Hooks: f.hooks, Guardrails: f.guardrails}
+	return runner.Config{Model: f.model(t, false), RunID: id, Store: st, Hooks: f.hooks, Guardrails: f.guardrails, Patch: f.takePatch()}
+}
+
+// takePatch is the run's patch taker: nil when f has no patch.
+func (f parityFeature) takePatch() func(context.Context) *loop.Patch {
+	if f.patch == nil {
+		return nil
+	}
+	return func(context.Context) *loop.Patch { p := *f.patch; return &p }
 }
 
 func localPath(t *testing.T, f parityFeature, id string) (store.Store, string) {
@@ -189,6 +215,24 @@ func localPath(t *testing.T, f parityFeature, id string) (store.Store, string) {
 		t.Logf("run %s: %v", id, err)
 	}
 	return st, id
+}
+
+// evalPath runs f as the one case of a suite.
+func evalPath(t *testing.T, f parityFeature, id string) (store.Store, string) {
+	dir, err := eval.OpenDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := memory.New()
+	suite := &eval.Suite{Label: "parity", Repeats: 1, Cases: []eval.Case{{Name: id, Repeats: 1, Task: &taskfile.File{}}}}
+	out, err := eval.Run(context.Background(), suite, eval.Config{Store: dir, Runs: runs, NoLogs: true, Hooks: f.hooks, Guardrails: f.guardrails,
+		Load: func(context.Context, eval.Case, int) (eval.Job, error) {
+			return eval.Job{Task: baseTask(), Model: f.model(t, false), Patch: f.takePatch()}, nil
+		}})
+	if err != nil || len(out.Records) != 1 || len(out.LoadErrors) > 0 {
+		t.Fatalf("eval: %v, %d records, load errors %v", err, len(out.Records), out.LoadErrors)
+	}
+	return runs, out.Records[0].Run
 }
 
 // forkPath runs f without its features, then forks the run from its
@@ -213,7 +257,7 @@ func forkPath(t *testing.T, f parityFeature, id string) (store.Store, string) {
 }
 
 func (fl *fleet) parityPath(t *testing.T, f parityFeature, id string) (store.Store, string) {
-	fl.tasks[id] = temporal.Live{Task: baseTask(), Model: f.model(t, true), Hooks: f.hooks, Guardrails: f.guardrails}
+	fl.tasks[id] = temporal.Live{Task: baseTask(), Model: f.model(t, true), Hooks: f.hooks, Guardrails: f.guardrails, Patch: f.takePatch()}
 	run, err := temporal.Start(context.Background(), fl.c, fl.store, baseTask(), temporal.StartOptions{RunID: id, TaskQueue: fl.queue})
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +265,9 @@ func (fl *fleet) parityPath(t *testing.T, f parityFeature, id string) (store.Sto
 	var res loop.Result
 	if err := run.Get(context.Background(), &res); err != nil {
 		t.Fatal(err)
+	}
+	if (res.Patch == nil) != (f.patch == nil) {
+		t.Errorf("the workflow's Result has patch %v, want %v", res.Patch, f.patch)
 	}
 	return fl.store, id
 }
