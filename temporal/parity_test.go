@@ -95,6 +95,7 @@ func TestParity(t *testing.T) {
 		run  parityPath
 	}{
 		{"run", localPath},
+		{"resume", resumePath},
 		{"fork", forkPath},
 		{"eval run", evalPath},
 		{"--temporal run", f.parityPath},
@@ -175,17 +176,26 @@ func (f parityFeature) model(t *testing.T, worker bool) model.Model {
 	return &flakyModel{Model: m, retries: !worker}
 }
 
-// flakyModel fails its first call with a temporary error; with retries
-// it retries it, as model/retry's transport does, telling the call's
-// hooks.
+// flakyModel fails the run's first model call once with a temporary
+// error; with retries it retries it, as model/retry's transport does,
+// telling the call's hooks. The run's first call is call 0 of the script
+// (a resumed run, or a worker, says which call it makes by Seek).
 type flakyModel struct {
 	model.Model
-	retries bool
-	calls   atomic.Int64
+	retries      bool
+	next         atomic.Int64
+	failedBefore atomic.Bool
+}
+
+func (m *flakyModel) Seek(calls int) {
+	m.next.Store(int64(calls))
+	if s, ok := m.Model.(runner.Seeker); ok {
+		s.Seek(calls)
+	}
 }
 
 func (m *flakyModel) Generate(ctx context.Context, req model.Request) (model.Response, error) {
-	if m.calls.Add(1) == 1 {
+	if m.next.Add(1) == 1 && !m.failedBefore.Swap(true) {
 		err := &model.APIError{Kind: model.ErrOverloaded, Status: 529, Message: "overloaded"}
 		if !m.retries {
 			return model.Response{}, err
@@ -233,6 +243,42 @@ func evalPath(t *testing.T, f parityFeature, id string) (store.Store, string) {
 		t.Fatalf("eval: %v, %d records, load errors %v", err, len(out.Records), out.LoadErrors)
 	}
 	return runs, out.Records[0].Run
+}
+
+// resumePath runs f, then keeps of its log only what a process that died
+// as it began its first tool batch (or its first model call, when there is
+// none) would have left, and resumes it there in a new store.
+func resumePath(t *testing.T, f parityFeature, id string) (store.Store, string) {
+	ctx := context.Background()
+	first, _ := localPath(t, f, id)
+	entries, err := first.Entries(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := 0
+	for i, e := range entries {
+		var c struct{ Type loop.CommandType }
+		if e.Kind != string(observe.KindCommand) || json.Unmarshal(e.Data, &struct{ Command any }{&c}) != nil {
+			continue
+		}
+		if c.Type == loop.RunTools || c.Type == loop.CallModel && cut == 0 {
+			cut = i + 1
+		}
+		if c.Type == loop.RunTools {
+			break
+		}
+	}
+	st := memory.New()
+	if err := st.CreateRun(ctx, store.Run{ID: id, Status: store.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Append(ctx, id, entries[:cut]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Resume(ctx, baseTask(), f.config(t, id, st), runner.ResumeOptions{}); err != nil {
+		t.Logf("resume %s: %v", id, err)
+	}
+	return st, id
 }
 
 // forkPath runs f without its features, then forks the run from its
