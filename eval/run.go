@@ -90,7 +90,9 @@ type Config struct {
 	// and metrics (runner.Config's): one trace per run.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
-	// Hooks and Guardrails take part in each run (runner.Config's).
+	// Hooks and Guardrails take part in each run carried out here
+	// (runner.Config's); a run that Config.Run carries out elsewhere takes
+	// the hooks its driver gives it (temporal.Live's, on a worker).
 	Hooks      runner.Hooks
 	Guardrails []runner.Guardrail
 	// Run, when set, carries out a task case's job instead of runner.Run
