@@ -44,6 +44,10 @@ type Job struct {
 	// Labels tag the run in the run database (RunLabels); Run sets them
 	// before Config.Run sees the job.
 	Labels []string
+	// Patch, when set, takes the patch of the job's workspace as its run
+	// finishes (runner.Config.Patch, as taskfile.Run.Runner sets it): the
+	// run's Result keeps it.
+	Patch func(ctx context.Context) *loop.Patch
 }
 
 // RunLabels are the labels of a suite's run in the run database: the
@@ -86,6 +90,11 @@ type Config struct {
 	// and metrics (runner.Config's): one trace per run.
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
+	// Hooks and Guardrails take part in each run carried out here
+	// (runner.Config's); a run that Config.Run carries out elsewhere takes
+	// the hooks its driver gives it (temporal.Live's, on a worker).
+	Hooks      runner.Hooks
+	Guardrails []runner.Guardrail
 	// Run, when set, carries out a task case's job instead of runner.Run
 	// in this process (on Temporal workers, say); it writes the run's JSONL
 	// log to log when log is not nil. Sim cases run here either way.
@@ -245,8 +254,8 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int, held *holdWatc
 	for _, ch := range spec.Checks {
 		rec.Tiers[ch.Name] = ch.Tier
 	}
-	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat), Redactor: cfg.Redactor,
-		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider}
+	rcfg := runner.Config{Model: job.Model, Exec: job.Exec, Patch: job.Patch, RunID: fmt.Sprintf("%s/%s/r%d", cfg.Label, c.Name, repeat), Redactor: cfg.Redactor,
+		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider, Hooks: cfg.Hooks, Guardrails: cfg.Guardrails}
 	elsewhere := cfg.Run != nil && c.Sim == nil // sim cases always run here
 	job.Labels = RunLabels(cfg.Label, c.Name)
 	if cfg.Runs != nil && !elsewhere && c.Sim == nil {

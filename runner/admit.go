@@ -9,17 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/ratchetloop/ratchet/loop"
-	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/redact"
 )
-
-// admit makes an event from outside the core fit to be kept and shown
-// (Admit), recording the repair entry it may need before the event.
-func (r *run) admit(ev *loop.Event) {
-	if repair := Admit(ev, r.cfg.Redactor); repair != nil {
-		r.record(observe.Entry{At: ev.At, Kind: observe.KindRepair, Note: repair})
-	}
-}
 
 // Admit makes an event from outside the core (a model's reply, a tool's
 // output, a verdict, an error, a person's answer) fit to be kept and shown,

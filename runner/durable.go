@@ -13,7 +13,6 @@ import (
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/store"
-	"github.com/ratchetloop/ratchet/tool"
 )
 
 // UnknownOutcome is the output a model is shown for a call of a tool that
@@ -47,7 +46,7 @@ func (r *run) save(ctx context.Context) error {
 	if r.cfg.Store == nil {
 		return nil
 	}
-	if err := r.flush(ctx); err != nil {
+	if err := r.log.flush(ctx); err != nil {
 		return err
 	}
 	u := r.m.Usage()
@@ -58,34 +57,19 @@ func (r *run) save(ctx context.Context) error {
 	if every <= 0 {
 		every = defaultSnapshotEvery
 	}
-	if r.seq-r.snapSeq < every {
+	if r.log.seq-r.snapSeq < every {
 		return nil
 	}
 	data, err := r.m.Snapshot()
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	if err := r.cfg.Store.SaveSnapshot(ctx, r.cfg.RunID, store.Snapshot{Seq: r.seq, Data: data}); err != nil {
+	if err := r.cfg.Store.SaveSnapshot(ctx, r.cfg.RunID, store.Snapshot{Seq: r.log.seq, Data: data}); err != nil {
 		return fmt.Errorf("store: snapshot: %w", err)
 	}
-	r.snapSeq = r.seq
+	r.snapSeq = r.log.seq
 	steps, cost := int64(u.Steps), int64(u.Cost)
-	return r.cfg.Store.UpdateRun(ctx, r.cfg.RunID, store.Update{Steps: &steps, CostMicros: &cost, Updated: r.now()})
-}
-
-// flush makes the recorded entries durable. A failure is kept: the run
-// must not carry out another command.
-func (r *run) flush(ctx context.Context) error {
-	if r.saveErr != nil || len(r.unsaved) == 0 {
-		return r.saveErr
-	}
-	if err := r.cfg.Store.Append(context.WithoutCancel(ctx), r.cfg.RunID, r.unsaved); err != nil {
-		r.saveErr = fmt.Errorf("store: %w", err)
-		return r.saveErr
-	}
-	clear(r.unsaved)
-	r.unsaved = r.unsaved[:0]
-	return nil
+	return r.cfg.Store.UpdateRun(ctx, r.cfg.RunID, store.Update{Steps: &steps, CostMicros: &cost, Updated: r.log.now()})
 }
 
 // finish records the final Result on the run's row.
@@ -96,7 +80,7 @@ func (r *run) finish(ctx context.Context, final *loop.Result) (loop.Result, erro
 		err = errors.New(res.Reason)
 	}
 	if r.cfg.Patch != nil {
-		res.Patch = redactPatch(r.cfg.Redactor, r.cfg.Patch(context.WithoutCancel(ctx)))
+		res.Patch = RedactPatch(r.cfg.Redactor, r.cfg.Patch(context.WithoutCancel(ctx)))
 	}
 	if r.cfg.Store == nil {
 		return res, err
@@ -110,17 +94,17 @@ func (r *run) finish(ctx context.Context, final *loop.Result) (loop.Result, erro
 	}
 	status, steps, cost, empty := string(res.Status), int64(res.Usage.Steps), int64(res.Usage.Cost), ""
 	if uerr := r.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.cfg.RunID, store.Update{
-		Status: &status, Question: &empty, Result: data, Steps: &steps, CostMicros: &cost, Updated: r.now(),
+		Status: &status, Question: &empty, Result: data, Steps: &steps, CostMicros: &cost, Updated: r.log.now(),
 	}); uerr != nil {
 		err = errors.Join(err, fmt.Errorf("store: %w", uerr))
 	}
 	return res, err
 }
 
-// redactPatch redacts p's texts. A diff with a secret in it is kept
+// RedactPatch redacts p's texts. A diff with a secret in it is kept
 // redacted, like every other stored text, and marked so: applying it would
 // write the redaction marks, so 'ratchet apply' refuses it.
-func redactPatch(red *redact.Redactor, p *loop.Patch) *loop.Patch {
+func RedactPatch(red *redact.Redactor, p *loop.Patch) *loop.Patch {
 	if p == nil {
 		return nil
 	}
@@ -159,27 +143,10 @@ func (r *run) wait(ctx context.Context) (loop.Result, error) {
 	// The row says how far the run got, for ls and show while it waits.
 	status, q := store.StatusAwaitingInput, r.awaiting
 	steps, cost := r.steps.Load(), r.cost.Load()
-	if err := r.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.cfg.RunID, store.Update{Status: &status, Question: &q, Steps: &steps, CostMicros: &cost, Updated: r.now()}); err != nil {
+	if err := r.cfg.Store.UpdateRun(context.WithoutCancel(ctx), r.cfg.RunID, store.Update{Status: &status, Question: &q, Steps: &steps, CostMicros: &cost, Updated: r.log.now()}); err != nil {
 		return loop.Result{}, fmt.Errorf("runner: store: %w", err)
 	}
 	return loop.Result{}, &AwaitingError{Run: r.cfg.RunID, Question: q}
-}
-
-// settleUnknown answers, without running them, the calls of a resumed
-// RunTools command whose tools are not idempotent: they may have run
-// before the crash. It returns the calls that may run again.
-func (r *run) settleUnknown(queue *[]loop.Event, calls []tool.Call) []tool.Call {
-	again := calls[:0:0]
-	for _, c := range calls {
-		if t, ok := r.reg.Lookup(c.Name); !ok || t.Info().Idempotent {
-			again = append(again, c)
-			continue
-		}
-		*queue = append(*queue, loop.Event{Type: loop.EventToolResult, Call: c.ID, Tool: &loop.ToolOutcome{
-			Output: UnknownOutcome, IsError: true, Outcome: OutcomeUnknown,
-		}})
-	}
-	return again
 }
 
 // ResumeOptions say how to carry on a stored run.
@@ -243,9 +210,9 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (_ l
 	recs, err := load(ctx, cfg.Store, cfg.RunID)
 	if errors.Is(err, errNoLog) {
 		// The process died before it recorded anything: start afresh.
-		start := r.now()
+		start := r.log.now()
 		spec := r.m.Spec()
-		r.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
+		r.log.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
 		return r.drive(ctx, []loop.Event{{Type: loop.EventStart, At: start}})
 	}
 	if err != nil {
@@ -261,7 +228,7 @@ func Resume(ctx context.Context, task Task, cfg Config, opts ResumeOptions) (_ l
 		// The run finished, but its process died before the row said so.
 		return r.finish(ctx, &res)
 	}
-	at := r.now()
+	at := r.log.now()
 	queue, err := r.resumeEvents(at, opts)
 	if err != nil {
 		return loop.Result{}, err
@@ -311,7 +278,7 @@ func (r *run) rebuild(ctx context.Context, recs []observe.Record, key progress.K
 	if s, ok := r.cfg.Model.(Seeker); ok {
 		s.Seek(answered)
 	}
-	r.seq = recs[len(recs)-1].Seq
+	r.log.seq = recs[len(recs)-1].Seq
 	for _, o := range r.cfg.Observers {
 		if ro, ok := o.(observe.ResumeObserver); ok {
 			ro.Resumed(id, r.m.Usage())

@@ -190,9 +190,10 @@ func Fork(ctx context.Context, task Task, cfg Config, opts ForkOptions) (_ loop.
 			return loop.Result{}, fmt.Errorf("runner: fork: %w", err)
 		}
 	}
-	start := r.now()
+	start := r.log.now()
 	if r.cfg.RunID == "" {
 		r.cfg.RunID = "run-" + strconv.FormatInt(start.UnixNano(), 10)
+		r.x.runID = r.cfg.RunID
 	}
 	prefix, err := retag(parent[:opts.At], opts.From, r.cfg.RunID)
 	if err != nil {
@@ -209,7 +210,7 @@ func Fork(ctx context.Context, task Task, cfg Config, opts ForkOptions) (_ loop.
 		return loop.Result{}, err
 	}
 	defer release()
-	return r.drive(ctx, []loop.Event{{Type: loop.EventFork, At: r.now(), Limits: opts.Budget, Text: opts.Message}})
+	return r.drive(ctx, []loop.Event{{Type: loop.EventFork, At: r.log.now(), Limits: opts.Budget, Text: opts.Message}})
 }
 
 // createFork inserts the fork's row and its copied log.

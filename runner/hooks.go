@@ -138,21 +138,18 @@ func safely[T any](fn func() (T, error)) (v T, err error) {
 	return fn()
 }
 
-// recordHook records a hook decision that changed something. Sampled
-// alternatives and tool calls call it from their own goroutines.
-func (r *run) recordHook(call, problem, text string) {
-	r.recordMu.Lock()
-	defer r.recordMu.Unlock()
-	r.record(observe.Entry{At: r.now(), Kind: observe.KindHook, Note: &loop.Note{
-		Type: loop.NoteObservation, Problem: problem, Text: call + ": " + r.cfg.Redactor.String(text)}})
+// hookEntry is the entry of a hook decision that changed something.
+func (x *Executor) hookEntry(call, problem, text string) observe.Entry {
+	return observe.Entry{Kind: observe.KindHook, Note: &loop.Note{
+		Type: loop.NoteObservation, Problem: problem, Text: call + ": " + x.red.String(text)}}
 }
 
 // beforeModel runs BeforeModel and the input guardrails on c: the request
 // to send, or the event that answers c instead (a refusal, a trip, a
 // failure).
-func (r *run) beforeModel(ctx context.Context, c *loop.Command) (*model.Request, *loop.Event) {
+func (x *Executor) beforeModel(ctx context.Context, c *loop.Command, sink Sink) (*model.Request, *loop.Event) {
 	req := c.Request
-	if h := r.cfg.Hooks.BeforeModel; h != nil {
+	if h := x.hooks.BeforeModel; h != nil {
 		d, err := safely(func() (ModelDecision, error) { return h(ctx, ModelCall{ID: c.ID, Request: req}) })
 		switch {
 		case err != nil:
@@ -161,10 +158,10 @@ func (r *run) beforeModel(ctx context.Context, c *loop.Command) (*model.Request,
 			return nil, tripEvent(c.ID, beforeModel, loop.GuardInput, d.Refuse, false)
 		case d.Context != "":
 			req = withContext(req, d.Context)
-			r.recordHook(c.ID, "before_model:context", d.Context)
+			sink(x.hookEntry(c.ID, "before_model:context", d.Context))
 		}
 	}
-	for _, g := range r.cfg.Guardrails {
+	for _, g := range x.guardrails {
 		if g.Input == nil || slices.Contains(c.Overridden, g.Name) {
 			continue
 		}
@@ -182,8 +179,8 @@ func (r *run) beforeModel(ctx context.Context, c *loop.Command) (*model.Request,
 // afterModel runs the output guardrails on the reply to c: nil, or the
 // event that answers c instead. A tripped reply's content is not kept:
 // the event carries its usage only.
-func (r *run) afterModel(ctx context.Context, c *loop.Command, resp *model.Response) *loop.Event {
-	for _, g := range r.cfg.Guardrails {
+func (x *Executor) afterModel(ctx context.Context, c *loop.Command, resp *model.Response) *loop.Event {
+	for _, g := range x.guardrails {
 		if g.Output == nil || slices.Contains(c.Overridden, g.Name) {
 			continue
 		}
@@ -222,8 +219,8 @@ func withContext(req *model.Request, text string) *model.Request {
 
 // beforeTools runs BeforeTool on each call: the calls to run (arguments
 // rewritten where it said so), the others answered in events.
-func (r *run) beforeTools(ctx context.Context, events *[]loop.Event, calls []tool.Call) []tool.Call {
-	h := r.cfg.Hooks.BeforeTool
+func (x *Executor) beforeTools(ctx context.Context, events *[]loop.Event, calls []tool.Call, sink Sink) []tool.Call {
+	h := x.hooks.BeforeTool
 	if h == nil {
 		return calls
 	}
@@ -236,10 +233,10 @@ func (r *run) beforeTools(ctx context.Context, events *[]loop.Event, calls []too
 		case err != nil:
 			*events = append(*events, hookResult(c.ID, "hook_error", fmt.Sprintf("tool %q not run: the before_tool hook failed: %v", c.Name, err)))
 		case d.Deny != "":
-			r.recordHook(c.ID, "before_tool:deny", d.Deny)
+			sink(x.hookEntry(c.ID, "before_tool:deny", d.Deny))
 			*events = append(*events, hookResult(c.ID, "denied", fmt.Sprintf("tool %q not run: %s", c.Name, d.Deny)))
 		case d.Args != nil:
-			r.recordHook(c.ID, "before_tool:args", string(d.Args))
+			sink(x.hookEntry(c.ID, "before_tool:args", string(d.Args)))
 			c.Args = d.Args
 			run = append(run, c)
 		default:
@@ -254,8 +251,8 @@ func hookResult(call, outcome, text string) loop.Event {
 }
 
 // afterTool runs AfterTool on res, the result of call.
-func (r *run) afterTool(ctx context.Context, call tool.Call, res tool.Result) tool.Result {
-	h := r.cfg.Hooks.AfterTool
+func (x *Executor) afterTool(ctx context.Context, call tool.Call, res tool.Result, sink Sink) tool.Result {
+	h := x.hooks.AfterTool
 	if h == nil {
 		return res
 	}
@@ -267,23 +264,10 @@ func (r *run) afterTool(ctx context.Context, call tool.Call, res tool.Result) to
 		// The result may hold what the hook was to remove: it is withheld.
 		res.Output, res.IsError, res.Outcome = fmt.Sprintf("the result of tool %q is withheld: the after_tool hook failed: %v", call.Name, err), true, "hook_error"
 	case out.Output != res.Output || out.IsError != res.IsError:
-		r.recordHook(call.ID, "after_tool:rewrite", fmt.Sprintf("the result was rewritten (%d bytes to %d)", len(res.Output), len(out.Output)))
+		sink(x.hookEntry(call.ID, "after_tool:rewrite", fmt.Sprintf("the result was rewritten (%d bytes to %d)", len(res.Output), len(out.Output))))
 		res.Output, res.IsError = out.Output, out.IsError
 	}
 	return res
-}
-
-// onEntry passes e to Hooks.OnEntry; one that panics is recorded and not
-// called again.
-func (r *run) onEntry(e observe.Entry) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.entryHookFailed = true
-			r.record(observe.Entry{At: e.At, Kind: observe.KindHook, Note: &loop.Note{Type: loop.NoteObservation, Problem: "on_entry:panic",
-				Text: r.cfg.Redactor.String(fmt.Sprintf("the on_entry hook panicked at entry %d and is not called again: %v", e.Seq, p))}})
-		}
-	}()
-	r.cfg.Hooks.OnEntry(e)
 }
 
 // firstTrip keeps, of a batch's events, only a guardrail's trip if there

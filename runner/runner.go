@@ -231,29 +231,22 @@ func nameChecks(checks []loop.Check, byName map[string]verify.Verifier, tiers ve
 }
 
 type run struct {
-	cfg    Config
-	m      *loop.Machine
-	reg    *tool.Registry
-	exec   *tool.Executor
-	checks map[string]verify.Verifier
-	seq    int64
+	cfg Config
+	m   *loop.Machine
+	// x carries out the commands.
+	x   Executor
+	log journal
+	// shell is log.shell, made a func value once.
+	shell Sink
 	// What the store has not yet been given, and the seq of the latest
 	// snapshot.
-	unsaved  []store.Entry
 	snapSeq  int64
-	saveErr  error
 	awaiting string // the question a person will answer later
 	// resumed names the RunTools commands re-issued by a resume: their
 	// non-idempotent calls may already have taken effect.
 	resumed map[string]bool
 	// childLog passes the children's entries to Config.ChildObservers.
 	childLog childLog
-	// recordMu serializes entries recorded from model calls running in
-	// parallel (sampled alternatives): retries. The driving goroutine waits
-	// for those calls, so it never records at the same time.
-	recordMu sync.Mutex
-	// text are the observers that show a model's text as it streams.
-	text []observe.TextObserver
 	// prerecorded is how many events at the queue's front are already
 	// recorded (tool results made durable as their calls ended).
 	prerecorded int
@@ -263,22 +256,14 @@ type run struct {
 	// inboxTaken is the ID of the last queued message the run took into
 	// its log, inboxDeleted the last one removed from the queue (steer.go).
 	inboxTaken, inboxDeleted int64
-	// entryHookFailed says Hooks.OnEntry panicked: it is not called again.
-	entryHookFailed bool
 }
 
 func newRun(task *Task, cfg *Config) (*run, error) {
-	if cfg.Model == nil {
-		return nil, errors.New("runner: no model configured")
-	}
-	if err := checkGuardrails(cfg.Guardrails); err != nil {
-		return nil, err
-	}
-	spec, reg, checks, err := task.compile()
+	r := &run{childLog: childLog{obs: cfg.ChildObservers}}
+	spec, err := r.x.init(task, cfg)
 	if err != nil {
 		return nil, err
 	}
-	RedactSpec(cfg.Redactor, &spec)
 	m, err := loop.New(spec)
 	if err != nil {
 		return nil, err
@@ -296,12 +281,9 @@ func newRun(task *Task, cfg *Config) (*run, error) {
 	if err := cfg.startTelemetry(); err != nil {
 		return nil, err
 	}
-	r := &run{cfg: *cfg, m: m, reg: reg, exec: tool.NewExecutor(cfg.Exec), checks: checks, childLog: childLog{obs: cfg.ChildObservers}}
-	for _, o := range cfg.Observers {
-		if to, ok := o.(observe.TextObserver); ok {
-			r.text = append(r.text, to)
-		}
-	}
+	r.cfg, r.m = *cfg, m
+	r.log.cfg = &r.cfg
+	r.shell = r.log.shell
 	return r, nil
 }
 
@@ -330,28 +312,7 @@ func (cfg *Config) startTelemetry() error {
 // longer drives the run.
 func (r *run) telemetryStopped() {
 	if r.cfg.telemetry != nil {
-		r.cfg.telemetry.Stopped(r.cfg.RunID, r.now())
-	}
-}
-
-func (r *run) record(e observe.Entry) {
-	r.seq++
-	e.Seq, e.Run = r.seq, r.cfg.RunID
-	for _, o := range r.cfg.Observers {
-		o.Observe(e)
-	}
-	if r.cfg.Hooks.OnEntry != nil && !r.entryHookFailed {
-		r.onEntry(e)
-	}
-	if r.cfg.Store != nil && r.saveErr == nil {
-		data, err := observe.Encode(e)
-		if err != nil {
-			r.saveErr = fmt.Errorf("encode entry %d: %w", e.Seq, err)
-			return
-		}
-		// Every event was redacted on its way in; this catches what was not.
-		data = r.cfg.Redactor.Bytes(data)
-		r.unsaved = append(r.unsaved, store.Entry{Seq: e.Seq, Kind: string(e.Kind), At: e.At, Data: data})
+		r.cfg.telemetry.Stopped(r.cfg.RunID, r.log.now())
 	}
 }
 
@@ -362,15 +323,16 @@ func (r *run) record(e observe.Entry) {
 // a cross-thread wake-up per step, most of the cost of a fast step.
 func (r *run) run(ctx context.Context) (_ loop.Result, err error) {
 	defer func() { err = r.cfg.Redactor.Error(err) }()
-	start := r.now()
+	start := r.log.now()
 	if r.cfg.RunID == "" {
 		r.cfg.RunID = "run-" + strconv.FormatInt(start.UnixNano(), 10)
+		r.x.runID = r.cfg.RunID
 	}
 	if err := r.create(ctx, start); err != nil {
 		return loop.Result{}, err
 	}
 	spec := r.m.Spec()
-	r.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
+	r.log.record(observe.Entry{At: start, Kind: observe.KindRun, Spec: &spec})
 	release, err := r.holdLease(ctx)
 	if err != nil {
 		return loop.Result{}, err
@@ -394,8 +356,8 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if r.prerecorded > 0 {
 			r.prerecorded--
 		} else {
-			r.admit(ev)
-			r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
+			r.log.admit(ev)
+			r.log.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: ev})
 		}
 		if err := r.m.Step(*ev); err != nil {
 			return r.stepFailed(err)
@@ -438,7 +400,7 @@ func (r *run) drive(ctx context.Context, queue []loop.Event) (loop.Result, error
 		if ctx.Err() != nil {
 			queue = append(queue[:r.prerecorded:r.prerecorded], loop.Event{Type: loop.EventCancel, Text: context.Cause(ctx).Error()})
 		}
-		at := r.now()
+		at := r.log.now()
 		for i := r.prerecorded; i < len(queue); i++ {
 			queue[i].At = at
 		}
@@ -460,11 +422,11 @@ func (r *run) stepFailed(err error) (loop.Result, error) {
 // read: its notes and commands are stamped with ev's time.
 func (r *run) recordReady(ev *loop.Event, rd loop.Ready) (final *loop.Result) {
 	for i := range rd.Notes {
-		r.record(observe.Entry{At: ev.At, Kind: observe.KindNote, Note: &rd.Notes[i]})
+		r.log.record(observe.Entry{At: ev.At, Kind: observe.KindNote, Note: &rd.Notes[i]})
 	}
 	for i := range rd.Commands {
 		c := &rd.Commands[i]
-		r.record(observe.Entry{At: ev.At, Kind: observe.KindCommand, Command: c})
+		r.log.record(observe.Entry{At: ev.At, Kind: observe.KindCommand, Command: c})
 		if c.Type == loop.Finish {
 			return c.Result
 		}
@@ -474,11 +436,6 @@ func (r *run) recordReady(ev *loop.Event, rd loop.Ready) (final *loop.Result) {
 	}
 	return nil
 }
-
-// now reads the clock without its monotonic reading: the core computes
-// elapsed time from event timestamps, and a replay from the log (which
-// keeps only wall-clock time) must compute exactly the same.
-func (r *run) now() time.Time { return r.cfg.Now().Round(0) }
 
 // carryOutAll does the work of a batch of commands (several model calls
 // when alternatives are sampled, several Verify commands when they are
@@ -504,11 +461,12 @@ func (r *run) carryOutAll(bounds *deadlines, cmds []loop.Command) []loop.Event {
 func (r *run) carryOut(ctx context.Context, c *loop.Command, inBatch bool) []loop.Event {
 	switch c.Type {
 	case loop.CallModel:
-		return []loop.Event{r.callModel(ctx, c)}
+		ev, _ := r.x.CallModel(ctx, c, r.shell)
+		return []loop.Event{ev}
 	case loop.RunTools:
 		return r.runTools(ctx, c, inBatch)
 	case loop.Verify:
-		return r.checkAll(ctx, c)
+		return r.x.Verify(ctx, c)
 	case loop.RunChild:
 		return []loop.Event{r.runChild(ctx, c)}
 	case loop.AskHuman:
@@ -519,129 +477,15 @@ func (r *run) carryOut(ctx context.Context, c *loop.Command, inBatch bool) []loo
 	return nil
 }
 
-// checkAll runs c's checks in parallel; a lone check runs on the run's
-// goroutine, since starting another costs as much as a step.
-func (r *run) checkAll(ctx context.Context, c *loop.Command) []loop.Event {
-	if len(c.Checks) == 1 {
-		return []loop.Event{r.check(ctx, c, c.Checks[0])}
-	}
-	events := make([]loop.Event, len(c.Checks))
-	var wg sync.WaitGroup
-	for i, name := range c.Checks {
-		wg.Go(func() { events[i] = r.check(ctx, c, name) })
-	}
-	wg.Wait()
-	return events
-}
-
-func (r *run) callModel(ctx context.Context, c *loop.Command) (ev loop.Event) {
-	defer func() {
-		if p := recover(); p != nil { // a bug in the model: infrastructure, not the run's end
-			ev = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}
-		}
-	}()
-	req, answered := r.beforeModel(ctx, c)
-	if answered != nil {
-		return *answered
-	}
-	hctx, endText := r.withHooks(ctx, c)
-	resp, err := r.cfg.Model.Generate(hctx, *req)
-	endText()
-	if err != nil {
-		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}
-	}
-	if tripped := r.afterModel(ctx, c, &resp); tripped != nil {
-		return *tripped
-	}
-	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}
-}
-
-// withHooks returns ctx carrying the hooks of call c: its transport
-// retries are recorded as retry entries, and its streamed text goes to the
-// observers that show text, redacted as it streams (what could be the
-// start of a secret waits for the next piece). endText shows what was held
-// back once the call is over. Sampled alternatives run in parallel: their
-// text is not streamed.
-func (r *run) withHooks(ctx context.Context, c *loop.Command) (_ context.Context, endText func()) {
-	id := c.ID
-	h := model.Hooks{
-		OnRetry: func(rt model.Retry) { r.recordRetry(id, rt) },
-		OnFallback: func(f model.Fallback) {
-			f.Reason = r.cfg.Redactor.String(f.Reason) // a server's error text may echo a secret
-			r.recordShell(observe.Entry{Kind: observe.KindFallback, Fallback: &observe.Fallback{Call: id, Fallback: f}})
-		},
-		OnWait: func(w model.Wait) {
-			r.recordShell(observe.Entry{Kind: observe.KindWait, Wait: &observe.Wait{Call: id, Wait: w}})
-		},
-	}
-	if c.Request.Purpose == model.PurposeSample || len(r.text) == 0 {
-		return model.WithHooks(ctx, h), func() {}
-	}
-	stream := &redact.Stream{Redactor: r.cfg.Redactor}
-	show := func(d string) {
-		for _, to := range r.text {
-			to.ObserveText(r.cfg.RunID, id, d)
-		}
-	}
-	h.OnText = func(d string) {
-		if d = stream.Next(d); d != "" {
-			show(d)
-		}
-	}
-	return model.WithHooks(ctx, h), func() {
-		if rest := stream.Flush(); rest != "" {
-			show(rest)
-		}
-	}
-}
-
-// recordRetry records a transport retry of call id.
-func (r *run) recordRetry(id string, rt model.Retry) {
-	r.recordShell(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
-}
-
-// recordShell records, stamped now, what happened to a model call on its
-// way (a retry, a fallback, a wait for shared limits): the core never sees
-// it. Sampled alternatives call it from their own goroutines.
-func (r *run) recordShell(e observe.Entry) {
-	r.recordMu.Lock()
-	defer r.recordMu.Unlock()
-	e.At = r.now()
-	r.record(e)
-}
-
-// failure classifies err, naming the time budget when the command's
-// deadline (not the caller) cut the work off.
-func failure(ctx context.Context, err error) *loop.Failure {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &loop.Failure{Kind: loop.FailDeadline, Message: err.Error()}
-	}
-	return &loop.Failure{Kind: "error", Message: err.Error()}
-}
-
 func (r *run) runTools(ctx context.Context, c *loop.Command, inBatch bool) []loop.Event {
-	calls := make([]tool.Call, len(c.Calls))
-	for i, call := range c.Calls {
-		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}
-	}
-	var events []loop.Event
-	if r.resumed[c.ID] {
-		calls = r.settleUnknown(&events, calls)
-	}
-	calls = r.beforeTools(ctx, &events, calls)
+	calls, events := r.x.DecideTools(ctx, ToolCalls(c), r.resumed[c.ID], r.shell)
 	if r.cfg.Store != nil && !inBatch && len(events) == 0 && len(calls) > 1 {
 		return r.runToolsDurably(ctx, calls)
 	}
-	for i, res := range r.exec.Run(ctx, r.reg, calls) {
-		events = append(events, toolEvent(r.afterTool(ctx, calls[i], res)))
+	if len(events) == 0 {
+		return r.x.RunTools(ctx, calls, r.shell)
 	}
-	return events
-}
-
-func toolEvent(res tool.Result) loop.Event {
-	return loop.Event{Type: loop.EventToolResult, Call: res.ID, Tool: &loop.ToolOutcome{
-		Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome),
-	}}
+	return append(events, r.x.RunTools(ctx, calls, r.shell)...)
 }
 
 // runToolsDurably runs a turn's calls and makes each result durable as
@@ -651,47 +495,23 @@ func toolEvent(res tool.Result) loop.Event {
 // recording them again (r.prerecorded).
 func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Event {
 	var queue []loop.Event
-	r.exec.RunEach(ctx, r.reg, calls, func(i int, res tool.Result) {
-		res = r.afterTool(ctx, calls[i], res)
-		r.recordMu.Lock()
-		defer r.recordMu.Unlock()
-		ev := toolEvent(res)
-		ev.At = r.now()
-		r.admit(&ev)
-		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
+	r.x.RunToolsEach(ctx, calls, r.shell, func(ev loop.Event) {
+		r.log.mu.Lock()
+		defer r.log.mu.Unlock()
+		ev.At = r.log.now()
+		r.log.admit(&ev)
+		r.log.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
 		if len(queue) < len(calls)-1 {
 			// The last result is saved with the commands it leads to. No
 			// snapshot here: the core has not seen these events yet. A
-			// failure is kept in r.saveErr and stops the run before its
+			// failure is kept in r.log.saveErr and stops the run before its
 			// next command.
-			_ = r.flush(ctx)
+			_ = r.log.flush(ctx)
 		}
 		queue = append(queue, ev)
 	})
 	r.prerecorded = len(queue)
 	return queue
-}
-
-func (r *run) check(ctx context.Context, c *loop.Command, name string) (ev loop.Event) {
-	defer func() {
-		if p := recover(); p != nil {
-			ev = loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", name, p)}}
-		}
-	}()
-	v, err := r.checks[name].Check(ctx, *c.Candidate)
-	if err != nil {
-		f := failure(ctx, err)
-		f.Message = fmt.Sprintf("check %s: %s", name, f.Message)
-		return loop.Event{Type: loop.EventCheckError, Call: c.ID, Error: f}
-	}
-	v.Check = name
-	// A verifier's own confidence must be a number in [0, 1]: it is logged as
-	// JSON (which has no NaN) and used in calibration.
-	if !(v.Confidence >= 0) {
-		v.Confidence = 0
-	}
-	v.Confidence = min(v.Confidence, 1)
-	return loop.Event{Type: loop.EventVerdict, Call: c.ID, Verdict: &v}
 }
 
 func (r *run) ask(ctx context.Context, c *loop.Command) loop.Event {

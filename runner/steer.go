@@ -62,12 +62,12 @@ func (r *run) takeMessages(ctx context.Context) error {
 		return nil
 	}
 	for _, msg := range msgs {
-		ev := loop.Event{Type: loop.EventUserMessage, At: r.now(), Text: msg.Text}
-		r.admit(&ev)
+		ev := loop.Event{Type: loop.EventUserMessage, At: r.log.now(), Text: msg.Text}
+		r.log.admit(&ev)
 		if ev.Text == "" {
 			continue // nothing to say; the core would refuse it
 		}
-		r.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
+		r.log.record(observe.Entry{At: ev.At, Kind: observe.KindEvent, Event: &ev})
 		if err := r.m.Step(ev); err != nil {
 			return err
 		}

@@ -162,7 +162,7 @@ func UnknownChildOutcome(ch loop.Child, err error) loop.Result {
 // childTask builds a child's Task from the parent's live tools and
 // verifiers.
 func (r *run) childTask(ch loop.Child) (Task, error) {
-	t, err := ChildTask(ch, r.reg, r.checks)
+	t, err := r.x.ChildTask(ch)
 	t.Policy.Key = r.m.Spec().Policy.Key
 	return t, err
 }

@@ -54,6 +54,9 @@ type ModelInput struct {
 	Run  string `json:"run"`
 	Save *Save  `json:"save,omitempty"`
 	Call string `json:"call"`
+	// Overridden names the guardrails a person let this call pass
+	// (loop.Command.Overridden).
+	Overridden []string `json:"overridden,omitempty"`
 	// Calls is how many of the run's model calls were answered before
 	// this one: a scripted model plays the turn after them.
 	Calls   int         `json:"calls"`
@@ -90,11 +93,19 @@ type FinishInput struct {
 }
 
 // Live is a run's live task as a worker builds it: the tools, verifiers
-// and model that carry out its commands. Close, if set, releases it.
+// and model that carry out its commands, and the hooks and guardrails
+// they go through (runner.Config's; they apply to the run's sub-agents
+// too). Close, if set, releases it.
 type Live struct {
-	Task  runner.Task
-	Model model.Model
-	Exec  tool.ExecConfig
+	Task       runner.Task
+	Model      model.Model
+	Exec       tool.ExecConfig
+	Hooks      runner.Hooks
+	Guardrails []runner.Guardrail
+	// Patch, when set, takes the patch of the run's workspace as it
+	// finishes (runner.Config.Patch): the worker that records the run's
+	// Result takes it, from the workspace its live task works in.
+	Patch func(ctx context.Context) *loop.Patch
 	// Redactor knows the secrets the run holds (runner.Config.Redactor):
 	// every reply, tool output, verdict and error is admitted with it
 	// (runner.Admit) before it leaves the worker, so that no secret
@@ -134,9 +145,8 @@ type liveRun struct {
 	ready  chan struct{}
 	err    error
 	live   Live
-	reg    *tool.Registry
-	exec   *tool.Executor
-	checks map[string]verify.Verifier
+	// x carries out the run's commands, as in a local run.
+	x *runner.Executor
 	// seek keeps a scripted model's seek and call together: the run's own
 	// lock, or its parent's for a sub-agent, which shares the model.
 	seek *sync.Mutex
@@ -233,23 +243,19 @@ func (lr *liveRun) build(ctx context.Context, a *Activities, id string) error {
 		}
 		return fmt.Errorf("run %s: %w", id, err)
 	}
-	spec, checks, err := live.Task.Spec()
+	x, spec, err := runner.NewExecutor(&live.Task, &runner.Config{RunID: id, Model: live.Model, Exec: live.Exec,
+		Hooks: live.Hooks, Guardrails: live.Guardrails, Redactor: live.Redactor})
 	if err != nil {
 		return fail(err)
 	}
-	runner.RedactSpec(live.Redactor, &spec)
 	if err := sameSpec(ctx, a.store, id, spec); err != nil {
-		return fail(err)
-	}
-	reg, err := tool.NewRegistry(live.Task.Tools...)
-	if err != nil {
 		return fail(err)
 	}
 	base, err := baseRequest(spec)
 	if err != nil {
 		return fail(err)
 	}
-	lr.live, lr.reg, lr.checks, lr.exec, lr.base = live, reg, checks, tool.NewExecutor(live.Exec), base
+	lr.live, lr.x, lr.base = live, x, base
 	lr.outputs = map[int64]string{}
 	return nil
 }
@@ -404,19 +410,21 @@ func heartbeat(ctx context.Context) (stop func()) {
 // the command's deadline; any other failure is the call's answer, a
 // model_error, as in a local run.
 func (a *Activities) Model(ctx context.Context, in ModelInput) (WireEvent, error) {
-	ev, repair, err := a.model(ctx, in)
+	var shell shellLog
+	ev, repair, err := a.model(ctx, in, &shell)
 	w := toWireEvent(ev)
-	w.Repair = repair
+	w.Repair, w.Shell = repair, shell.entries
 	return w, err
 }
 
-func (a *Activities) model(ctx context.Context, in ModelInput) (ev loop.Event, repair *loop.Note, err error) {
+func (a *Activities) model(ctx context.Context, in ModelInput, shell *shellLog) (ev loop.Event, repair *loop.Note, err error) {
 	lr, done, err := a.run(ctx, in.Run)
 	if err != nil {
 		return loop.Event{}, nil, err
 	}
 	defer done()
-	defer func() { // after the recover below has made a panic the call's error
+	shell.red = lr.live.Redactor
+	defer func() {
 		if err == nil {
 			repair = runner.Admit(&ev, lr.live.Redactor)
 		}
@@ -425,40 +433,79 @@ func (a *Activities) model(ctx context.Context, in ModelInput) (ev loop.Event, r
 		return loop.Event{}, nil, err
 	}
 	defer heartbeat(ctx)()
-	defer func() {
-		if p := recover(); p != nil {
-			ev, err = loop.Event{Type: loop.EventModelError, Call: in.Call, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}, nil
-		}
-	}()
 	req, err := in.Request.request(lr.base, func(seq int64) (string, error) { return a.output(ctx, in.Run, lr, seq) })
 	if err != nil {
 		return loop.Event{}, nil, temporal.NewApplicationError(err.Error(), errTypeStore)
 	}
-	resp, gerr := lr.generate(ctx, in.Calls, req)
-	if gerr == nil {
-		return loop.Event{Type: loop.EventModelReply, Call: in.Call, Reply: &resp}, nil, nil
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return loop.Event{Type: loop.EventModelError, Call: in.Call, Error: &loop.Failure{Kind: loop.FailDeadline, Message: gerr.Error()}}, nil, nil
-	}
+	shell.retried(ctx, in.Call)
+	ev, gerr := lr.callModel(ctx, in, &req, shell.add)
 	var t interface{ Temporary() bool }
-	if errors.As(gerr, &t) && t.Temporary() {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.As(gerr, &t) && t.Temporary() {
 		// The failure is kept in the history: admitted as an event's text.
 		msg := lr.live.Redactor.String(strings.ToValidUTF8(gerr.Error(), "\uFFFD"))
+		shell.failed(ctx, msg)
 		return loop.Event{}, nil, temporal.NewApplicationError(msg, errTypeModel)
 	}
-	return loop.Event{Type: loop.EventModelError, Call: in.Call, Error: &loop.Failure{Kind: "error", Message: gerr.Error()}}, nil, nil
+	return ev, nil, nil
 }
 
-func (lr *liveRun) generate(ctx context.Context, calls int, req model.Request) (model.Response, error) {
+// callModel carries out the model call in, as the executor does for a
+// local run.
+func (lr *liveRun) callModel(ctx context.Context, in ModelInput, req *model.Request, sink runner.Sink) (loop.Event, error) {
 	if s, ok := lr.live.Model.(runner.Seeker); ok {
 		// A scripted model plays turn n on call n: which call this is
 		// comes from the workflow, whichever worker made the ones before.
 		lr.seek.Lock()
 		defer lr.seek.Unlock()
-		s.Seek(calls)
+		s.Seek(in.Calls)
 	}
-	return lr.live.Model.Generate(ctx, req)
+	return lr.x.CallModel(ctx, &loop.Command{Type: loop.CallModel, ID: in.Call, Request: req, Overridden: in.Overridden}, sink)
+}
+
+// shellLog collects what an executor records on a command's way in an
+// activity (retries, fallbacks, waits, hook decisions), for the workflow,
+// which keeps the run's log, to record before the command's answer.
+type shellLog struct {
+	red     *redact.Redactor
+	mu      sync.Mutex
+	entries []observe.Entry
+}
+
+// add is the executor's sink. What leaves the worker is redacted.
+func (s *shellLog) add(e observe.Entry) {
+	e.At = nowUTC().Round(0)
+	if e.Retry != nil {
+		e.Retry.Reason = s.red.String(e.Retry.Reason)
+	}
+	if e.Wait != nil {
+		e.Wait.Reason = s.red.String(e.Wait.Reason)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entries = append(s.entries, e)
+}
+
+// failed keeps why this attempt of a model call failed, as its last
+// heartbeat's details: the next attempt records the retry (retried).
+func (s *shellLog) failed(ctx context.Context, why string) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, why)
+	}
+}
+
+// retried records, in a later attempt of model call id, the retry that
+// Temporal's retry policy made after the attempt before failed, as a local
+// run records its transport's retries.
+func (s *shellLog) retried(ctx context.Context, id string) {
+	if !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {
+		return
+	}
+	var why string
+	if activity.GetHeartbeatDetails(ctx, &why) != nil || why == "" {
+		return
+	}
+	n := int(activity.GetInfo(ctx).Attempt)
+	s.add(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: model.Retry{Attempt: n, Wait: retryWait(n), Reason: why}}})
 }
 
 // output returns the tool output recorded at entry seq of run, reading
@@ -505,9 +552,14 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (ToolResult, error)
 		return ToolResult{}, err
 	}
 	defer heartbeat(ctx)()
-	res := lr.exec.RunOne(ctx, lr.reg, tool.Call{ID: in.Call.ID, Name: in.Call.Name, Args: in.Call.Args})
-	out := ToolResult{ToolOutcome: loop.ToolOutcome{Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome)}}
-	out.Repair = runner.Admit(&loop.Event{Type: loop.EventToolResult, Call: in.Call.ID, Tool: &out.ToolOutcome}, lr.live.Redactor)
+	shell := shellLog{red: lr.live.Redactor}
+	calls, answered := lr.x.DecideTools(ctx, []tool.Call{{ID: in.Call.ID, Name: in.Call.Name, Args: in.Call.Args}}, false, shell.add)
+	if len(answered) == 0 {
+		answered = lr.x.RunTools(ctx, calls, shell.add)
+	}
+	ev := answered[0]
+	out := ToolResult{Repair: runner.Admit(&ev, lr.live.Redactor), Shell: shell.entries}
+	out.ToolOutcome = *ev.Tool
 	return out, nil
 }
 
@@ -516,6 +568,8 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (ToolResult, error)
 type ToolResult struct {
 	loop.ToolOutcome
 	Repair *loop.Note `json:"repair,omitempty"`
+	// Shell are the entries recorded on the call's way (hook decisions).
+	Shell []observe.Entry `json:"shell,omitempty"`
 }
 
 // Check runs one check on a candidate, as the local runner does.
@@ -532,7 +586,7 @@ func (a *Activities) check(ctx context.Context, in CheckInput) (ev loop.Event, r
 		return loop.Event{}, nil, err
 	}
 	defer done()
-	defer func() { // after the recover below has made a panic the check's error
+	defer func() {
 		if err == nil {
 			repair = runner.Admit(&ev, lr.live.Redactor)
 		}
@@ -541,29 +595,10 @@ func (a *Activities) check(ctx context.Context, in CheckInput) (ev loop.Event, r
 		return loop.Event{}, nil, err
 	}
 	defer heartbeat(ctx)()
-	v := lr.checks[in.Check]
-	if v == nil {
+	if !lr.x.HasCheck(in.Check) {
 		return loop.Event{}, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("run %s has no check %q", in.Run, in.Check), errTypeOpen, nil)
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			ev, err = loop.Event{Type: loop.EventCheckError, Call: in.Call, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", in.Check, p)}}, nil
-		}
-	}()
-	verdict, cerr := v.Check(ctx, in.Candidate)
-	if cerr != nil {
-		kind := "error"
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			kind = loop.FailDeadline
-		}
-		return loop.Event{Type: loop.EventCheckError, Call: in.Call, Error: &loop.Failure{Kind: kind, Message: fmt.Sprintf("check %s: %s", in.Check, cerr)}}, nil, nil
-	}
-	verdict.Check = in.Check
-	if !(verdict.Confidence >= 0) {
-		verdict.Confidence = 0
-	}
-	verdict.Confidence = min(verdict.Confidence, 1)
-	return loop.Event{Type: loop.EventVerdict, Call: in.Call, Verdict: &verdict}, nil, nil
+	return lr.x.Check(ctx, in.Call, in.Check, &in.Candidate), nil, nil
 }
 
 // Save writes entries and row changes.
@@ -571,22 +606,41 @@ func (a *Activities) Save(ctx context.Context, in SaveInput) error {
 	return a.write(ctx, in.Run, in.Save)
 }
 
-// Finish writes the last entries and the Result on the run's row, and
-// releases the run's live task.
-func (a *Activities) Finish(ctx context.Context, in FinishInput) error {
+// Finish writes the last entries and the Result on the run's row, with
+// the patch of its workspace when the worker holds its live task and that
+// takes one (Live.Patch), and releases the live task. It returns the
+// patch, for the workflow's Result.
+func (a *Activities) Finish(ctx context.Context, in FinishInput) (*loop.Patch, error) {
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
-		return err
+		return nil, err
 	}
+	in.Result.Patch = a.patch(ctx, in.Run)
 	data, err := json.Marshal(in.Result)
 	if err != nil {
-		return temporal.NewNonRetryableApplicationError(err.Error(), errTypeStore, err)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errTypeStore, err)
 	}
 	status, steps, cost, empty := string(in.Result.Status), int64(in.Result.Usage.Steps), int64(in.Result.Usage.Cost), ""
 	if err := a.store.UpdateRun(ctx, in.Run, store.Update{Status: &status, Question: &empty, Result: data, Steps: &steps, CostMicros: &cost, Updated: time.Now().UTC()}); err != nil {
-		return temporal.NewApplicationError(err.Error(), errTypeStore)
+		return nil, temporal.NewApplicationError(err.Error(), errTypeStore)
 	}
 	a.release(in.Run)
-	return nil
+	return in.Result.Patch, nil
+}
+
+// patch takes the patch of run id's workspace, as a local run does as it
+// finishes, when this worker holds its live task: nil otherwise.
+func (a *Activities) patch(ctx context.Context, id string) *loop.Patch {
+	a.mu.Lock()
+	lr, ok := a.runs[id]
+	a.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	<-lr.ready
+	if lr.err != nil || lr.live.Patch == nil {
+		return nil
+	}
+	return runner.RedactPatch(lr.live.Redactor, lr.live.Patch(ctx))
 }
 
 // Registry is where Register registers the workflow and activities: a

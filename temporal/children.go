@@ -51,7 +51,7 @@ func (a *Activities) Child(ctx context.Context, in ChildInput) (Input, error) {
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
 		return Input{}, err
 	}
-	task, err := runner.ChildTask(in.Child, lr.reg, lr.checks)
+	task, err := lr.x.ChildTask(in.Child)
 	if err != nil {
 		return Input{}, temporal.NewNonRetryableApplicationError("the sub-agent could not run: "+err.Error(), errTypeChild, nil)
 	}
@@ -146,11 +146,12 @@ func (a *Activities) openChild(ctx context.Context, lr *liveRun, row store.Run) 
 	if err != nil {
 		return Live{}, fmt.Errorf("its parent %s: %w", row.Parent, err)
 	}
-	task, err := runner.ChildTask(ch, parent.reg, parent.checks)
+	task, err := parent.x.ChildTask(ch)
 	if err != nil {
 		done()
 		return Live{}, err
 	}
 	lr.seek = parent.seek
-	return Live{Task: task, Model: parent.live.Model, Exec: parent.live.Exec, Redactor: parent.live.Redactor, Close: done}, nil
+	p := parent.live
+	return Live{Task: task, Model: p.Model, Exec: p.Exec, Hooks: p.Hooks, Guardrails: p.Guardrails, Redactor: p.Redactor, Close: done}, nil
 }

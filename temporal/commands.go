@@ -180,8 +180,18 @@ func (d *driver) retry(attempts int) *temporal.RetryPolicy {
 	if attempts <= 0 {
 		attempts = 3
 	}
-	return &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
+	return &temporal.RetryPolicy{InitialInterval: retryInitial, BackoffCoefficient: 2, MaximumInterval: retryMax,
 		MaximumAttempts: int32(attempts), NonRetryableErrorTypes: []string{errTypeOpen}}
+}
+
+// The activities' retry policy's waits: the first, doubled after each
+// attempt up to the most.
+const retryInitial, retryMax = time.Second, 10 * time.Second
+
+// retryWait is how long the retry policy waited before attempt n (2 for
+// the first retry).
+func retryWait(n int) time.Duration {
+	return min(retryInitial<<max(n-2, 0), retryMax)
 }
 
 func (d *driver) options(ctx workflow.Context, timeout time.Duration, attempts int) workflow.Context {
@@ -215,7 +225,7 @@ func (d *driver) callModel(c *loop.Command, calls int) job {
 			req := toWireRequest(*c.Request)
 			req.shrink(d.base, d.outputs)
 			return workflow.ExecuteActivity(d.options(ctx, left, d.in.Attempts), activityModel,
-				ModelInput{Run: d.in.Run, Save: s, Call: c.ID, Calls: calls, Request: req})
+				ModelInput{Run: d.in.Run, Save: s, Call: c.ID, Overridden: c.Overridden, Calls: calls, Request: req})
 		},
 		answer: func(ctx workflow.Context, f workflow.Future) (loop.Event, error) {
 			if late || f == nil {
@@ -225,7 +235,7 @@ func (d *driver) callModel(c *loop.Command, calls int) job {
 			err := f.Get(ctx, &ev)
 			switch {
 			case err == nil:
-				d.repaired(ctx, ev.Repair)
+				d.aside(ctx, ev.Shell, ev.Repair)
 				return ev.event(), nil
 			case isStoreError(err):
 				return loop.Event{}, storeFailure(err)
@@ -257,7 +267,7 @@ func (d *driver) runTool(c *loop.Command, call loop.ToolCall) job {
 			err := f.Get(ctx, &out)
 			switch {
 			case err == nil:
-				d.repaired(ctx, out.Repair)
+				d.aside(ctx, out.Shell, out.Repair)
 				return loop.Event{Type: loop.EventToolResult, Call: call.ID, Tool: &out.ToolOutcome}, nil
 			case isStoreError(err):
 				return loop.Event{}, storeFailure(err)
@@ -293,7 +303,7 @@ func (d *driver) check(c *loop.Command, name string) job {
 			err := f.Get(ctx, &ev)
 			switch {
 			case err == nil:
-				d.repaired(ctx, ev.Repair)
+				d.aside(ctx, ev.Shell, ev.Repair)
 				return ev.event(), nil
 			case isStoreError(err):
 				return loop.Event{}, storeFailure(err)
@@ -331,9 +341,13 @@ func (d *driver) ask(ctx workflow.Context, c *loop.Command) (loop.Event, error) 
 	return ev, nil
 }
 
-// repaired records the repair entry an activity's admission of its event
-// called for, before the event (as the local runner records it).
-func (d *driver) repaired(ctx workflow.Context, repair *loop.Note) {
+// aside records what an activity's executor recorded on the command's
+// way, then the repair entry its admission of its event called for: the
+// entries a local run records before the event, in the same order.
+func (d *driver) aside(ctx workflow.Context, shell []observe.Entry, repair *loop.Note) {
+	for _, e := range shell {
+		d.record(e)
+	}
 	if repair != nil {
 		d.record(observe.Entry{At: now(ctx), Kind: observe.KindRepair, Note: repair})
 	}

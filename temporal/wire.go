@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/observe"
 )
 
 // Model requests and replies cross to and from activities in a wire form
@@ -61,6 +62,10 @@ type WireEvent struct {
 	// Repair, from an activity, is the repair entry its admission of the
 	// event calls for (runner.Admit): recorded before the event.
 	Repair *loop.Note `json:"repair,omitempty"`
+	// Shell, from an activity, are the entries its executor recorded on
+	// the command's way (retries, fallbacks, waits, hook decisions):
+	// recorded before the repair and the event.
+	Shell []observe.Entry `json:"shell,omitempty"`
 }
 
 func toWireBlocks(bs []model.Block) []wireBlock {

@@ -288,10 +288,12 @@ func (d *driver) abort(ctx workflow.Context, reason string) (loop.Result, error)
 func (d *driver) finish(ctx workflow.Context, res loop.Result) (loop.Result, error) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	err := workflow.ExecuteActivity(d.storeOptions(dctx), activityFinish, FinishInput{Run: d.in.Run, Save: d.save(), Result: res}).Get(dctx, nil)
+	var patch *loop.Patch
+	err := workflow.ExecuteActivity(d.storeOptions(dctx), activityFinish, FinishInput{Run: d.in.Run, Save: d.save(), Result: res}).Get(dctx, &patch)
 	if err != nil {
 		return res, fmt.Errorf("temporal: recording the result of run %s: %w", d.in.Run, err)
 	}
+	res.Patch = patch
 	return res, nil
 }
 

@@ -316,7 +316,9 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 			run.Close()
 			return eval.Job{}, err
 		}
-		return eval.Job{Task: run.Task, Exec: run.Exec, Model: run.Model, ModelName: modelName(run.ModelName, run.Model), Close: run.Close, CheckStrength: checkStrength, Info: infoJSON}, nil
+		// The task file's part of the run's config, as a local run takes it.
+		rcfg := run.Runner()
+		return eval.Job{Task: run.Task, Exec: rcfg.Exec, Model: rcfg.Model, Patch: rcfg.Patch, ModelName: modelName(run.ModelName, run.Model), Close: run.Close, CheckStrength: checkStrength, Info: infoJSON}, nil
 	}
 }
 

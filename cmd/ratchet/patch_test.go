@@ -218,3 +218,38 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// TestEvalRunKeepsPatch: a suite's run on a copied workspace keeps its
+// patch, as ratchet run's does: the task file's part of the run's config
+// reaches the eval's runs (taskfile.Run.Runner).
+func TestEvalRunKeepsPatch(t *testing.T) {
+	dir := write(t, map[string]string{
+		"task.yaml": `goal: Write a note, then answer yes.
+model: scripted:turns.yaml
+workspace: ws
+copy_workspace: true
+tools: [write_file]
+checks: [{equals: "yes"}]
+`,
+		"turns.yaml": `turns:
+  - tools: [{name: write_file, args: {path: new.txt, content: "a new note\n"}}]
+  - finish: {answer: "yes", confidence: 0.9}
+`,
+		"suite.yaml": "cases:\n  - task: task.yaml\n",
+	})
+	if err := os.Mkdir(filepath.Join(dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"XDG_STATE_HOME": t.TempDir(), "RATCHET_EVAL_DIR": t.TempDir()}
+	run(t, env, "eval", "run", filepath.Join(dir, "suite.yaml"), "--quiet").wantCode(t, exitDone)
+	c := run(t, env, "ls", "--json")
+	var rows []struct{ ID string }
+	if err := json.Unmarshal([]byte(c.stdout), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("ls --json: %v\n%v", err, c)
+	}
+	c = run(t, env, "show", rows[0].ID, "--patch")
+	c.wantCode(t, exitDone)
+	if want := "diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+a new note\n"; c.stdout != want {
+		t.Errorf("show --patch of the suite's run:\n%s\nwant:\n%s", c.stdout, want)
+	}
+}

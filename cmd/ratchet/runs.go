@@ -195,8 +195,8 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		return code
 	}
 	defer db.Close()
-	var info taskInfo
-	if json.Unmarshal(row.Task, &info) == nil && info.Temporal != "" {
+	info, onTemporal := temporalInfo(row)
+	if onTemporal {
 		// Its workflow carries it on: the answer goes there.
 		rf := info.flags()
 		rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait

@@ -37,8 +37,16 @@ func dialTemporal(ctx context.Context, hostPort, namespace string, w io.Writer) 
 // onTemporal says r runs on Temporal workers: no process of ours holds
 // its lease, and it is never interrupted while Temporal carries it on.
 func onTemporal(r store.Run) bool {
+	_, ok := temporalInfo(r)
+	return ok
+}
+
+// temporalInfo is the task info of row, and whether it says the run runs
+// on Temporal.
+func temporalInfo(row store.Run) (taskInfo, bool) {
 	var info taskInfo
-	return json.Unmarshal(r.Task, &info) == nil && info.Temporal != ""
+	ok := json.Unmarshal(row.Task, &info) == nil && info.Temporal != ""
+	return info, ok
 }
 
 // workerCmd serves a task queue: it carries out the commands of the runs
@@ -110,7 +118,9 @@ Flags:
 		if err != nil {
 			return temporal.Live{}, err
 		}
-		return temporal.Live{Task: built.Task, Model: built.Model, Exec: built.Exec, Redactor: m.secrets, Close: built.Close}, nil
+		// The task file's part of the run's config, as a local run takes it.
+		cfg := built.Runner()
+		return temporal.Live{Task: built.Task, Model: cfg.Model, Exec: cfg.Exec, Patch: cfg.Patch, Redactor: m.secrets, Close: built.Close}, nil
 	})
 	defer acts.Close()
 	w := worker.New(c, queue, worker.Options{})
@@ -231,11 +241,7 @@ func (m *Main) answerTemporal(ctx context.Context, name string, db store.Store, 
 		return exitInfra
 	}
 	defer c.Close()
-	a := temporal.Answer{Approved: opts.Approved}
-	if opts.Answer != nil {
-		a.Text = *opts.Answer
-	}
-	if err := temporal.SendAnswer(ctx, c, row.ID, a); err != nil {
+	if err := sendAnswer(ctx, c, row.ID, opts); err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
 		return exitUsage
 	}
@@ -249,6 +255,17 @@ func (m *Main) answerTemporal(ctx context.Context, name string, db store.Store, 
 		time.Sleep(50 * time.Millisecond)
 	}
 	return m.follow(ctx, "ratchet "+name, c, db, row.ID, f)
+}
+
+// sendAnswer gives a Temporal run's workflow a person's reply (opts, as
+// for runner.Resume) by its answer Update: ratchet answer, approve and
+// deny, and ratchet ui's answer form, all reply to such a run through it.
+func sendAnswer(ctx context.Context, c client.Client, id string, opts runner.ResumeOptions) error {
+	a := temporal.Answer{Approved: opts.Approved}
+	if opts.Answer != nil {
+		a.Text = *opts.Answer
+	}
+	return temporal.SendAnswer(ctx, c, id, a)
 }
 
 // temporalEval is how ratchet eval run --temporal carries out a suite's

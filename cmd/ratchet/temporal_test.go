@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,6 +136,7 @@ func TestTemporal(t *testing.T) {
 	}
 	t.Run("worker killed", func(t *testing.T) { testTemporalWorkerKilled(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("approve", func(t *testing.T) { testTemporalApprove(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("ui approve", func(t *testing.T) { testTemporalUIApprove(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("eval", func(t *testing.T) { testTemporalEval(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("subagents", func(t *testing.T) { testTemporalSubagents(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("secrets", func(t *testing.T) { testTemporalSecrets(t, newTemporalCLI(t, bin, addr)) })
@@ -398,6 +402,89 @@ func testTemporalApprove(t *testing.T, c *temporalCLI) {
 	}
 	if j := c.journal(t); j != "one\ntwo\nthree\n" {
 		t.Errorf("journal %q", j)
+	}
+}
+
+// testTemporalUIApprove: ratchet ui's approval form answers a Temporal
+// run as ratchet approve does, by its workflow's Update: the workers carry
+// it on to its end, not the UI's process.
+func testTemporalUIApprove(t *testing.T, c *temporalCLI) {
+	c.worker(t)
+	code, _, errOut := c.run(t, "run", "--temporal", c.addr, "--task-queue", "e2e", "approve.yaml")
+	if code != exitWaiting {
+		t.Fatalf("ratchet run --temporal: exit %d, want %d waiting:\n%s", code, exitWaiting, errOut)
+	}
+	_, ls, _ := c.run(t, "ls", "--json")
+	var rows []struct{ ID string }
+	if err := json.Unmarshal([]byte(ls), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("ratchet ls --json: %v %s", err, ls)
+	}
+	id := rows[0].ID
+	ctx, cancel := context.WithCancel(context.Background())
+	ui := c.command(ctx, "ui", "--addr", "127.0.0.1:0")
+	var out syncBuffer
+	ui.Stdout, ui.Stderr = &out, &out
+	if err := ui.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cancel()
+		_ = ui.Wait()
+		if t.Failed() {
+			t.Logf("ratchet ui:\n%s", out.String())
+		}
+	}()
+	var base string
+	for deadline := time.Now().Add(20 * time.Second); base == ""; time.Sleep(20 * time.Millisecond) {
+		if m := regexp.MustCompile(`serving (http://\S+)/ `).FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatal("ratchet ui printed no address")
+		}
+	}
+	page := httpGet(t, base+"/runs/"+id)
+	token := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if token == nil || !strings.Contains(page, "Waiting for approval") {
+		t.Fatalf("no approval form:\n%s", page)
+	}
+	form := url.Values{"csrf": {token[1]}, "action": {"approve"}}
+	req, _ := http.NewRequest("POST", base+"/answer/"+id, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approve: %d", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		_, show, _ := c.run(t, "show", "--json", id)
+		var row struct{ Status string }
+		json.Unmarshal([]byte(show), &row)
+		if row.Status == string(loop.Done) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run is %s, want done", row.Status)
+		}
+	}
+	if j := c.journal(t); j != "one\ntwo\nthree\n" {
+		t.Errorf("journal %q", j)
+	}
+	// The workflow carried it on, not the UI's process behind its back.
+	tc, err := client.Dial(client.Options{HostPort: c.addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	desc, err := tc.DescribeWorkflow(context.Background(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		t.Errorf("the run's workflow is %s, want completed", st)
 	}
 }
 

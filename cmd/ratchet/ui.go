@@ -64,6 +64,17 @@ func (m *Main) uiCmd(ctx context.Context, args []string) int {
 	}
 	if !readOnly {
 		cfg.Resume = func(ctx context.Context, id string, opts runner.ResumeOptions) error {
+			if row, err := s.Run(ctx, id); err != nil {
+				return err
+			} else if info, ok := temporalInfo(row); ok {
+				// Its workflow carries it on, as for ratchet answer.
+				c, err := dialTemporal(ctx, info.Temporal, info.Namespace, m.Stderr)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				return sendAnswer(ctx, c, id, opts)
+			}
 			sr, err := m.storedRun(ctx, s, id, runFlags{quiet: true})
 			if err != nil {
 				return err

@@ -1,0 +1,271 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/redact"
+	"github.com/ratchetloop/ratchet/tool"
+	"github.com/ratchetloop/ratchet/verify"
+)
+
+// Executor carries out the loop core's commands with every feature of the
+// shell: a model call through the hooks, the guardrails and the model's
+// own hooks (retries, fallbacks, waits for shared limits, streamed text),
+// a tool batch through the hooks, the permission-checked registry and the
+// output caps (answering the calls of a resumed batch that must not run
+// twice), and a check. It returns the events that answer a command; what
+// happened on a command's way that the core never sees (a retry, a
+// fallback, a wait, a hook's decision) it hands to the Sink it is given.
+//
+// An Executor is the one place a command's work is written. A driver only
+// decides where and when a command runs and how the entries are kept: this
+// package's run carries out commands on its goroutine and records the
+// sink's entries into its log; Temporal's activities carry out each one in
+// a worker and return the sink's entries to the workflow, which records
+// them. Its methods are safe for concurrent use.
+type Executor struct {
+	model      model.Model
+	hooks      Hooks
+	guardrails []Guardrail
+	red        *redact.Redactor
+	reg        *tool.Registry
+	tools      *tool.Executor
+	checks     map[string]verify.Verifier
+	// text are the observers that show a model's text as it streams, and
+	// runID the run they are told it is of.
+	text  []observe.TextObserver
+	runID string
+}
+
+// Sink takes an entry recorded on a command's way: it stamps it with the
+// time and puts it in the run's log. Calls of one batch run in parallel,
+// so a sink may be called from several goroutines at once.
+type Sink func(observe.Entry)
+
+// NewExecutor compiles task and returns the executor of its commands as
+// cfg configures them (its Model, Hooks, Guardrails, Redactor, Exec and
+// the Observers that show streamed text), with the spec the core runs,
+// redacted.
+func NewExecutor(task *Task, cfg *Config) (*Executor, loop.Spec, error) {
+	x := new(Executor)
+	spec, err := x.init(task, cfg)
+	if err != nil {
+		return nil, loop.Spec{}, err
+	}
+	return x, spec, nil
+}
+
+// init is NewExecutor on x, which a run holds by value.
+func (x *Executor) init(task *Task, cfg *Config) (loop.Spec, error) {
+	if cfg.Model == nil {
+		return loop.Spec{}, errors.New("runner: no model configured")
+	}
+	if err := checkGuardrails(cfg.Guardrails); err != nil {
+		return loop.Spec{}, err
+	}
+	spec, reg, checks, err := task.compile()
+	if err != nil {
+		return loop.Spec{}, err
+	}
+	RedactSpec(cfg.Redactor, &spec)
+	*x = Executor{model: cfg.Model, hooks: cfg.Hooks, guardrails: cfg.Guardrails, red: cfg.Redactor,
+		reg: reg, tools: tool.NewExecutor(cfg.Exec), checks: checks, runID: cfg.RunID}
+	for _, o := range cfg.Observers {
+		if to, ok := o.(observe.TextObserver); ok {
+			x.text = append(x.text, to)
+		}
+	}
+	return spec, nil
+}
+
+// CallModel carries out the model call c. err is the model's error when
+// the event is the model_error it ended with, for a driver that retries
+// some failures itself; it is nil for every other event.
+func (x *Executor) CallModel(ctx context.Context, c *loop.Command, sink Sink) (ev loop.Event, err error) {
+	defer func() {
+		if p := recover(); p != nil { // a bug in the model: infrastructure, not the run's end
+			ev, err = loop.Event{Type: loop.EventModelError, Call: c.ID, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprint("model panicked: ", p)}}, nil
+		}
+	}()
+	req, answered := x.beforeModel(ctx, c, sink)
+	if answered != nil {
+		return *answered, nil
+	}
+	hctx, endText := x.withHooks(ctx, c, sink)
+	resp, err := x.model.Generate(hctx, *req)
+	endText()
+	if err != nil {
+		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}, err
+	}
+	if tripped := x.afterModel(ctx, c, &resp); tripped != nil {
+		return *tripped, nil
+	}
+	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}, nil
+}
+
+// withHooks returns ctx carrying the hooks of call c: its transport
+// retries, fallbacks and waits go to sink, and its streamed text to the
+// observers that show text, redacted as it streams (what could be the
+// start of a secret waits for the next piece). endText shows what was held
+// back once the call is over. Sampled alternatives run in parallel: their
+// text is not streamed.
+func (x *Executor) withHooks(ctx context.Context, c *loop.Command, sink Sink) (_ context.Context, endText func()) {
+	id := c.ID
+	h := model.Hooks{
+		OnRetry: func(rt model.Retry) {
+			sink(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
+		},
+		OnFallback: func(f model.Fallback) {
+			f.Reason = x.red.String(f.Reason) // a server's error text may echo a secret
+			sink(observe.Entry{Kind: observe.KindFallback, Fallback: &observe.Fallback{Call: id, Fallback: f}})
+		},
+		OnWait: func(w model.Wait) {
+			sink(observe.Entry{Kind: observe.KindWait, Wait: &observe.Wait{Call: id, Wait: w}})
+		},
+	}
+	if c.Request.Purpose == model.PurposeSample || len(x.text) == 0 {
+		return model.WithHooks(ctx, h), func() {}
+	}
+	stream := &redact.Stream{Redactor: x.red}
+	show := func(d string) {
+		for _, to := range x.text {
+			to.ObserveText(x.runID, id, d)
+		}
+	}
+	h.OnText = func(d string) {
+		if d = stream.Next(d); d != "" {
+			show(d)
+		}
+	}
+	return model.WithHooks(ctx, h), func() {
+		if rest := stream.Flush(); rest != "" {
+			show(rest)
+		}
+	}
+}
+
+// failure classifies err, naming the time budget when the command's
+// deadline (not the caller) cut the work off.
+func failure(ctx context.Context, err error) *loop.Failure {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &loop.Failure{Kind: loop.FailDeadline, Message: err.Error()}
+	}
+	return &loop.Failure{Kind: "error", Message: err.Error()}
+}
+
+// ToolCalls are the calls of the RunTools command c, as the executor runs
+// them.
+func ToolCalls(c *loop.Command) []tool.Call {
+	calls := make([]tool.Call, len(c.Calls))
+	for i, call := range c.Calls {
+		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}
+	}
+	return calls
+}
+
+// DecideTools decides which of a batch's calls run: resumed says the batch
+// was in flight when its run stopped, so a call of a tool that is not safe
+// to run twice is answered UnknownOutcome; then BeforeTool may deny a call
+// or rewrite its arguments. It returns the calls to run and the events that
+// answer the others.
+func (x *Executor) DecideTools(ctx context.Context, calls []tool.Call, resumed bool, sink Sink) (run []tool.Call, answered []loop.Event) {
+	if resumed {
+		calls = x.settleUnknown(&answered, calls)
+	}
+	return x.beforeTools(ctx, &answered, calls, sink), answered
+}
+
+// RunTools runs calls that DecideTools let through, in parallel within the
+// output caps and timeouts of the executor's config, and returns their
+// results (after AfterTool) in call order.
+func (x *Executor) RunTools(ctx context.Context, calls []tool.Call, sink Sink) []loop.Event {
+	events := make([]loop.Event, 0, len(calls))
+	for i, res := range x.tools.Run(ctx, x.reg, calls) {
+		events = append(events, toolEvent(x.afterTool(ctx, calls[i], res, sink)))
+	}
+	return events
+}
+
+// RunToolsEach runs calls like RunTools and hands each result to done as
+// soon as its call ends, in the order they end: a driver makes each
+// durable at once. done may be called from several goroutines at once.
+func (x *Executor) RunToolsEach(ctx context.Context, calls []tool.Call, sink Sink, done func(loop.Event)) {
+	x.tools.RunEach(ctx, x.reg, calls, func(i int, res tool.Result) {
+		done(toolEvent(x.afterTool(ctx, calls[i], res, sink)))
+	})
+}
+
+func toolEvent(res tool.Result) loop.Event {
+	return loop.Event{Type: loop.EventToolResult, Call: res.ID, Tool: &loop.ToolOutcome{
+		Output: res.Output, IsError: res.IsError, Outcome: string(res.Outcome),
+	}}
+}
+
+// settleUnknown answers, without running them, the calls of a resumed
+// RunTools command whose tools are not idempotent: they may have run
+// before the crash. It returns the calls that may run again.
+func (x *Executor) settleUnknown(queue *[]loop.Event, calls []tool.Call) []tool.Call {
+	again := calls[:0:0]
+	for _, c := range calls {
+		if t, ok := x.reg.Lookup(c.Name); !ok || t.Info().Idempotent {
+			again = append(again, c)
+			continue
+		}
+		*queue = append(*queue, loop.Event{Type: loop.EventToolResult, Call: c.ID, Tool: &loop.ToolOutcome{
+			Output: UnknownOutcome, IsError: true, Outcome: OutcomeUnknown,
+		}})
+	}
+	return again
+}
+
+// Verify runs the checks of the Verify command c in parallel; a lone check
+// runs on the caller's goroutine, since starting another costs as much as
+// a step.
+func (x *Executor) Verify(ctx context.Context, c *loop.Command) []loop.Event {
+	if len(c.Checks) == 1 {
+		return []loop.Event{x.Check(ctx, c.ID, c.Checks[0], c.Candidate)}
+	}
+	events := make([]loop.Event, len(c.Checks))
+	var wg sync.WaitGroup
+	for i, name := range c.Checks {
+		wg.Go(func() { events[i] = x.Check(ctx, c.ID, name, c.Candidate) })
+	}
+	wg.Wait()
+	return events
+}
+
+// ChildTask builds the Task of the sub-agent ch from the run's live tools
+// and checks (see ChildTask).
+func (x *Executor) ChildTask(ch loop.Child) (Task, error) { return ChildTask(ch, x.reg, x.checks) }
+
+// HasCheck says the task has a check of that name.
+func (x *Executor) HasCheck(name string) bool { return x.checks[name] != nil }
+
+// Check runs the check name of the Verify command call on cand.
+func (x *Executor) Check(ctx context.Context, call, name string, cand *verify.Candidate) (ev loop.Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			ev = loop.Event{Type: loop.EventCheckError, Call: call, Error: &loop.Failure{Kind: "panic", Message: fmt.Sprintf("check %s panicked: %v", name, p)}}
+		}
+	}()
+	v, err := x.checks[name].Check(ctx, *cand)
+	if err != nil {
+		f := failure(ctx, err)
+		f.Message = fmt.Sprintf("check %s: %s", name, f.Message)
+		return loop.Event{Type: loop.EventCheckError, Call: call, Error: f}
+	}
+	v.Check = name
+	// A verifier's own confidence must be a number in [0, 1]: it is logged as
+	// JSON (which has no NaN) and used in calibration.
+	if !(v.Confidence >= 0) {
+		v.Confidence = 0
+	}
+	v.Confidence = min(v.Confidence, 1)
+	return loop.Event{Type: loop.EventVerdict, Call: call, Verdict: &v}
+}
