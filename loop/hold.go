@@ -53,16 +53,24 @@ func (h *hold) question() string {
 	return "Your answer was not understood: " + h.Problem + ". " + h.Question
 }
 
+// modelFailed begins the reason of a run that failed on a model call.
+const modelFailed = "model call failed: "
+
 // holdFor is the hold for a run that would end with s for reason, or nil
 // when a person is not asked: escalation is off, or s is another end.
-// Failed is only ever a check that could not run (see Machine.end).
+// Failed is a check that could not run or a model call that failed for
+// good (see Machine.end).
 func holdFor(s Status, reason string, pol *Policy, limits budget.Limits, used budget.Usage) *hold {
 	if !pol.Escalate {
 		return nil
 	}
 	if s == Failed {
+		then := "the model is told the answer was not judged and may submit it again"
+		if strings.HasPrefix(reason, modelFailed) {
+			then = "the model is called again"
+		}
 		return &hold{Status: s, Reason: reason, Question: fmt.Sprintf(
-			"The run cannot go on: %s. Fix what is missing and answer \"retry\" (the model is told the answer was not judged and may submit it again), or \"stop\" to end the run failed.", clip(reason, 300))}
+			"The run cannot go on: %s. Fix what is missing and answer \"retry\" (%s), or \"stop\" to end the run failed.", clip(reason, 300), then)}
 	}
 	d, ok := strings.CutPrefix(string(s), "exhausted:")
 	if !ok {

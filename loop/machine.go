@@ -328,7 +328,8 @@ func (m *Machine) stop(s Status, reason string) {
 // first: then the run waits for the answer in phaseEscalated, its
 // candidates in judging left unjudged, as when checks run out of time.
 // It takes the ends a person may be asked about: exhausted, and failed
-// because a check could not run (the only failure that goes through end).
+// because a check could not run or a model call failed for good (the
+// failures that go through end).
 func (m *Machine) end(s Status, reason string) {
 	h := holdFor(s, reason, &m.spec.Policy, m.spec.Budget, m.st.Usage)
 	if h == nil {

@@ -139,7 +139,7 @@ func (m *Machine) stepTurn(ev *Event) {
 	}
 	m.st.Awaiting = nil
 	if ev.Error.Kind != FailDeadline {
-		m.stop(Failed, "model call failed: "+ev.Error.Message)
+		m.end(Failed, modelFailed+ev.Error.Message)
 		return
 	}
 	m.closeTurn(budget.Time)
@@ -153,7 +153,7 @@ func (m *Machine) stepClosing(ev *Event) {
 	}
 	m.st.Awaiting = nil
 	if ev.Error.Kind != FailDeadline {
-		m.stop(Failed, "model call failed: "+ev.Error.Message)
+		m.end(Failed, modelFailed+ev.Error.Message)
 		return
 	}
 	m.end(Exhausted(budget.Time), "the closing turn was cut off by the time limit")
