@@ -45,8 +45,9 @@ const (
 
 // Block is one piece of a message. Which fields are set depends on Type:
 // Text uses Text; ToolUse uses ID, Name and Input; ToolResult uses ID, Text
-// and IsError; Thinking uses Text and Signature; RedactedThinking uses
-// Signature.
+// and IsError; Thinking uses Text, Signature and Name (the reply field an
+// OpenAI-compatible server sent it in, to send it back in); RedactedThinking
+// uses Signature.
 //
 // A provider sends an assistant turn's thinking blocks back as it received
 // them, signatures byte for byte: Anthropic refuses a tool loop's next

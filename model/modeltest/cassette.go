@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/ratchetloop/ratchet/model"
 )
 
 // Interaction is one recorded HTTP exchange of a cassette: what the
@@ -152,4 +154,74 @@ func Field(t testing.TB, body []byte, path ...string) string {
 	var b bytes.Buffer
 	json.Compact(&b, out)
 	return b.String()
+}
+
+// EveryCut checks a recorded SSE stream cut off at every byte, as a
+// connection that breaks mid-reply cuts it: each cut either fails, so that
+// the call is asked for again, or gives the whole reply's content and stop
+// reason; never a shorter answer, a thought without its signature or a
+// call without its arguments. decode runs bytes through the SDK's SSE
+// decoder (an error event, or a malformed one, is an error); assemble
+// turns decoded events into a Response as the provider does, done saying
+// whether the bytes held a closing "data: [DONE]". Each event is decoded
+// once and only the cut one again, so that every byte can be tried.
+func EveryCut[E any](t testing.TB, body []byte, decode func([]byte) ([]E, error), assemble func(events []E, done bool) (model.Response, error)) {
+	t.Helper()
+	ends := []int{0} // where each event ends, after its blank line
+	for i := 0; i+1 < len(body); i++ {
+		if body[i] == '\n' && body[i+1] == '\n' {
+			ends = append(ends, i+2)
+		}
+	}
+	var flat []E
+	upto := []int{0}    // events decoded from body[:ends[k]]: flat[:upto[k]]
+	failed := len(ends) // the first event that does not decode
+	for k := 1; k < len(ends); k++ {
+		evs, err := decode(body[ends[k-1]:ends[k]])
+		if err != nil && failed == len(ends) {
+			failed = k
+		}
+		flat = append(flat, evs...)
+		upto = append(upto, len(flat))
+	}
+	wholeEvents, err := decode(body)
+	if err != nil {
+		t.Fatalf("the whole stream does not decode: %v", err)
+	}
+	whole, err := assemble(wholeEvents, bytes.Contains(body, []byte("data: [DONE]")))
+	if err != nil {
+		t.Fatalf("the whole stream does not assemble: %v", err)
+	}
+	k := 0
+	var last model.Response // the assembly of flat[:upto[lastK]], for cuts that add no event
+	var lastErr error
+	lastK, lastDone := -1, false
+	for n := range len(body) {
+		for k+1 < len(ends) && ends[k+1] <= n {
+			k++
+		}
+		if k >= failed {
+			continue // an event before the cut is an error
+		}
+		tail, err := decode(body[ends[k]:n])
+		if err != nil {
+			continue
+		}
+		done := bytes.Contains(body[:n], []byte("data: [DONE]"))
+		var got model.Response
+		if len(tail) == 0 && k == lastK && done == lastDone {
+			got, err = last, lastErr // the same events as the previous cut
+		} else {
+			got, err = assemble(append(flat[:upto[k]:upto[k]], tail...), done)
+			if len(tail) == 0 {
+				last, lastErr, lastK, lastDone = got, err, k, done
+			}
+		}
+		if err != nil {
+			continue
+		}
+		if diff := diffResponse(model.Response{Content: whole.Content, StopReason: whole.StopReason}, model.Response{Content: got.Content, StopReason: got.StopReason}); diff != "" {
+			t.Fatalf("cut at byte %d of %d: accepted a different reply (-whole +cut):\n%s", n, len(body), diff)
+		}
+	}
 }

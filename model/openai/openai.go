@@ -18,6 +18,15 @@
 // call ids (generated), arguments sent as a JSON object instead of a string
 // (kept as the object's text), and empty arguments (sent on as {}).
 //
+// Reasoning: Request.Reasoning's effort goes out as reasoning_effort (a
+// budget alone is turned into an effort), to OpenAI's reasoning models and
+// to every compatible server; OpenAI's other models (GPT-4 and earlier)
+// ignore it and say so once. The reasoning a compatible server returns
+// (DeepSeek's reasoning_content, Ollama's and Groq's reasoning) comes back
+// as a model.Thinking block named after its field, and goes back in that
+// field of the assistant message: DeepSeek refuses a tool loop's next
+// request without it. Reasoning tokens are reported in Usage.
+//
 // Transport: the SDK's own retries are off; a model/retry Transport under
 // it retries and reports each retry through model.Hooks. Failures are
 // *model.APIError.
@@ -28,15 +37,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
@@ -83,6 +97,9 @@ type Config struct {
 	// NoEnv leaves the environment unread: the caller resolved it already
 	// (model/provider does, through its own Getenv).
 	NoEnv bool
+	// Notice receives what the model says once about a setting it ignores
+	// (reasoning on a model that cannot reason); nil means os.Stderr.
+	Notice io.Writer
 }
 
 // Model calls the Chat Completions API. It is safe for concurrent use.
@@ -97,6 +114,8 @@ type Model struct {
 	price     price.Price
 	priced    bool
 	ids       atomic.Int64 // for tool calls a server sent without an id
+	// ignored says once that Request.Reasoning is ignored.
+	ignored sync.Once
 }
 
 var (
@@ -213,7 +232,20 @@ func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParam
 func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{
 		Model:    shared.ChatModel(m.cfg.Model),
-		Messages: messages(req.System, req.Messages),
+		Messages: messages(req.System, req.Messages, m.cfg.Compatible),
+	}
+	if r := req.Reasoning; r != nil {
+		if m.cfg.Compatible || reasons(m.cfg.Model) {
+			p.ReasoningEffort = shared.ReasoningEffort(effort(*r))
+		} else {
+			m.ignored.Do(func() {
+				w := m.cfg.Notice
+				if w == nil {
+					w = os.Stderr
+				}
+				fmt.Fprintf(w, "ratchet: %s cannot reason: the reasoning setting is ignored\n", m.Name())
+			})
+		}
 	}
 	if n := cmp.Or(req.MaxOutputTokens, m.cfg.MaxTokens); n > 0 {
 		if m.cfg.Compatible {
@@ -230,6 +262,47 @@ func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error
 		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(def))
 	}
 	return p, nil
+}
+
+// reasons says whether an OpenAI model takes reasoning_effort: the GPT-4
+// family and earlier do not; the o-series, GPT-5 and what follows do.
+func reasons(name string) bool {
+	for _, old := range []string{"gpt-4", "gpt-3", "chatgpt-", "davinci", "babbage"} {
+		if strings.HasPrefix(name, old) {
+			return false
+		}
+	}
+	return true
+}
+
+// effort is r's effort; a budget alone becomes the effort whose nominal
+// budget (model.Reasoning.Budget) covers it.
+func effort(r model.Reasoning) model.Effort {
+	if r.Effort != "" {
+		return r.Effort
+	}
+	for _, e := range model.Efforts {
+		if (model.Reasoning{Effort: e}).Budget() >= r.BudgetTokens {
+			return e
+		}
+	}
+	return model.EffortMax
+}
+
+// reasoningFields are the assistant message fields in which compatible
+// servers return their reasoning: DeepSeek's, and Ollama's and Groq's.
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// reasoningOf returns the reasoning among a message's or delta's extra
+// fields, and the field it came in.
+func reasoningOf(extra map[string]respjson.Field) (text, field string) {
+	for _, f := range reasoningFields {
+		if raw := extra[f].Raw(); raw != "" && raw != "null" {
+			json.Unmarshal([]byte(raw), &text) // a non-string is no reasoning
+			return text, f
+		}
+	}
+	return "", ""
 }
 
 // functionDef passes the tool's schema through as raw JSON rather than
@@ -251,19 +324,27 @@ func functionDef(t model.ToolSpec) (shared.FunctionDefinitionParam, error) {
 }
 
 // messages converts the conversation. Each message is converted once per
-// call.
-func messages(system string, msgs []model.Message) []openai.ChatCompletionMessageParamUnion {
+// call. For a compatible server, an assistant turn's thinking goes back in
+// the field it came in; OpenAI takes no reasoning back.
+func messages(system string, msgs []model.Message, compatible bool) []openai.ChatCompletionMessageParamUnion {
 	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
 	if system != "" {
 		out = append(out, openai.SystemMessage(system))
 	}
-	var text strings.Builder
+	var text, thought strings.Builder
 	for _, msg := range msgs {
 		text.Reset()
 		if msg.Role == model.Assistant {
 			a := openai.ChatCompletionAssistantMessageParam{}
+			field := ""
+			thought.Reset()
 			for _, b := range msg.Content {
 				switch b.Type {
+				case model.Thinking:
+					if compatible && slices.Contains(reasoningFields, b.Name) {
+						field = b.Name
+						thought.WriteString(b.Text)
+					}
 				case model.Text:
 					join(&text, b.Text)
 				case model.ToolUse:
@@ -277,6 +358,9 @@ func messages(system string, msgs []model.Message) []openai.ChatCompletionMessag
 			}
 			if text.Len() > 0 || len(a.ToolCalls) == 0 {
 				a.Content.OfString = openai.String(text.String())
+			}
+			if field != "" {
+				a.SetExtraFields(map[string]any{field: thought.String()})
 			}
 			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 			continue
@@ -311,6 +395,8 @@ func join(b *strings.Builder, s string) {
 // normalised into a Response.
 type reply struct {
 	model    string
+	thinking string
+	field    string // the field thinking came in
 	text     string
 	calls    []call
 	finish   string
@@ -331,6 +417,7 @@ func fromCompletion(cc *openai.ChatCompletion) reply {
 	ch := cc.Choices[0]
 	r.finish = ch.FinishReason
 	r.text = ch.Message.Content
+	r.thinking, r.field = reasoningOf(ch.Message.JSON.ExtraFields)
 	for _, tc := range ch.Message.ToolCalls {
 		args := tc.Function.Arguments
 		if raw := tc.Function.JSON.Arguments.Raw(); strings.HasPrefix(strings.TrimSpace(raw), "{") {
@@ -343,7 +430,10 @@ func fromCompletion(cc *openai.ChatCompletion) reply {
 
 func (m *Model) response(r reply) model.Response {
 	resp := model.Response{Model: r.model, StopReason: stopReason(r.finish, len(r.calls) > 0)}
-	resp.Content = make([]model.Block, 0, len(r.calls)+1)
+	resp.Content = make([]model.Block, 0, len(r.calls)+2)
+	if r.field != "" {
+		resp.Content = append(resp.Content, model.Block{Type: model.Thinking, Text: r.thinking, Name: r.field})
+	}
 	if r.text != "" {
 		resp.Content = append(resp.Content, model.TextBlock(r.text))
 	}
@@ -366,6 +456,7 @@ func (m *Model) response(r reply) model.Response {
 			OutputTokens:     u.CompletionTokens,
 			CacheReadTokens:  cached,
 			CacheWriteTokens: written,
+			ReasoningTokens:  u.CompletionTokensDetails.ReasoningTokens,
 		}
 	}
 	return resp
