@@ -276,3 +276,136 @@ func TestCassetteDeepSeekThinkingStreamCutAnywhere(t *testing.T) {
 		t.Errorf("served, the stream differs (-assembled +served):\n%s", diff)
 	}
 }
+
+// failedGeneration is what the server said the model generated, read from
+// a recorded error reply or the error event of a recorded stream.
+func failedGeneration(t *testing.T, body []byte) string {
+	t.Helper()
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && bytes.HasPrefix(data, []byte(`{"error"`)) {
+			body = data
+		}
+	}
+	var e struct {
+		Error struct {
+			FailedGeneration *string `json:"failed_generation"`
+		}
+	}
+	if err := json.Unmarshal(body, &e); err != nil || e.Error.FailedGeneration == nil {
+		t.Fatalf("no failed_generation in %.200s", body)
+	}
+	return *e.Error.FailedGeneration
+}
+
+// Groq refuses a tool call that does not match its schema with
+// tool_use_failed, whole (a 400) or as an error event in a stream (after a
+// 200). Either way the failed generation comes back once, as the reply,
+// never retried: a tool call when it is one (its arguments byte for byte,
+// for the loop to answer as it answers any bad call), else its text.
+func TestCassetteGroqToolUseFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		call   bool
+	}{
+		{"test_tool_use_failed_error", false, true},
+		{"test_tool_use_failed_error_streaming", true, true},
+		{"test_tool_use_failed_error_with_text", false, false},
+		{"test_tool_use_failed_error_streaming_with_text", true, false},
+	} {
+		rec := cassette(t, tc.name)
+		gen := failedGeneration(t, rec[0].Body)
+		srv := modeltest.ServeCassette(t, rec)
+		m := replayModel(t, srv, "openai/gpt-oss-120b", true, tc.stream)
+		tools := []model.ToolSpec{{Name: "get_something_by_name", InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`)}}
+		resp, err := m.Generate(context.Background(), model.Request{Tools: tools, Messages: []model.Message{user("Call the tool with invalid parameters first.")}})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var want []model.Block
+		if tc.call {
+			var c struct {
+				Name      string
+				Arguments json.RawMessage
+			}
+			if err := json.Unmarshal([]byte(gen), &c); err != nil {
+				t.Fatal(err)
+			}
+			want = []model.Block{{Type: model.ToolUse, ID: "call_ratchet_1", Name: c.Name, Input: c.Arguments}}
+		} else if gen != "" {
+			want = []model.Block{model.TextBlock(gen)}
+		}
+		if diff := cmp.Diff(want, resp.Content, rawText, cmpEmpty); diff != "" {
+			t.Errorf("%s: reply (-failed generation +parsed):\n%s", tc.name, diff)
+		}
+		if n := len(srv.Bodies()); n != 1 {
+			t.Errorf("%s: %d requests, want 1", tc.name, n)
+		}
+	}
+}
+
+var cmpEmpty = cmp.Transformer("empty", func(b []model.Block) []model.Block {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+})
+
+// OpenRouter's "Token limit reached" arrives as an error in a stream's
+// chunk (code 400), after a 200. It fails at once as the bad request it
+// is, exactly as the same error outside a stream (an HTTP 400 with that
+// error object) does: neither is retried.
+func TestCassetteStreamErrorAsUnstreamed(t *testing.T) {
+	rec := cassette(t, "test_openrouter_stream_error")
+	var errObject []byte
+	for _, line := range bytes.Split(rec[0].Body, []byte("\n")) {
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && bytes.Contains(data, []byte(`"error"`)) {
+			errObject = data
+		}
+	}
+	if errObject == nil {
+		t.Fatal("no error in the recorded stream")
+	}
+	unstreamed := []modeltest.Interaction{{Status: 400, ContentType: "application/json", Body: errObject}}
+	var errs []*model.APIError
+	for _, c := range []struct {
+		its    []modeltest.Interaction
+		stream bool
+	}{{append(rec, rec...), true}, {append(unstreamed, unstreamed...), false}} {
+		srv := modeltest.ServeCassette(t, c.its)
+		_, err := replayModel(t, srv, "minimax/minimax-m2:free", true, c.stream).Generate(context.Background(), model.Request{Messages: []model.Message{user("Hello")}})
+		ae, ok := err.(*model.APIError)
+		if !ok {
+			t.Fatalf("stream %v: error %T %v", c.stream, err, err)
+		}
+		if n := len(srv.Bodies()); n != 1 {
+			t.Errorf("stream %v: %d requests, want 1 (a bad request is not retried)", c.stream, n)
+		}
+		errs = append(errs, ae)
+	}
+	s, u := errs[0], errs[1]
+	if s.Kind != model.ErrBadRequest || s.Status != 400 || s.Message != "Token limit reached" || s.Temporary() {
+		t.Errorf("streamed: %+v, want a 400 bad_request saying Token limit reached", s)
+	}
+	if s.Kind != u.Kind || s.Status != u.Status || s.Message != u.Message || s.Fix != u.Fix {
+		t.Errorf("streamed %q, unstreamed %q: streaming changed the outcome", s, u)
+	}
+}
+
+// An error event that a retry may cure (an overloaded server) is still
+// retried, like a reset; one that names no kind is a server error.
+func TestStreamErrorEventRetried(t *testing.T) {
+	_, whole := wire{}.Reply(modeltest.Reply{Text: "ok"}, true)
+	overloaded := []byte("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"},\"finish_reason\":null}]}\n\n" +
+		"event: error\ndata: {\"error\":{\"message\":\"Overloaded\",\"type\":\"overloaded_error\"}}\n\n")
+	its := []modeltest.Interaction{
+		{Status: 200, ContentType: "text/event-stream", Body: overloaded},
+		{Status: 200, ContentType: "text/event-stream", Body: []byte("data: {\"error\":{\"message\":\"?\"}}\n\n")},
+		{Status: 200, ContentType: "text/event-stream", Body: whole},
+	}
+	srv := modeltest.ServeCassette(t, its)
+	resp, err := replayModel(t, srv, "m", true, true).Generate(context.Background(), model.Request{Messages: []model.Message{user("hi")}})
+	if err != nil || len(srv.Bodies()) != 3 || len(resp.Content) != 1 || resp.Content[0].Text != "ok" {
+		t.Errorf("reply %+v, error %v after %d requests; want ok on the third", resp, err, len(srv.Bodies()))
+	}
+}

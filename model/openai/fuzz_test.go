@@ -26,6 +26,9 @@ func FuzzAssemble(f *testing.F) {
 			f.Add(b)
 		}
 	}
+	for _, name := range []string{"test_deepseek_model_thinking_stream", "test_tool_use_failed_error_streaming", "test_openrouter_stream_error"} {
+		f.Add(modeltest.LoadCassette(f, "testdata/cassettes/"+name+".yaml")[0].Body)
+	}
 	_, b := wire{}.Reply(modeltest.Reply{Text: "héllo", Calls: []modeltest.Call{{ID: "a", Name: "x", Args: `{"q": 1,`}}}, true)
 	f.Add(b)
 	m := &Model{cfg: Config{Model: "m"}}

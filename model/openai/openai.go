@@ -27,6 +27,15 @@
 // field of the assistant message: DeepSeek refuses a tool loop's next
 // request without it. Reasoning tokens are reported in Usage.
 //
+// Errors: an error event inside a stream is classified by what it says
+// (its type, code or status), as the same error outside a stream is, so
+// that streaming never changes the outcome: a bad request fails at once, an
+// overloaded server is retried. A server's refusal of the model's own tool
+// call (Groq's tool_use_failed, with the model's failed_generation) is not
+// an error: the failed generation comes back as the reply, a tool call
+// when it is one, so that the loop answers it as it answers any malformed
+// call, with an observation to the model.
+//
 // Transport: the SDK's own retries are off; a model/retry Transport under
 // it retries and reports each retry through model.Hooks. Failures are
 // *model.APIError.
@@ -195,6 +204,9 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		if cc, err = m.client.Chat.Completions.New(ctx, params); err == nil {
 			r = fromCompletion(cc)
 		}
+		if fr, ok := failedCall(err); ok {
+			r, err = fr, nil
+		}
 		return err
 	})
 	if err != nil {
@@ -220,9 +232,11 @@ func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParam
 		}
 	}
 	if err := s.Err(); err != nil {
-		var se *ssestream.StreamError
-		if errors.As(err, &se) { // an error event in the middle of the stream
-			return reply{}, retry.Broken("an error event", err)
+		if fr, ok := failedCall(err); ok {
+			return fr, nil
+		}
+		if e, ok := eventError(err); ok && e.kind().Temporary() {
+			return reply{}, retry.Broken("an error event: "+e.Message, err)
 		}
 		return reply{}, err
 	}
@@ -478,28 +492,120 @@ func stopReason(finish string, calls bool) string {
 	return finish
 }
 
+// serverError is an error as a server states it: the "error" object of an
+// error reply, or of an error event inside a stream.
+type serverError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"` // a string; OpenRouter sends the HTTP status
+	// Status is an HTTP status the event carries (Groq's status_code,
+	// OpenRouter's code); 0 when it says none.
+	Status           int     `json:"status_code"`
+	FailedGeneration *string `json:"failed_generation"`
+}
+
+// eventError reads err as an error event of a stream.
+func eventError(err error) (serverError, bool) {
+	var se *ssestream.StreamError
+	if !errors.As(err, &se) {
+		return serverError{}, false
+	}
+	var body struct{ Error serverError }
+	json.Unmarshal(se.Event.Data, &body) // what does not parse is a server error with no message
+	e := body.Error
+	if e.Status == 0 {
+		json.Unmarshal(e.Code, &e.Status)
+	}
+	return e, true
+}
+
+func (e serverError) code() string {
+	var s string
+	json.Unmarshal(e.Code, &s)
+	return s
+}
+
+// kind classifies an error event as its HTTP status would be, else by its
+// type: OpenAI's and Anthropic's names, which compatible servers reuse.
+func (e serverError) kind() *model.APIError {
+	k := model.ErrServer
+	switch {
+	case e.code() == "insufficient_quota" || e.Type == "insufficient_quota":
+		k = model.ErrQuota
+	case e.Status >= 400:
+		k = model.KindOf(e.Status)
+	case e.Type == "invalid_request_error":
+		k = model.ErrBadRequest
+	case e.Type == "rate_limit_exceeded" || e.Type == "rate_limit_error" || e.Type == "tokens":
+		k = model.ErrRateLimited
+	case e.Type == "overloaded_error":
+		k = model.ErrOverloaded
+	case e.Type == "authentication_error" || e.Type == "permission_error":
+		k = model.ErrAuth
+	}
+	return &model.APIError{Kind: k, Status: e.Status}
+}
+
+// failedCall reads err as a server's refusal of the model's tool call
+// (Groq: code tool_use_failed, the model's output in failed_generation)
+// and returns that output as the reply: a tool call when it is one,
+// {"name": ..., "arguments": ...}, else text (possibly empty).
+func failedCall(err error) (reply, bool) {
+	var gen *string
+	var oe *openai.Error
+	if errors.As(err, &oe) && oe.Code == "tool_use_failed" {
+		var s string
+		if json.Unmarshal([]byte(oe.JSON.ExtraFields["failed_generation"].Raw()), &s) == nil {
+			gen = &s
+		}
+	} else if e, ok := eventError(err); ok && e.code() == "tool_use_failed" {
+		gen = e.FailedGeneration
+	}
+	if gen == nil {
+		return reply{}, false
+	}
+	var c struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal([]byte(*gen), &c) == nil && c.Name != "" {
+		return reply{calls: []call{{name: c.Name, args: string(c.Arguments)}}, finish: "tool_calls"}, true
+	}
+	return reply{text: *gen, finish: "stop"}, true
+}
+
 // apiError turns an SDK or transport error into a *model.APIError.
 func (m *Model) apiError(err error) *model.APIError {
 	var oe *openai.Error
+	if se, ok := eventError(err); ok {
+		e := se.kind()
+		e.Provider, e.Message, e.Err = m.provider, cmp.Or(se.Message, "an error event in the stream"), err
+		return m.withFix(e)
+	}
 	if errors.As(err, &oe) {
 		e := &model.APIError{Provider: m.provider, Status: oe.StatusCode, Kind: model.KindOf(oe.StatusCode), Message: cmp.Or(oe.Message, http.StatusText(oe.StatusCode)), Err: err}
 		if oe.Code == "insufficient_quota" || oe.Type == "insufficient_quota" { // never retried: the retry transport returns it at once
 			e.Kind = model.ErrQuota
 		}
-		switch e.Kind {
-		case model.ErrQuota:
-			e.Fix = "the account's balance or quota is exhausted: add credit or raise its limit (retrying cannot help)"
-		case model.ErrAuth:
-			e.Fix = "check OPENAI_API_KEY (or the key in the config): it is missing, wrong or lacks access"
-		case model.ErrNotFound:
-			e.Fix = "check the model name " + m.cfg.Model + " and the base URL"
-			if m.cfg.Compatible {
-				e.Fix += " (it usually ends in /v1; is the model pulled or loaded on the server?)"
-			}
-		case model.ErrRateLimited, model.ErrOverloaded, model.ErrServer:
-			e.Fix = "try again later or raise the time budget"
-		}
-		return e
+		return m.withFix(e)
 	}
 	return retry.TransportError(m.provider, err)
+}
+
+// withFix says what to do about e.
+func (m *Model) withFix(e *model.APIError) *model.APIError {
+	switch e.Kind {
+	case model.ErrQuota:
+		e.Fix = "the account's balance or quota is exhausted: add credit or raise its limit (retrying cannot help)"
+	case model.ErrAuth:
+		e.Fix = "check OPENAI_API_KEY (or the key in the config): it is missing, wrong or lacks access"
+	case model.ErrNotFound:
+		e.Fix = "check the model name " + m.cfg.Model + " and the base URL"
+		if m.cfg.Compatible {
+			e.Fix += " (it usually ends in /v1; is the model pulled or loaded on the server?)"
+		}
+	case model.ErrRateLimited, model.ErrOverloaded, model.ErrServer:
+		e.Fix = "try again later or raise the time budget"
+	}
+	return e
 }
