@@ -39,6 +39,9 @@ func TestConformance(t *testing.T) {
 		Streams:              true,
 		Alternates:           true,
 		MalformedNeedsStream: true,
+		Thinks:               true,
+		Signs:                true,
+		SendsThinkingBack:    true,
 		Cost: func(u model.Usage) (budget.Micros, bool) {
 			p, ok := price.Lookup(Provider, testModel)
 			return p.Cost(u), ok

@@ -44,6 +44,10 @@ func TestConformance(t *testing.T) {
 					return newTest(t, srv, o, compatible), srv
 				},
 				Streams: true,
+				// The wire sends reasoning_content, as DeepSeek does;
+				// only a compatible server is sent it back.
+				Thinks:            true,
+				SendsThinkingBack: compatible,
 				Cost: func(u model.Usage) (budget.Micros, bool) {
 					if compatible {
 						return 0, false // a local server's model has no known price
