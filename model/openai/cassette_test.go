@@ -409,3 +409,40 @@ func TestStreamErrorEventRetried(t *testing.T) {
 		t.Errorf("reply %+v, error %v after %d requests; want ok on the third", resp, err, len(srv.Bodies()))
 	}
 }
+
+// A refusal (OpenAI's message.refusal, in place of the content) is the
+// reply's text with stop reason refusal, whole and streamed; the empty
+// refusal a server sends with every reply (Snowflake's Cortex, recorded)
+// is none.
+func TestRefusal(t *testing.T) {
+	rec := cassette(t, "test_snowflake_model_simple")
+	srv := modeltest.ServeCassette(t, rec)
+	resp, err := replayModel(t, srv, "claude-sonnet-4-6", true, false).Generate(context.Background(), model.Request{Messages: []model.Message{user("2+2?")}})
+	if err != nil || resp.StopReason != "end_turn" || len(resp.Content) != 1 || resp.Content[0].Text != "4" {
+		t.Errorf("recorded reply with refusal '': %+v, %v; want end_turn, 4", resp, err)
+	}
+	const refusal = "I'm sorry, I can't help with that."
+	whole := fmt.Sprintf(`{"id":"c","object":"chat.completion","created":1,"model":"gpt-4.1","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":9,"total_tokens":14}}`, refusal)
+	chunk := func(delta, finish string) string {
+		return fmt.Sprintf("data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"gpt-4.1\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]}\n\n", delta, finish)
+	}
+	stream := chunk(`{"role":"assistant","content":null,"refusal":""}`, "null") + chunk(`{"refusal":"I'm sorry, "}`, "null") + chunk(`{"refusal":"I can't help with that."}`, "null") + chunk(`{}`, `"stop"`) + "data: [DONE]\n\n"
+	for _, c := range []struct {
+		it     modeltest.Interaction
+		stream bool
+	}{
+		{modeltest.Interaction{Status: 200, ContentType: "application/json", Body: []byte(whole)}, false},
+		{modeltest.Interaction{Status: 200, ContentType: "text/event-stream", Body: []byte(stream)}, true},
+	} {
+		srv := modeltest.ServeCassette(t, []modeltest.Interaction{c.it})
+		var shown bytes.Buffer
+		ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { shown.WriteString(d) }})
+		resp, err := replayModel(t, srv, "gpt-4.1", false, c.stream).Generate(ctx, model.Request{Messages: []model.Message{user("?")}})
+		if err != nil || resp.StopReason != "refusal" || len(resp.Content) != 1 || resp.Content[0].Text != refusal {
+			t.Errorf("stream %v: %+v, %v; want the refusal's text, stop reason refusal", c.stream, resp, err)
+		}
+		if c.stream && shown.String() != refusal {
+			t.Errorf("shown %q while streaming", shown.String())
+		}
+	}
+}

@@ -18,6 +18,10 @@
 // call ids (generated), arguments sent as a JSON object instead of a string
 // (kept as the object's text), and empty arguments (sent on as {}).
 //
+// Refusals: a message's refusal (OpenAI's safety refusal, in place of the
+// content) is the reply's text, with stop reason "refusal"; an empty one,
+// as some servers send with every reply, is none.
+//
 // Reasoning: Request.Reasoning's effort goes out as reasoning_effort (a
 // budget alone is turned into an effort), to OpenAI's reasoning models and
 // to every compatible server; OpenAI's other models (GPT-4 and earlier)
@@ -412,6 +416,7 @@ type reply struct {
 	thinking string
 	field    string // the field thinking came in
 	text     string
+	refusal  string // also in text
 	calls    []call
 	finish   string
 	usage    openai.CompletionUsage
@@ -430,7 +435,8 @@ func fromCompletion(cc *openai.ChatCompletion) reply {
 	}
 	ch := cc.Choices[0]
 	r.finish = ch.FinishReason
-	r.text = ch.Message.Content
+	r.text = ch.Message.Content + ch.Message.Refusal
+	r.refusal = ch.Message.Refusal
 	r.thinking, r.field = reasoningOf(ch.Message.JSON.ExtraFields)
 	for _, tc := range ch.Message.ToolCalls {
 		args := tc.Function.Arguments
@@ -444,6 +450,9 @@ func fromCompletion(cc *openai.ChatCompletion) reply {
 
 func (m *Model) response(r reply) model.Response {
 	resp := model.Response{Model: r.model, StopReason: stopReason(r.finish, len(r.calls) > 0)}
+	if r.refusal != "" {
+		resp.StopReason = "refusal"
+	}
 	resp.Content = make([]model.Block, 0, len(r.calls)+2)
 	if r.field != "" {
 		resp.Content = append(resp.Content, model.Block{Type: model.Thinking, Text: r.thinking, Name: r.field})

@@ -19,6 +19,7 @@ type assembler struct {
 	r       reply
 	text    strings.Builder
 	thought strings.Builder
+	refusal strings.Builder
 	calls   []call
 	byIdx   map[int64]int // chunk index → position in calls
 	chunks  int
@@ -67,8 +68,10 @@ func (a *assembler) add(c openai.ChatCompletionChunk) string {
 		a.r.field = f
 		a.thought.WriteString(t)
 	}
+	a.refusal.WriteString(ch.Delta.Refusal)
 	a.text.WriteString(ch.Delta.Content)
-	return ch.Delta.Content
+	a.text.WriteString(ch.Delta.Refusal)
+	return ch.Delta.Content + ch.Delta.Refusal
 }
 
 // reply returns the assembled reply. done says the stream's closing
@@ -81,6 +84,7 @@ func (a *assembler) reply(done bool) (reply, error) {
 	r := a.r
 	r.text = a.text.String()
 	r.thinking = a.thought.String()
+	r.refusal = a.refusal.String()
 	r.calls = a.calls
 	return r, nil
 }
