@@ -307,3 +307,23 @@ func TestBuildReasoningReachesEveryCall(t *testing.T) {
 		}
 	}
 }
+
+// The reasoning example runs offline to done, its model asked to reason.
+func TestReasoningExample(t *testing.T) {
+	tf, err := taskfile.Load("../examples/reasoning/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tf.Reasoning == nil || tf.Reasoning.Effort != model.EffortHigh {
+		t.Fatalf("reasoning %+v", tf.Reasoning)
+	}
+	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	res, err := runner.Run(context.Background(), run.Task, run.Runner())
+	if err != nil || res.Status != loop.Done || res.Best == nil || res.Best.Answer != "0.05" {
+		t.Fatalf("run: %s (%s), best %+v, %v", res.Status, res.Reason, res.Best, err)
+	}
+}
