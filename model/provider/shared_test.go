@@ -485,3 +485,53 @@ func TestThinkingThroughTheLoop(t *testing.T) {
 	o := &outcome{log: log}
 	replays(t, o)
 }
+
+// The same with DeepSeek's thinking mode, its first reply recorded from
+// the real API (model/openai/testdata/cassettes): the next request of the
+// tool loop carries the reasoning_content back, without which DeepSeek
+// answers 400.
+func TestDeepSeekReasoningThroughTheLoop(t *testing.T) {
+	rec := modeltest.LoadCassette(t, "../openai/testdata/cassettes/test_deepseek_deferred_capability_with_thinking.yaml")
+	var bodies [][]byte
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		n := len(bodies)
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(rec[0].Body)
+			return
+		}
+		openaiReply(w)
+	}))
+	t.Cleanup(srv.Close)
+	m := open(t, "openai-compatible:"+srv.URL+"/v1#deepseek-reasoner", nil, nil)
+	tk := task(10 * time.Second)
+	tk.Policy.Reasoning = &model.Reasoning{Effort: model.EffortHigh}
+	res, err := runner.Run(context.Background(), tk, runner.Config{Model: m})
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("run: %s (%s), %v", res.Status, res.Reason, err)
+	}
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests, want 2", len(bodies))
+	}
+	recorded := modeltest.Field(t, rec[0].Body, "choices", "0", "message", "reasoning_content")
+	var sent string
+	for i := 0; ; i++ {
+		if modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i)) == "" {
+			break
+		}
+		if modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i), "role") == `"assistant"` {
+			sent = modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i), "reasoning_content")
+		}
+	}
+	if sent != recorded || recorded == "" {
+		t.Errorf("the assistant turn sent back reasoning_content %s, want the recorded %s", sent, recorded)
+	}
+	if got := modeltest.Field(t, bodies[0], "reasoning_effort"); got != `"high"` {
+		t.Errorf("reasoning_effort %s", got)
+	}
+}
