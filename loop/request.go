@@ -86,7 +86,7 @@ func (r *requests) toolList() string {
 // command builds the CallModel command id of the call in flight.
 func (r *requests) command(st *state, id string) Command {
 	c := st.Call
-	req := &model.Request{System: r.system, MaxOutputTokens: c.MaxOut, Purpose: c.Purpose}
+	req := &model.Request{System: r.system, MaxOutputTokens: c.MaxOut, Purpose: c.Purpose, Reasoning: r.spec.Policy.Reasoning}
 	var est int64
 	switch c.Purpose {
 	case model.PurposeSample:

@@ -88,6 +88,9 @@ type Policy struct {
 	Samples int `json:"samples,omitempty"`
 	// HighStakes treats every candidate as unsure.
 	HighStakes bool `json:"high_stakes,omitempty"`
+	// Reasoning goes with every model call (model.Request.Reasoning); nil
+	// leaves the provider's default.
+	Reasoning *model.Reasoning `json:"reasoning,omitempty"`
 
 	// CompactAt turns on compaction: when the next step's request is
 	// estimated (EstimateTokens) above this many input tokens, a model call

@@ -10,6 +10,8 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,11 +33,26 @@ const (
 	Text       BlockType = "text"        // prose; in an assistant turn, the model's thought
 	ToolUse    BlockType = "tool_use"    // the assistant asks for a tool call
 	ToolResult BlockType = "tool_result" // the outcome of a tool call, in a user turn
+	// Thinking is a reasoning model's reasoning, in an assistant turn: shown
+	// as thinking, never read as the answer. Text is the reasoning (it may
+	// be empty, or a summary); Signature, when set, is the provider's seal
+	// over it (Anthropic), to be sent back unchanged.
+	Thinking BlockType = "thinking"
+	// RedactedThinking is reasoning the provider encrypted (Anthropic's
+	// redacted_thinking): Signature holds its data, to be sent back unchanged.
+	RedactedThinking BlockType = "redacted_thinking"
 )
 
 // Block is one piece of a message. Which fields are set depends on Type:
 // Text uses Text; ToolUse uses ID, Name and Input; ToolResult uses ID, Text
-// and IsError.
+// and IsError; Thinking uses Text, Signature and Name (the reply field an
+// OpenAI-compatible server sent it in, to send it back in); RedactedThinking
+// uses Signature.
+//
+// A provider sends an assistant turn's thinking blocks back as it received
+// them, signatures byte for byte: Anthropic refuses a tool loop's next
+// request whose last assistant turn lost them, DeepSeek one whose assistant
+// turns with tool calls lost their reasoning_content.
 type Block struct {
 	Type BlockType `json:"type"`
 	Text string    `json:"text,omitempty"`
@@ -47,6 +64,9 @@ type Block struct {
 	// the loop can tell the model, rather than failing the call.
 	Input   json.RawMessage `json:"input,omitempty"`
 	IsError bool            `json:"is_error,omitempty"`
+	// Signature is opaque provider data that must go back verbatim (see
+	// Thinking and RedactedThinking).
+	Signature string `json:"signature,omitempty"`
 }
 
 // TextBlock returns a text block.
@@ -84,6 +104,70 @@ type Request struct {
 	// MaxOutputTokens caps the reply; 0 means the provider's default.
 	MaxOutputTokens int     `json:"max_output_tokens,omitempty"`
 	Purpose         Purpose `json:"purpose,omitempty"`
+	// Reasoning asks a model that can reason to do so; nil leaves the
+	// provider's default. A model that cannot reason ignores it.
+	Reasoning *Reasoning `json:"reasoning,omitempty"`
+}
+
+// Effort is how hard a reasoning model thinks, provider-neutral: each
+// provider maps it to its own setting (docs/providers.md).
+type Effort string
+
+const (
+	EffortLow    Effort = "low"
+	EffortMedium Effort = "medium"
+	EffortHigh   Effort = "high"
+	EffortMax    Effort = "max"
+)
+
+// Efforts lists the valid efforts, lowest first.
+var Efforts = []Effort{EffortLow, EffortMedium, EffortHigh, EffortMax}
+
+// Reasoning is the provider-neutral reasoning setting: an effort, a budget
+// of thinking tokens, or both. A provider that takes only one derives it
+// from the other (docs/providers.md).
+type Reasoning struct {
+	Effort Effort `json:"effort,omitempty"`
+	// BudgetTokens caps the thinking tokens of a reply where the provider
+	// takes a cap (Anthropic's extended thinking, at least 1024).
+	BudgetTokens int `json:"budget_tokens,omitempty"`
+}
+
+// MinBudgetTokens is the smallest thinking budget (Anthropic's minimum).
+const MinBudgetTokens = 1024
+
+// Problems lists what is wrong with r, each naming its field; none for a
+// valid setting.
+func (r Reasoning) Problems() []string {
+	var p []string
+	if r.Effort != "" && !slices.Contains(Efforts, r.Effort) {
+		p = append(p, fmt.Sprintf("reasoning.effort must be one of low, medium, high, max, got %q", r.Effort))
+	}
+	if r.BudgetTokens != 0 && r.BudgetTokens < MinBudgetTokens {
+		p = append(p, fmt.Sprintf("reasoning.budget_tokens must be at least %d, got %d", MinBudgetTokens, r.BudgetTokens))
+	}
+	if r.Effort == "" && r.BudgetTokens == 0 {
+		p = append(p, "reasoning needs effort: or budget_tokens:")
+	}
+	return p
+}
+
+// Budget is r's thinking budget: BudgetTokens, else the effort's nominal
+// budget (low 2048, medium 8192, high 16384, max 32768 tokens), for a
+// provider that takes a cap but was given only an effort.
+func (r Reasoning) Budget() int {
+	if r.BudgetTokens > 0 {
+		return r.BudgetTokens
+	}
+	switch r.Effort {
+	case EffortLow:
+		return 2048
+	case EffortHigh:
+		return 16384
+	case EffortMax:
+		return 32768
+	}
+	return 8192
 }
 
 // Usage is what one call consumed.
@@ -97,6 +181,9 @@ type Usage struct {
 	OutputTokens     int64 `json:"output_tokens"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// ReasoningTokens is the part of OutputTokens spent thinking, where the
+	// provider reports it (OpenAI, DeepSeek); it is billed as output.
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
 	// Cost is the call's price; CostKnown is false when the model has no
 	// known price, in which case Cost is 0 and must not be read as free.
 	Cost      budget.Micros `json:"cost_micros"`

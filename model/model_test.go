@@ -3,6 +3,7 @@ package model_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/ratchetloop/ratchet/model"
@@ -37,5 +38,31 @@ func TestHooks(t *testing.T) {
 	model.HooksFrom(ctx).OnText("hi")
 	if got != "hi" {
 		t.Errorf("OnText got %q", got)
+	}
+}
+
+func TestReasoningProblems(t *testing.T) {
+	for _, tc := range []struct {
+		r    model.Reasoning
+		want string
+	}{
+		{model.Reasoning{Effort: model.EffortHigh}, ""},
+		{model.Reasoning{BudgetTokens: 1024}, ""},
+		{model.Reasoning{Effort: "extreme"}, `reasoning.effort must be one of low, medium, high, max, got "extreme"`},
+		{model.Reasoning{BudgetTokens: 1023}, "reasoning.budget_tokens must be at least 1024, got 1023"},
+		{model.Reasoning{}, "reasoning needs effort: or budget_tokens:"},
+		{model.Reasoning{Effort: "x", BudgetTokens: 5}, `reasoning.effort must be one of low, medium, high, max, got "x"; reasoning.budget_tokens must be at least 1024, got 5`},
+	} {
+		if got := strings.Join(tc.r.Problems(), "; "); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
+		}
+	}
+	if b := (model.Reasoning{Effort: model.EffortLow, BudgetTokens: 5000}).Budget(); b != 5000 {
+		t.Errorf("an explicit budget wins: %d", b)
+	}
+	for e, want := range map[model.Effort]int{model.EffortLow: 2048, model.EffortMedium: 8192, model.EffortHigh: 16384, model.EffortMax: 32768} {
+		if b := (model.Reasoning{Effort: e}).Budget(); b != want {
+			t.Errorf("%s: budget %d, want %d", e, b, want)
+		}
 	}
 }

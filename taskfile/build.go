@@ -194,6 +194,7 @@ func (b *builder) build(ctx context.Context, file *File) (*Run, error) {
 			ConfidenceThreshold: f.Effort.ConfidenceThreshold,
 			Samples:             f.Effort.Samples,
 			HighStakes:          f.Effort.HighStakes,
+			Reasoning:           f.Reasoning,
 			CompactAt:           f.Context.CompactAt,
 			KeepTurns:           f.Context.KeepTurns,
 			SummaryTokens:       f.Context.SummaryTokens,

@@ -13,8 +13,10 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/internal/testenv"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/limit"
+	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/tool"
@@ -264,5 +266,64 @@ provider_limits:
 	}
 	if got := reg.Limiter("openai-compatible:http://localhost:11434/v1").Limits(); got.MaxInFlight != 2 {
 		t.Errorf("the compatible server's limits %+v", got)
+	}
+}
+
+// finisher records each request and finishes with answer a.
+type finisher struct{ reqs []model.Request }
+
+func (f *finisher) Generate(_ context.Context, req model.Request) (model.Response, error) {
+	f.reqs = append(f.reqs, req)
+	return model.Response{StopReason: "tool_use", Content: []model.Block{
+		{Type: model.Thinking, Text: "a, surely", Signature: "sig"},
+		{Type: model.ToolUse, ID: "c1", Name: "finish", Input: []byte(`{"answer":"a","confidence":0.99}`)},
+	}}, nil
+}
+
+// The file's reasoning: goes with every model call of the run, and a
+// reply's thinking is not taken as the answer.
+func TestBuildReasoningReachesEveryCall(t *testing.T) {
+	path := writeTask(t, t.TempDir(), "task.yaml", "goal: g\nchecks: [{equals: a}]\nreasoning: {effort: max}\nbudget: {steps: 4, time: 1m}\n")
+	tf, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &finisher{}
+	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{OpenModel: func(string, string) (model.Model, error) { return m, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	res, err := runner.Run(context.Background(), run.Task, run.Runner())
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("run: %s (%s), %v", res.Status, res.Reason, err)
+	}
+	if len(m.reqs) == 0 {
+		t.Fatal("no model call")
+	}
+	for i, req := range m.reqs {
+		if req.Reasoning == nil || *req.Reasoning != (model.Reasoning{Effort: model.EffortMax}) {
+			t.Errorf("call %d: reasoning %+v, want effort max", i+1, req.Reasoning)
+		}
+	}
+}
+
+// The reasoning example runs offline to done, its model asked to reason.
+func TestReasoningExample(t *testing.T) {
+	tf, err := taskfile.Load("../examples/reasoning/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tf.Reasoning == nil || tf.Reasoning.Effort != model.EffortHigh {
+		t.Fatalf("reasoning %+v", tf.Reasoning)
+	}
+	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	res, err := runner.Run(context.Background(), run.Task, run.Runner())
+	if err != nil || res.Status != loop.Done || res.Best == nil || res.Best.Answer != "0.05" {
+		t.Fatalf("run: %s (%s), best %+v, %v", res.Status, res.Reason, res.Best, err)
 	}
 }

@@ -64,6 +64,9 @@ type File struct {
 	Artifact string
 	// Effort tunes confidence-driven search; zero fields take defaults.
 	Effort Effort
+	// Reasoning is the reasoning: section, for models that can reason; nil
+	// leaves the provider's default.
+	Reasoning *model.Reasoning
 	// CopyWorkspace runs the task on a fresh copy of the workspace, leaving
 	// the original untouched.
 	CopyWorkspace bool
@@ -301,8 +304,10 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	var goal *yaml.Node
 	var checks *yaml.Node
-	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review", "provider_limits", "output_schema"}, func(key string, v *yaml.Node) {
+	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review", "provider_limits", "output_schema", "reasoning"}, func(key string, v *yaml.Node) {
 		switch key {
+		case "reasoning":
+			p.reasoning(v)
 		case "provider_limits":
 			p.f.Limits = p.providerLimits(v, key)
 		case "reference", "min_strength":
@@ -487,6 +492,35 @@ func (p *parser) effort(n *yaml.Node) {
 			p.f.Effort.HighStakes = p.bool(v, key)
 		}
 	})
+}
+
+// reasoning reads reasoning: {effort: low|medium|high|max, budget_tokens: N}.
+func (p *parser) reasoning(n *yaml.Node) {
+	before := len(p.problems)
+	r := &model.Reasoning{}
+	at := map[string]*yaml.Node{}
+	p.fields(n, "reasoning", []string{"effort", "budget_tokens"}, func(key string, v *yaml.Node) {
+		at[key] = v
+		switch key {
+		case "effort":
+			r.Effort = model.Effort(p.str(v, "reasoning.effort"))
+		case "budget_tokens":
+			r.BudgetTokens = p.int(v, "reasoning.budget_tokens", 1)
+		}
+	})
+	if len(p.problems) > before {
+		return // said already
+	}
+	for _, problem := range r.Problems() {
+		where := n
+		for key, v := range at {
+			if strings.HasPrefix(problem, "reasoning."+key+" ") {
+				where = v
+			}
+		}
+		p.errorf(where, "%s", problem)
+	}
+	p.f.Reasoning = r
 }
 
 func (p *parser) float(n *yaml.Node, field string) float64 {

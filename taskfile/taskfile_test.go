@@ -300,6 +300,17 @@ tool_output:
 	}
 }
 
+func TestParseReasoning(t *testing.T) {
+	path := writeTask(t, t.TempDir(), "task.yaml", "goal: g\nchecks: [{equals: a}]\nreasoning:\n  effort: high\n  budget_tokens: 8_000\n")
+	got, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (&model.Reasoning{Effort: model.EffortHigh, BudgetTokens: 8000}); !cmp.Equal(want, got.Reasoning) {
+		t.Errorf("reasoning %+v, want %+v", got.Reasoning, want)
+	}
+}
+
 func TestParseProblems(t *testing.T) {
 	type want struct {
 		line int
@@ -340,6 +351,12 @@ func TestParseProblems(t *testing.T) {
 			[]want{{4, "exec.isolation: judge isolation needs the candidate as one module"}, {5, `unknown tool "bogus"`}}},
 		{"judge of an exit check", "goal: g\nmode: generate\nartifact: a.py\nchecks:\n- exec: {command: [python3, a.py], isolation: judge}\n",
 			[]want{{5, "exec.isolation: judge isolation serves pytest, go and io checks, not format exit"}}},
+		{"unknown reasoning effort", ok + "reasoning:\n  effort: extreme\n", []want{{4, `reasoning.effort must be one of low, medium, high, max, got "extreme"`}}},
+		{"reasoning budget too small", ok + "reasoning:\n  effort: low\n  budget_tokens: 500\n", []want{{5, "reasoning.budget_tokens must be at least 1024, got 500"}}},
+		{"reasoning budget not a number", ok + "reasoning: {budget_tokens: lots}\n", []want{{3, `reasoning.budget_tokens must be a whole number, got "lots"`}}},
+		{"empty reasoning", ok + "reasoning: {}\n", []want{{3, "reasoning needs effort: or budget_tokens:"}}},
+		{"reasoning not a mapping", ok + "reasoning: high\n", []want{{3, "reasoning must be a mapping"}}},
+		{"unknown reasoning field", ok + "reasoning: {effort: low, budget: 3}\n", []want{{3, `unknown field "budget" in reasoning`}}},
 		{"subagent steps inside the reserve", ok + "tools: [read_file]\nsubagents: {budget: {steps: 1}, checks: [{equals: b}]}\n", []want{{4, "subagents.budget.steps: limit 1 leaves nothing beyond the closing reserve"}}},
 		{"progress window too small", ok + "progress: {window: 1}\n", []want{{3, "progress.window must be at least 2, got 1"}}},
 		{"progress patience zero", ok + "progress: {patience: 0}\n", []want{{3, "progress.patience must be at least 1, got 0"}}},
@@ -445,7 +462,7 @@ progress: {window: 1}
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
 	want := `dir/bad.yaml:1: goal is missing or empty: say what the run must achieve
-dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength, allow_self_review, provider_limits, output_schema)
+dir/bad.yaml:2: unknown field "colour" in task (known: mode, goal, instructions, model, workspace, tools, copy_workspace, artifact, checks, permissions, budget, progress, effort, escalate, mcp, context, plan, tool_output, subagents, reference, min_strength, allow_self_review, provider_limits, output_schema, reasoning)
 dir/bad.yaml:4: budget.steps must be positive, or -1 / unlimited, got -5
 dir/bad.yaml:5: budget.time must be a positive duration such as 90s or 5m, or -1 / unlimited, got "2 minutes"
 dir/bad.yaml:6: unknown field "widgets" in budget (known: steps, model_calls, tool_calls, input_tokens, output_tokens, total_tokens, cost, time)

@@ -14,6 +14,17 @@
 // not; usage includes cache reads and writes, and cost comes from
 // model/price.
 //
+// Thinking: Request.Reasoning turns on extended thinking (a budget of
+// thinking tokens, with the interleaved-thinking beta so that the model
+// thinks between tool calls) or, on models that have it (Claude 4.6 and
+// later), adaptive thinking with output_config.effort. The thinking
+// budget comes on top of the reply cap. thinking and redacted_thinking
+// blocks come back as model.Thinking and model.RedactedThinking and are
+// sent back with their signatures unchanged, as the API requires in a tool
+// loop; a thinking block with no signature (another provider's) is not
+// sent. A model that cannot think (Claude 3.5 and earlier) ignores the
+// setting and says so once.
+//
 // Transport: the SDK's own retries are off; a model/retry Transport under
 // it retries and reports each retry through model.Hooks. Failures are
 // *model.APIError.
@@ -24,10 +35,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -73,6 +88,9 @@ type Config struct {
 	// NoEnv leaves the environment unread: the caller resolved it already
 	// (model/provider does, through its own Getenv).
 	NoEnv bool
+	// Notice receives what the model says once about a setting it ignores
+	// (reasoning on a model that cannot reason); nil means os.Stderr.
+	Notice io.Writer
 }
 
 // Model calls the Messages API. It is safe for concurrent use.
@@ -84,6 +102,8 @@ type Model struct {
 	priced    bool
 	// key redacts the API key from errors, which may echo it.
 	key *redact.Redactor
+	// ignored says once that Request.Reasoning is ignored.
+	ignored sync.Once
 }
 
 var (
@@ -137,16 +157,16 @@ func (m *Model) PriceKnown() bool { return m.priced }
 // A reply cut off before it was complete is asked for again, under the
 // retry policy (retry.Transport.Do).
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
-	params := m.params(req)
+	params, opts := m.params(req)
 	var resp model.Response
 	out, err := m.transport.Do(ctx, func(ctx context.Context) error {
 		var err error
 		if m.cfg.Stream {
-			resp, err = m.stream(ctx, params)
+			resp, err = m.stream(ctx, params, opts)
 			return err
 		}
 		var msg *anthropic.Message
-		if msg, err = m.client.Messages.New(ctx, params); err == nil {
+		if msg, err = m.client.Messages.New(ctx, params, opts...); err == nil {
 			resp = fromMessage(msg)
 		}
 		return err
@@ -160,8 +180,8 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	return resp, nil
 }
 
-func (m *Model) stream(ctx context.Context, params anthropic.MessageNewParams) (model.Response, error) {
-	s := m.client.Messages.NewStreaming(ctx, params)
+func (m *Model) stream(ctx context.Context, params anthropic.MessageNewParams, opts []option.RequestOption) (model.Response, error) {
+	s := m.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	var a assembler
 	onText := model.HooksFrom(ctx).OnText
@@ -183,13 +203,15 @@ func (m *Model) stream(ctx context.Context, params anthropic.MessageNewParams) (
 	return a.response()
 }
 
-// params builds the request. Each message is converted once per call.
-func (m *Model) params(req model.Request) anthropic.MessageNewParams {
+// params builds the request and the options it needs (a beta header).
+// Each message is converted once per call.
+func (m *Model) params(req model.Request) (anthropic.MessageNewParams, []option.RequestOption) {
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(m.cfg.Model),
 		MaxTokens: int64(cmp.Or(req.MaxOutputTokens, m.cfg.MaxTokens)),
 		Messages:  messages(req.Messages, m.cfg.NoHistoryCache),
 	}
+	opts := m.thinking(&p, req.Reasoning)
 	for _, t := range req.Tools {
 		schema := t.InputSchema
 		if len(schema) == 0 {
@@ -214,8 +236,89 @@ func (m *Model) params(req model.Request) anthropic.MessageNewParams {
 	if req.System != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
 	}
-	return p
+	return p, opts
 }
+
+// interleavedBeta lets a model with extended thinking think between tool
+// calls (adaptive thinking does so without it).
+const interleavedBeta = "interleaved-thinking-2025-05-14"
+
+// thinking sets p's thinking from r (see the package doc).
+func (m *Model) thinking(p *anthropic.MessageNewParams, r *model.Reasoning) []option.RequestOption {
+	if r == nil {
+		return nil
+	}
+	v := versionOf(m.cfg.Model)
+	if !v.thinks() {
+		m.ignored.Do(func() {
+			w := m.cfg.Notice
+			if w == nil {
+				w = os.Stderr
+			}
+			fmt.Fprintf(w, "ratchet: %s cannot think: the reasoning setting is ignored\n", m.Name())
+		})
+		return nil
+	}
+	budget := int64(r.Budget())
+	p.MaxTokens += budget // the cap is the answer's; thinking comes on top
+	if r.Effort != "" && v.effort() {
+		p.OutputConfig.Effort = anthropic.OutputConfigEffort(r.Effort)
+	}
+	if r.BudgetTokens == 0 && v.adaptive() {
+		p.Thinking = anthropic.ThinkingConfigParamUnion{OfAdaptive: &anthropic.ThinkingConfigAdaptiveParam{}}
+		return nil
+	}
+	p.Thinking = anthropic.ThinkingConfigParamOfEnabled(budget)
+	if v.major >= 4 {
+		return []option.RequestOption{option.WithHeaderAdd("anthropic-beta", interleavedBeta)}
+	}
+	return nil
+}
+
+// version is a Claude model's family and version, read from its name
+// ("claude-sonnet-4-5", "claude-opus-4-6-20260101", "claude-3-7-sonnet-latest").
+type version struct {
+	family       string
+	major, minor int
+}
+
+func versionOf(name string) version {
+	var v version
+	var nums []int
+	for _, part := range strings.Split(strings.TrimPrefix(name, "claude-"), "-") {
+		n, err := strconv.Atoi(part)
+		switch {
+		case err != nil:
+			if v.family == "" {
+				v.family = part
+			}
+		case len(part) < 8 && len(nums) < 2: // 8 digits are a snapshot date
+			nums = append(nums, n)
+		}
+	}
+	if len(nums) > 0 {
+		v.major = nums[0]
+	}
+	if len(nums) > 1 {
+		v.minor = nums[1]
+	}
+	return v
+}
+
+func (v version) atLeast(major, minor int) bool {
+	return v.major > major || v.major == major && v.minor >= minor
+}
+
+// thinks: extended thinking came with Claude 3.7; a name that says no
+// version is taken to be a current model.
+func (v version) thinks() bool { return v.major == 0 || v.atLeast(3, 7) }
+
+// adaptive: adaptive thinking came with Claude 4.6.
+func (v version) adaptive() bool { return v.major == 0 || v.atLeast(4, 6) }
+
+// effort: output_config.effort came with Claude Opus 4.5, and every model
+// from 4.6.
+func (v version) effort() bool { return v.adaptive() || v.family == "opus" && v.atLeast(4, 5) }
 
 func markLast(blocks []anthropic.ContentBlockParamUnion) {
 	if len(blocks) == 0 {
@@ -262,6 +365,12 @@ func messages(msgs []model.Message, noCache bool) []anthropic.MessageParam {
 				t.blocks = append(t.blocks, anthropic.NewToolUseBlock(b.ID, toolInput(b.Input), b.Name))
 			case model.ToolResult:
 				t.blocks = append(t.blocks, anthropic.NewToolResultBlock(b.ID, b.Text, b.IsError))
+			case model.Thinking:
+				if b.Signature != "" { // unsigned thinking is another provider's: the API would refuse it
+					t.blocks = append(t.blocks, anthropic.NewThinkingBlock(b.Signature, b.Text))
+				}
+			case model.RedactedThinking:
+				t.blocks = append(t.blocks, anthropic.NewRedactedThinkingBlock(b.Signature))
 			}
 		}
 	}
@@ -321,6 +430,10 @@ func fromMessage(msg *anthropic.Message) model.Response {
 			resp.Content = append(resp.Content, model.TextBlock(b.Text))
 		case "tool_use":
 			resp.Content = append(resp.Content, model.Block{Type: model.ToolUse, ID: b.ID, Name: b.Name, Input: rawInput(b.JSON.Input.Raw(), b.Input)})
+		case "thinking":
+			resp.Content = append(resp.Content, model.Block{Type: model.Thinking, Text: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			resp.Content = append(resp.Content, model.Block{Type: model.RedactedThinking, Signature: b.Data})
 		}
 	}
 	return resp

@@ -1,8 +1,10 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -37,6 +39,9 @@ func TestConformance(t *testing.T) {
 		Streams:              true,
 		Alternates:           true,
 		MalformedNeedsStream: true,
+		Thinks:               true,
+		Signs:                true,
+		SendsThinkingBack:    true,
 		Cost: func(u model.Usage) (budget.Micros, bool) {
 			p, ok := price.Lookup(Provider, testModel)
 			return p.Cost(u), ok
@@ -203,5 +208,69 @@ func TestToolResultsFirst(t *testing.T) {
 	}
 	if got := strings.Join(kinds, ","); got != "tool_result,a note,more" {
 		t.Errorf("blocks = %s", got)
+	}
+}
+
+// Which models think, and how: extended thinking from Claude 3.7,
+// adaptive thinking and effort from 4.6 (effort on Opus from 4.5).
+func TestThinkingByModel(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		thinks, adaptive, effort bool
+	}{
+		{"claude-3-5-haiku-latest", false, false, false},
+		{"claude-3-opus-20240229", false, false, false},
+		{"claude-3-7-sonnet-20250219", true, false, false},
+		{"claude-sonnet-4-20250514", true, false, false},
+		{"claude-sonnet-4-0", true, false, false},
+		{"claude-sonnet-4-5", true, false, false},
+		{"claude-opus-4-5-20251101", true, false, true},
+		{"claude-opus-4-6", true, true, true},
+		{"claude-sonnet-4-6", true, true, true},
+		{"claude-opus-5", true, true, true},
+	} {
+		v := versionOf(tc.name)
+		if v.thinks() != tc.thinks || v.adaptive() != tc.adaptive || v.effort() != tc.effort {
+			t.Errorf("%s (%+v): thinks %v adaptive %v effort %v, want %v %v %v", tc.name, v, v.thinks(), v.adaptive(), v.effort(), tc.thinks, tc.adaptive, tc.effort)
+		}
+	}
+}
+
+// Extended thinking on a Claude 4 model asks for interleaved thinking; a
+// model that cannot think gets no thinking setting, and says so once.
+func TestThinkingRequest(t *testing.T) {
+	req := model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("hi")}}}, MaxOutputTokens: 100, Reasoning: &model.Reasoning{BudgetTokens: 2000}}
+	for _, tc := range []struct {
+		name, thinking, beta string
+		notice               bool
+	}{
+		{"claude-sonnet-4-5", `{"budget_tokens":2000,"type":"enabled"}`, interleavedBeta, false},
+		{"claude-3-7-sonnet-latest", `{"budget_tokens":2000,"type":"enabled"}`, "", false},
+		{"claude-3-5-haiku-latest", "", "", true},
+	} {
+		srv := modeltest.Serve(t, wire{}, []modeltest.Turn{{Reply: modeltest.Reply{Text: "a"}}, {Reply: modeltest.Reply{Text: "b"}}})
+		var notice bytes.Buffer
+		m, err := New(Config{Model: tc.name, APIKey: "k", BaseURL: srv.URL, Notice: &notice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := m.Generate(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		body := srv.Bodies()[0]
+		if got := modeltest.Field(t, body, "thinking"); got != tc.thinking {
+			t.Errorf("%s: thinking %s, want %s", tc.name, got, tc.thinking)
+		}
+		if got, want := modeltest.Field(t, body, "max_tokens"), fmt.Sprint(map[bool]int{true: 2100, false: 100}[tc.thinking != ""]); got != want {
+			t.Errorf("%s: max_tokens %s, want %s", tc.name, got, want)
+		}
+		if got := srv.Headers()[0].Get("Anthropic-Beta"); got != tc.beta {
+			t.Errorf("%s: anthropic-beta %q, want %q", tc.name, got, tc.beta)
+		}
+		if n := strings.Count(notice.String(), "cannot think"); n != map[bool]int{true: 1}[tc.notice] {
+			t.Errorf("%s: notice %q", tc.name, notice.String())
+		}
 	}
 }

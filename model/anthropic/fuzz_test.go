@@ -38,6 +38,9 @@ func FuzzAssemble(f *testing.F) {
 	if b, err := os.ReadFile("testdata/message.sse"); err == nil {
 		f.Add(b)
 	}
+	for _, name := range []string{"test_anthropic_model_thinking_part_stream", "test_anthropic_model_thinking_part_redacted_stream"} {
+		f.Add(modeltest.LoadCassette(f, "testdata/cassettes/"+name+".yaml")[0].Body)
+	}
 	_, b := wire{}.Reply(modeltest.Reply{Text: "héllo", Calls: []modeltest.Call{{ID: "a", Name: "x", Args: `{"q": 1,`}}}, true)
 	f.Add(b)
 	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":5,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n\n"))

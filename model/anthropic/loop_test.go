@@ -46,7 +46,7 @@ func BenchmarkRequest30(b *testing.B) {
 	req := history30()
 	b.ReportAllocs()
 	for b.Loop() {
-		p := m.params(req)
+		p, _ := m.params(req)
 		if _, err := json.Marshal(p); err != nil {
 			b.Fatal(err)
 		}

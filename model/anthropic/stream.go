@@ -22,10 +22,11 @@ type assembler struct {
 }
 
 type streamBlock struct {
-	kind    string // "text", "tool_use" or another type that is dropped
+	kind    string // "text", "tool_use", "thinking", "redacted_thinking" or another type that is dropped
 	id      string
 	name    string
-	text    []byte
+	text    []byte // text, or thinking
+	sig     []byte // a thinking block's signature; a redacted_thinking block's data
 	input   []byte
 	deltaed bool // input came from deltas, replacing the start's {}
 }
@@ -39,9 +40,15 @@ func (a *assembler) add(ev anthropic.MessageStreamEventUnion) string {
 		a.resp.Model = string(ev.Message.Model)
 		a.resp.Usage = usage(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
 	case "content_block_start":
-		b := streamBlock{kind: ev.ContentBlock.Type, id: ev.ContentBlock.ID, name: ev.ContentBlock.Name, text: []byte(ev.ContentBlock.Text)}
-		if b.kind == "tool_use" {
-			b.input = []byte(ev.ContentBlock.JSON.Input.Raw())
+		cb := ev.ContentBlock
+		b := streamBlock{kind: cb.Type, id: cb.ID, name: cb.Name, text: []byte(cb.Text)}
+		switch b.kind {
+		case "tool_use":
+			b.input = []byte(cb.JSON.Input.Raw())
+		case "thinking":
+			b.text, b.sig = []byte(cb.Thinking), []byte(cb.Signature)
+		case "redacted_thinking":
+			b.sig = []byte(cb.Data)
 		}
 		a.blocks = append(a.blocks, b)
 		if b.kind == "text" {
@@ -58,6 +65,10 @@ func (a *assembler) add(ev anthropic.MessageStreamEventUnion) string {
 			if b.kind == "text" {
 				return ev.Delta.Text
 			}
+		case "thinking_delta":
+			b.text = append(b.text, ev.Delta.Thinking...)
+		case "signature_delta":
+			b.sig = append(b.sig, ev.Delta.Signature...)
 		case "input_json_delta":
 			if !b.deltaed {
 				b.input, b.deltaed = b.input[:0], true
@@ -101,6 +112,10 @@ func (a *assembler) response() (model.Response, error) {
 				in = json.RawMessage(`{}`)
 			}
 			resp.Content = append(resp.Content, model.Block{Type: model.ToolUse, ID: b.id, Name: b.name, Input: in})
+		case "thinking":
+			resp.Content = append(resp.Content, model.Block{Type: model.Thinking, Text: string(b.text), Signature: string(b.sig)})
+		case "redacted_thinking":
+			resp.Content = append(resp.Content, model.Block{Type: model.RedactedThinking, Signature: string(b.sig)})
 		}
 	}
 	return resp, nil

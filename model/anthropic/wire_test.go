@@ -23,6 +23,8 @@ var _ modeltest.Wire = wire{}
 type wireBlock struct {
 	Type         string          `json:"type"`
 	Text         string          `json:"text,omitempty"`
+	Thinking     string          `json:"thinking,omitempty"`
+	Signature    string          `json:"signature,omitempty"`
 	ID           string          `json:"id,omitempty"`
 	Name         string          `json:"name,omitempty"`
 	Input        json.RawMessage `json:"input,omitempty"`
@@ -60,6 +62,9 @@ func (wire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
 	if !stream {
 		var content []string
+		if r.Thinking != "" {
+			content = append(content, fmt.Sprintf(`{"type":"thinking","thinking":%s,"signature":%s}`, jsonString(r.Thinking), jsonString(r.Signature)))
+		}
 		if r.Text != "" {
 			content = append(content, fmt.Sprintf(`{"type":"text","text":%s}`, jsonString(r.Text)))
 		}
@@ -77,6 +82,15 @@ func (wire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
 	ev("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,"usage":%s}}`, startUsage))
 	ev("ping", `{"type": "ping"}`)
 	i := 0
+	if r.Thinking != "" {
+		ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"thinking","thinking":"","signature":""}}`, i))
+		for _, part := range halves(r.Thinking) {
+			ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%s}}`, i, jsonString(part)))
+		}
+		ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":%d,"delta":{"type":"signature_delta","signature":%s}}`, i, jsonString(r.Signature)))
+		ev("content_block_stop", fmt.Sprintf(`{"type":"content_block_stop","index":%d}`, i))
+		i++
+	}
 	if r.Text != "" {
 		ev("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"text","text":""}}`, i))
 		for _, part := range halves(r.Text) {
@@ -155,6 +169,9 @@ func (wire) Parse(body []byte) (modeltest.Seen, error) {
 				s.ToolUses = append(s.ToolUses, modeltest.Call{ID: b.ID, Name: b.Name, Args: string(b.Input)})
 			case "tool_result":
 				s.ToolResults = append(s.ToolResults, b.ToolUseID)
+			case "thinking":
+				s.Thinking = append(s.Thinking, b.Thinking)
+				s.Signatures = append(s.Signatures, b.Signature)
 			}
 		}
 	}

@@ -25,6 +25,9 @@ type keyed struct {
 	Messages        []keyMessage `json:"messages"`
 	Tools           []keyTool    `json:"tools"`
 	MaxOutputTokens int          `json:"max_output_tokens"`
+	// Reasoning and Signature are omitted when unset, so that the keys of
+	// requests without them stay what they were.
+	Reasoning *model.Reasoning `json:"reasoning,omitempty"`
 }
 
 type keyMessage struct {
@@ -42,6 +45,7 @@ type keyBlock struct {
 	Input    json.RawMessage `json:"input,omitempty"`
 	BadInput string          `json:"bad_input,omitempty"`
 	IsError  bool            `json:"is_error"`
+	Sig      string          `json:"signature,omitempty"`
 }
 
 type keyTool struct {
@@ -58,12 +62,12 @@ type keyTool struct {
 // that {"a":1,"b":2} and { "b": 2, "a": 1 } give one key. Raw JSON that
 // does not parse (a model's malformed tool arguments) is hashed as it is.
 func Key(name string, req model.Request) string {
-	k := keyed{Version: keyVersion, Model: name, System: req.System, MaxOutputTokens: req.MaxOutputTokens}
+	k := keyed{Version: keyVersion, Model: name, System: req.System, MaxOutputTokens: req.MaxOutputTokens, Reasoning: req.Reasoning}
 	k.Messages = make([]keyMessage, len(req.Messages))
 	for i, m := range req.Messages {
 		km := keyMessage{Role: m.Role, Content: make([]keyBlock, len(m.Content))}
 		for j, b := range m.Content {
-			kb := keyBlock{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, IsError: b.IsError}
+			kb := keyBlock{Type: b.Type, Text: b.Text, ID: b.ID, Name: b.Name, IsError: b.IsError, Sig: b.Signature}
 			kb.Input, kb.BadInput = canonical(b.Input)
 			km.Content[j] = kb
 		}

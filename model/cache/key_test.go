@@ -47,6 +47,16 @@ func TestKey(t *testing.T) {
 		"malformed input":     cache.Key("m", withInput(`{"a":1,"b":[1,2]`)),
 		"another system":      func() string { r := withInput(`{"a":1,"b":[1,2]}`); r.System = "x"; return cache.Key("m", r) }(),
 		"another output cap":  func() string { r := withInput(`{"a":1,"b":[1,2]}`); r.MaxOutputTokens = 5; return cache.Key("m", r) }(),
+		"a reasoning setting": func() string {
+			r := withInput(`{"a":1,"b":[1,2]}`)
+			r.Reasoning = &model.Reasoning{Effort: model.EffortLow}
+			return cache.Key("m", r)
+		}(),
+		"a thinking signature": cache.Key("m", func() model.Request {
+			r := withInput(`{"a":1,"b":[1,2]}`)
+			r.Messages[1].Content[0].Signature = "sig"
+			return r
+		}()),
 		"another tool call id": cache.Key("m", func() model.Request {
 			r := withInput(`{"a":1,"b":[1,2]}`)
 			r.Messages[1].Content[0].ID = "t2"

@@ -7,7 +7,9 @@
 // calls in order, text and calls interleaved as the thought then the acts,
 // usage and cost accounting, malformed tool arguments passed through byte
 // for byte, cancellation, streaming giving the same Response as not
-// streaming, and the transport's retry policy: a retry on each of 429, 529,
+// streaming, thinking (kept first with its signature, never shown as text,
+// sent back where the provider sends it back), and the transport's retry
+// policy: a retry on each of 429, 529,
 // 500, 502, 503, 504, a connection reset and an attempt timeout, each
 // reported through model.Hooks.OnRetry; retry-after and retry-after-ms
 // honoured; no wait past the context's deadline; and 400, 401, 403 and 404
@@ -26,6 +28,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,8 +48,11 @@ type Turn struct {
 
 // Reply is a provider-neutral reply for a Wire to encode.
 type Reply struct {
-	Text  string
-	Calls []Call
+	// Thinking is the reasoning the reply starts with, and Signature the
+	// provider's seal over it, for a wire that has one.
+	Thinking, Signature string
+	Text                string
+	Calls               []Call
 	// Usage is the reply's token counts (Cost fields ignored).
 	Usage model.Usage
 }
@@ -94,6 +100,11 @@ type Harness struct {
 	// Alternates says the wire requires user and assistant to alternate, so
 	// consecutive same-role messages must arrive merged.
 	Alternates bool
+	// Thinks says the wire carries a reply's thinking; Signs that it
+	// carries a signature with it; SendsThinkingBack that the provider
+	// sends an assistant turn's thinking back (Anthropic, OpenAI-compatible
+	// servers), else it must not (OpenAI).
+	Thinks, Signs, SendsThinkingBack bool
 	// Cost returns the cost a reply with usage u must report, and whether it
 	// is known.
 	Cost func(u model.Usage) (budget.Micros, bool)
@@ -108,6 +119,9 @@ type Seen struct {
 	ToolUses    []Call
 	ToolResults []string // tool_use ids answered
 	Stream      bool
+	// Thinking and Signatures are the thinking sent back in assistant
+	// turns, and its signatures.
+	Thinking, Signatures []string
 }
 
 // Wire speaks one provider's format for a Server.
@@ -293,6 +307,13 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Usage", func(t *testing.T) { testUsage(t, h) })
 	t.Run("MalformedArgs", func(t *testing.T) { testMalformed(t, h) })
 	t.Run("Cancellation", func(t *testing.T) { testCancel(t, h) })
+	t.Run("Thinking", func(t *testing.T) {
+		if !h.Thinks {
+			t.Log("not applicable: the model's replies carry no thinking (Harness.Thinks)")
+			return
+		}
+		testThinking(t, h, false)
+	})
 	transport := func(name string, f func(t *testing.T)) {
 		t.Run(name, func(t *testing.T) {
 			if h.NoTransport {
@@ -307,6 +328,11 @@ func Run(t *testing.T, h Harness) {
 			t.Fatal("the model has a transport but Harness.Streams is false")
 		}
 		testParallel(t, h, true)
+	})
+	transport("StreamingThinking", func(t *testing.T) {
+		if h.Thinks {
+			testThinking(t, h, true)
+		}
 	})
 	for _, st := range []int{429, 529, 500, 502, 503, 504} {
 		transport(fmt.Sprintf("Retry%d", st), func(t *testing.T) { testRetry(t, h, Failure{Status: st}, st, "") })
@@ -456,6 +482,55 @@ func testUsage(t *testing.T, h Harness) {
 	}
 	if pm, ok := m.(model.Priced); ok && pm.PriceKnown() != want.CostKnown {
 		t.Errorf("PriceKnown() = %v but CostKnown = %v", pm.PriceKnown(), want.CostKnown)
+	}
+}
+
+// testThinking: a reply's thinking comes first, as model.Thinking with its
+// text (and signature, where the wire has one), is never shown as text
+// while streaming, and goes back in the next request where the provider
+// sends it back, byte for byte.
+func testThinking(t *testing.T, h Harness, stream bool) {
+	reply := Reply{Thinking: "2+3: add them, then \"finish\" — é.", Text: "Adding.", Calls: []Call{{ID: "call_1_1", Name: "add", Args: `{"a":2,"b":3}`}}}
+	if h.Signs {
+		reply.Signature = "EqkBCkYICxgCKkDo5w3BcOFDM2J7+/=="
+	}
+	m, srv := h.model(t, []Turn{{Reply: reply}, {Reply: Reply{Text: "5"}}}, Options{Stream: stream})
+	var shown strings.Builder
+	ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { shown.WriteString(d) }})
+	resp := generate(t, m, ctx, request())
+	if len(resp.Content) == 0 || resp.Content[0].Type != model.Thinking || resp.Content[0].Text != reply.Thinking || resp.Content[0].Signature != reply.Signature {
+		t.Fatalf("reply %+v: want a thinking block first, with the text %q and signature %q", resp.Content, reply.Thinking, reply.Signature)
+	}
+	rest := resp
+	rest.Content = resp.Content[1:]
+	noThinking := reply
+	noThinking.Thinking, noThinking.Signature = "", ""
+	checkReply(t, rest, noThinking)
+	if stream && shown.String() != reply.Text {
+		t.Errorf("OnText saw %q, want only the text %q", shown.String(), reply.Text)
+	}
+	req := request(
+		model.Message{Role: model.User, Content: []model.Block{model.TextBlock("What is 2+3?")}},
+		model.Message{Role: model.Assistant, Content: resp.Content},
+		model.Message{Role: model.User, Content: []model.Block{{Type: model.ToolResult, ID: "call_1_1", Text: "5"}}},
+	)
+	generate(t, m, context.Background(), req)
+	if srv == nil {
+		return
+	}
+	seen, err := srv.wire.Parse(srv.Bodies()[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantThinking, wantSigs []string
+	if h.SendsThinkingBack {
+		wantThinking = []string{reply.Thinking}
+		if h.Signs {
+			wantSigs = []string{reply.Signature}
+		}
+	}
+	if !slices.Equal(seen.Thinking, wantThinking) || !slices.Equal(seen.Signatures, wantSigs) {
+		t.Errorf("the next request sent back thinking %q, signatures %q; want %q, %q", seen.Thinking, seen.Signatures, wantThinking, wantSigs)
 	}
 }
 

@@ -18,6 +18,28 @@
 // call ids (generated), arguments sent as a JSON object instead of a string
 // (kept as the object's text), and empty arguments (sent on as {}).
 //
+// Refusals: a message's refusal (OpenAI's safety refusal, in place of the
+// content) is the reply's text, with stop reason "refusal"; an empty one,
+// as some servers send with every reply, is none.
+//
+// Reasoning: Request.Reasoning's effort goes out as reasoning_effort (a
+// budget alone is turned into an effort), to OpenAI's reasoning models and
+// to every compatible server; OpenAI's other models (GPT-4 and earlier)
+// ignore it and say so once. The reasoning a compatible server returns
+// (DeepSeek's reasoning_content, Ollama's and Groq's reasoning) comes back
+// as a model.Thinking block named after its field, and goes back in that
+// field of the assistant message: DeepSeek refuses a tool loop's next
+// request without it. Reasoning tokens are reported in Usage.
+//
+// Errors: an error event inside a stream is classified by what it says
+// (its type, code or status), as the same error outside a stream is, so
+// that streaming never changes the outcome: a bad request fails at once, an
+// overloaded server is retried. A server's refusal of the model's own tool
+// call (Groq's tool_use_failed, with the model's failed_generation) is not
+// an error: the failed generation comes back as the reply, a tool call
+// when it is one, so that the loop answers it as it answers any malformed
+// call, with an observation to the model.
+//
 // Transport: the SDK's own retries are off; a model/retry Transport under
 // it retries and reports each retry through model.Hooks. Failures are
 // *model.APIError.
@@ -28,15 +50,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/respjson"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
@@ -83,6 +110,9 @@ type Config struct {
 	// NoEnv leaves the environment unread: the caller resolved it already
 	// (model/provider does, through its own Getenv).
 	NoEnv bool
+	// Notice receives what the model says once about a setting it ignores
+	// (reasoning on a model that cannot reason); nil means os.Stderr.
+	Notice io.Writer
 }
 
 // Model calls the Chat Completions API. It is safe for concurrent use.
@@ -97,6 +127,8 @@ type Model struct {
 	price     price.Price
 	priced    bool
 	ids       atomic.Int64 // for tool calls a server sent without an id
+	// ignored says once that Request.Reasoning is ignored.
+	ignored sync.Once
 }
 
 var (
@@ -176,6 +208,9 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		if cc, err = m.client.Chat.Completions.New(ctx, params); err == nil {
 			r = fromCompletion(cc)
 		}
+		if fr, ok := failedCall(err); ok {
+			r, err = fr, nil
+		}
 		return err
 	})
 	if err != nil {
@@ -201,9 +236,11 @@ func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParam
 		}
 	}
 	if err := s.Err(); err != nil {
-		var se *ssestream.StreamError
-		if errors.As(err, &se) { // an error event in the middle of the stream
-			return reply{}, retry.Broken("an error event", err)
+		if fr, ok := failedCall(err); ok {
+			return fr, nil
+		}
+		if e, ok := eventError(err); ok && e.kind().Temporary() {
+			return reply{}, retry.Broken("an error event: "+e.Message, err)
 		}
 		return reply{}, err
 	}
@@ -213,7 +250,20 @@ func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParam
 func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{
 		Model:    shared.ChatModel(m.cfg.Model),
-		Messages: messages(req.System, req.Messages),
+		Messages: messages(req.System, req.Messages, m.cfg.Compatible),
+	}
+	if r := req.Reasoning; r != nil {
+		if m.cfg.Compatible || reasons(m.cfg.Model) {
+			p.ReasoningEffort = shared.ReasoningEffort(effort(*r))
+		} else {
+			m.ignored.Do(func() {
+				w := m.cfg.Notice
+				if w == nil {
+					w = os.Stderr
+				}
+				fmt.Fprintf(w, "ratchet: %s cannot reason: the reasoning setting is ignored\n", m.Name())
+			})
+		}
 	}
 	if n := cmp.Or(req.MaxOutputTokens, m.cfg.MaxTokens); n > 0 {
 		if m.cfg.Compatible {
@@ -230,6 +280,47 @@ func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error
 		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(def))
 	}
 	return p, nil
+}
+
+// reasons says whether an OpenAI model takes reasoning_effort: the GPT-4
+// family and earlier do not; the o-series, GPT-5 and what follows do.
+func reasons(name string) bool {
+	for _, old := range []string{"gpt-4", "gpt-3", "chatgpt-", "davinci", "babbage"} {
+		if strings.HasPrefix(name, old) {
+			return false
+		}
+	}
+	return true
+}
+
+// effort is r's effort; a budget alone becomes the effort whose nominal
+// budget (model.Reasoning.Budget) covers it.
+func effort(r model.Reasoning) model.Effort {
+	if r.Effort != "" {
+		return r.Effort
+	}
+	for _, e := range model.Efforts {
+		if (model.Reasoning{Effort: e}).Budget() >= r.BudgetTokens {
+			return e
+		}
+	}
+	return model.EffortMax
+}
+
+// reasoningFields are the assistant message fields in which compatible
+// servers return their reasoning: DeepSeek's, and Ollama's and Groq's.
+var reasoningFields = []string{"reasoning_content", "reasoning"}
+
+// reasoningOf returns the reasoning among a message's or delta's extra
+// fields, and the field it came in.
+func reasoningOf(extra map[string]respjson.Field) (text, field string) {
+	for _, f := range reasoningFields {
+		if raw := extra[f].Raw(); raw != "" && raw != "null" {
+			json.Unmarshal([]byte(raw), &text) // a non-string is no reasoning
+			return text, f
+		}
+	}
+	return "", ""
 }
 
 // functionDef passes the tool's schema through as raw JSON rather than
@@ -251,19 +342,27 @@ func functionDef(t model.ToolSpec) (shared.FunctionDefinitionParam, error) {
 }
 
 // messages converts the conversation. Each message is converted once per
-// call.
-func messages(system string, msgs []model.Message) []openai.ChatCompletionMessageParamUnion {
+// call. For a compatible server, an assistant turn's thinking goes back in
+// the field it came in; OpenAI takes no reasoning back.
+func messages(system string, msgs []model.Message, compatible bool) []openai.ChatCompletionMessageParamUnion {
 	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs)+1)
 	if system != "" {
 		out = append(out, openai.SystemMessage(system))
 	}
-	var text strings.Builder
+	var text, thought strings.Builder
 	for _, msg := range msgs {
 		text.Reset()
 		if msg.Role == model.Assistant {
 			a := openai.ChatCompletionAssistantMessageParam{}
+			field := ""
+			thought.Reset()
 			for _, b := range msg.Content {
 				switch b.Type {
+				case model.Thinking:
+					if compatible && slices.Contains(reasoningFields, b.Name) {
+						field = b.Name
+						thought.WriteString(b.Text)
+					}
 				case model.Text:
 					join(&text, b.Text)
 				case model.ToolUse:
@@ -277,6 +376,9 @@ func messages(system string, msgs []model.Message) []openai.ChatCompletionMessag
 			}
 			if text.Len() > 0 || len(a.ToolCalls) == 0 {
 				a.Content.OfString = openai.String(text.String())
+			}
+			if field != "" {
+				a.SetExtraFields(map[string]any{field: thought.String()})
 			}
 			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
 			continue
@@ -311,7 +413,10 @@ func join(b *strings.Builder, s string) {
 // normalised into a Response.
 type reply struct {
 	model    string
+	thinking string
+	field    string // the field thinking came in
 	text     string
+	refusal  string // also in text
 	calls    []call
 	finish   string
 	usage    openai.CompletionUsage
@@ -330,7 +435,9 @@ func fromCompletion(cc *openai.ChatCompletion) reply {
 	}
 	ch := cc.Choices[0]
 	r.finish = ch.FinishReason
-	r.text = ch.Message.Content
+	r.text = ch.Message.Content + ch.Message.Refusal
+	r.refusal = ch.Message.Refusal
+	r.thinking, r.field = reasoningOf(ch.Message.JSON.ExtraFields)
 	for _, tc := range ch.Message.ToolCalls {
 		args := tc.Function.Arguments
 		if raw := tc.Function.JSON.Arguments.Raw(); strings.HasPrefix(strings.TrimSpace(raw), "{") {
@@ -343,7 +450,13 @@ func fromCompletion(cc *openai.ChatCompletion) reply {
 
 func (m *Model) response(r reply) model.Response {
 	resp := model.Response{Model: r.model, StopReason: stopReason(r.finish, len(r.calls) > 0)}
-	resp.Content = make([]model.Block, 0, len(r.calls)+1)
+	if r.refusal != "" {
+		resp.StopReason = "refusal"
+	}
+	resp.Content = make([]model.Block, 0, len(r.calls)+2)
+	if r.field != "" {
+		resp.Content = append(resp.Content, model.Block{Type: model.Thinking, Text: r.thinking, Name: r.field})
+	}
 	if r.text != "" {
 		resp.Content = append(resp.Content, model.TextBlock(r.text))
 	}
@@ -366,6 +479,7 @@ func (m *Model) response(r reply) model.Response {
 			OutputTokens:     u.CompletionTokens,
 			CacheReadTokens:  cached,
 			CacheWriteTokens: written,
+			ReasoningTokens:  u.CompletionTokensDetails.ReasoningTokens,
 		}
 	}
 	return resp
@@ -387,28 +501,120 @@ func stopReason(finish string, calls bool) string {
 	return finish
 }
 
+// serverError is an error as a server states it: the "error" object of an
+// error reply, or of an error event inside a stream.
+type serverError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"` // a string; OpenRouter sends the HTTP status
+	// Status is an HTTP status the event carries (Groq's status_code,
+	// OpenRouter's code); 0 when it says none.
+	Status           int     `json:"status_code"`
+	FailedGeneration *string `json:"failed_generation"`
+}
+
+// eventError reads err as an error event of a stream.
+func eventError(err error) (serverError, bool) {
+	var se *ssestream.StreamError
+	if !errors.As(err, &se) {
+		return serverError{}, false
+	}
+	var body struct{ Error serverError }
+	json.Unmarshal(se.Event.Data, &body) // what does not parse is a server error with no message
+	e := body.Error
+	if e.Status == 0 {
+		json.Unmarshal(e.Code, &e.Status)
+	}
+	return e, true
+}
+
+func (e serverError) code() string {
+	var s string
+	json.Unmarshal(e.Code, &s)
+	return s
+}
+
+// kind classifies an error event as its HTTP status would be, else by its
+// type: OpenAI's and Anthropic's names, which compatible servers reuse.
+func (e serverError) kind() *model.APIError {
+	k := model.ErrServer
+	switch {
+	case e.code() == "insufficient_quota" || e.Type == "insufficient_quota":
+		k = model.ErrQuota
+	case e.Status >= 400:
+		k = model.KindOf(e.Status)
+	case e.Type == "invalid_request_error":
+		k = model.ErrBadRequest
+	case e.Type == "rate_limit_exceeded" || e.Type == "rate_limit_error" || e.Type == "tokens":
+		k = model.ErrRateLimited
+	case e.Type == "overloaded_error":
+		k = model.ErrOverloaded
+	case e.Type == "authentication_error" || e.Type == "permission_error":
+		k = model.ErrAuth
+	}
+	return &model.APIError{Kind: k, Status: e.Status}
+}
+
+// failedCall reads err as a server's refusal of the model's tool call
+// (Groq: code tool_use_failed, the model's output in failed_generation)
+// and returns that output as the reply: a tool call when it is one,
+// {"name": ..., "arguments": ...}, else text (possibly empty).
+func failedCall(err error) (reply, bool) {
+	var gen *string
+	var oe *openai.Error
+	if errors.As(err, &oe) && oe.Code == "tool_use_failed" {
+		var s string
+		if json.Unmarshal([]byte(oe.JSON.ExtraFields["failed_generation"].Raw()), &s) == nil {
+			gen = &s
+		}
+	} else if e, ok := eventError(err); ok && e.code() == "tool_use_failed" {
+		gen = e.FailedGeneration
+	}
+	if gen == nil {
+		return reply{}, false
+	}
+	var c struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal([]byte(*gen), &c) == nil && c.Name != "" {
+		return reply{calls: []call{{name: c.Name, args: string(c.Arguments)}}, finish: "tool_calls"}, true
+	}
+	return reply{text: *gen, finish: "stop"}, true
+}
+
 // apiError turns an SDK or transport error into a *model.APIError.
 func (m *Model) apiError(err error) *model.APIError {
 	var oe *openai.Error
+	if se, ok := eventError(err); ok {
+		e := se.kind()
+		e.Provider, e.Message, e.Err = m.provider, cmp.Or(se.Message, "an error event in the stream"), err
+		return m.withFix(e)
+	}
 	if errors.As(err, &oe) {
 		e := &model.APIError{Provider: m.provider, Status: oe.StatusCode, Kind: model.KindOf(oe.StatusCode), Message: cmp.Or(oe.Message, http.StatusText(oe.StatusCode)), Err: err}
 		if oe.Code == "insufficient_quota" || oe.Type == "insufficient_quota" { // never retried: the retry transport returns it at once
 			e.Kind = model.ErrQuota
 		}
-		switch e.Kind {
-		case model.ErrQuota:
-			e.Fix = "the account's balance or quota is exhausted: add credit or raise its limit (retrying cannot help)"
-		case model.ErrAuth:
-			e.Fix = "check OPENAI_API_KEY (or the key in the config): it is missing, wrong or lacks access"
-		case model.ErrNotFound:
-			e.Fix = "check the model name " + m.cfg.Model + " and the base URL"
-			if m.cfg.Compatible {
-				e.Fix += " (it usually ends in /v1; is the model pulled or loaded on the server?)"
-			}
-		case model.ErrRateLimited, model.ErrOverloaded, model.ErrServer:
-			e.Fix = "try again later or raise the time budget"
-		}
-		return e
+		return m.withFix(e)
 	}
 	return retry.TransportError(m.provider, err)
+}
+
+// withFix says what to do about e.
+func (m *Model) withFix(e *model.APIError) *model.APIError {
+	switch e.Kind {
+	case model.ErrQuota:
+		e.Fix = "the account's balance or quota is exhausted: add credit or raise its limit (retrying cannot help)"
+	case model.ErrAuth:
+		e.Fix = "check OPENAI_API_KEY (or the key in the config): it is missing, wrong or lacks access"
+	case model.ErrNotFound:
+		e.Fix = "check the model name " + m.cfg.Model + " and the base URL"
+		if m.cfg.Compatible {
+			e.Fix += " (it usually ends in /v1; is the model pulled or loaded on the server?)"
+		}
+	case model.ErrRateLimited, model.ErrOverloaded, model.ErrServer:
+		e.Fix = "try again later or raise the time budget"
+	}
+	return e
 }

@@ -44,6 +44,10 @@ func TestConformance(t *testing.T) {
 					return newTest(t, srv, o, compatible), srv
 				},
 				Streams: true,
+				// The wire sends reasoning_content, as DeepSeek does;
+				// only a compatible server is sent it back.
+				Thinks:            true,
+				SendsThinkingBack: compatible,
 				Cost: func(u model.Usage) (budget.Micros, bool) {
 					if compatible {
 						return 0, false // a local server's model has no known price
@@ -220,5 +224,41 @@ func TestQuotaFailsAtOnce(t *testing.T) {
 	var ae *model.APIError
 	if !errors.As(err, &ae) || ae.Kind != model.ErrQuota || ae.Temporary() || !strings.Contains(ae.Fix, "exhausted") || strings.Contains(ae.Fix, "try again") || n != 1 {
 		t.Errorf("after %d attempts: %v; want one attempt failing as quota, saying the balance is exhausted", n, err)
+	}
+}
+
+// reasoning_effort goes to OpenAI's reasoning models and to compatible
+// servers, a budget alone as the effort that covers it; GPT-4 ignores the
+// setting and says so once.
+func TestReasoningEffort(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		compatible bool
+		r          model.Reasoning
+		want       string
+	}{
+		{"o3-mini", false, model.Reasoning{Effort: model.EffortLow}, `"low"`},
+		{"gpt-5", false, model.Reasoning{BudgetTokens: 5000}, `"medium"`},
+		{"gpt-5", false, model.Reasoning{BudgetTokens: 100000}, `"max"`},
+		{"qwen3", true, model.Reasoning{Effort: model.EffortMax}, `"max"`},
+		{"gpt-4.1", false, model.Reasoning{Effort: model.EffortHigh}, ""},
+	} {
+		srv := modeltest.Serve(t, wire{}, []modeltest.Turn{{Reply: modeltest.Reply{Text: "a"}}, {Reply: modeltest.Reply{Text: "b"}}})
+		var notice strings.Builder
+		m, err := New(Config{Model: tc.name, APIKey: "k", BaseURL: srv.URL + "/v1", Compatible: tc.compatible, Notice: &notice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("hi")}}}, Reasoning: &tc.r}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := modeltest.Field(t, srv.Bodies()[0], "reasoning_effort"); got != tc.want {
+			t.Errorf("%s %+v: reasoning_effort %s, want %s", tc.name, tc.r, got, tc.want)
+		}
+		if n := strings.Count(notice.String(), "cannot reason"); n != map[bool]int{true: 1}[tc.want == ""] {
+			t.Errorf("%s: notice %q", tc.name, notice.String())
+		}
 	}
 }

@@ -16,11 +16,13 @@ import (
 // fragments keyed by index: the first fragment of a call carries its id and
 // name, later ones append to its arguments.
 type assembler struct {
-	r      reply
-	text   strings.Builder
-	calls  []call
-	byIdx  map[int64]int // chunk index → position in calls
-	chunks int
+	r       reply
+	text    strings.Builder
+	thought strings.Builder
+	refusal strings.Builder
+	calls   []call
+	byIdx   map[int64]int // chunk index → position in calls
+	chunks  int
 }
 
 // add takes one chunk and returns text to show now, if any.
@@ -62,8 +64,14 @@ func (a *assembler) add(c openai.ChatCompletionChunk) string {
 		}
 		cl.args += args
 	}
+	if t, f := reasoningOf(ch.Delta.JSON.ExtraFields); f != "" {
+		a.r.field = f
+		a.thought.WriteString(t)
+	}
+	a.refusal.WriteString(ch.Delta.Refusal)
 	a.text.WriteString(ch.Delta.Content)
-	return ch.Delta.Content
+	a.text.WriteString(ch.Delta.Refusal)
+	return ch.Delta.Content + ch.Delta.Refusal
 }
 
 // reply returns the assembled reply. done says the stream's closing
@@ -75,6 +83,8 @@ func (a *assembler) reply(done bool) (reply, error) {
 	}
 	r := a.r
 	r.text = a.text.String()
+	r.thinking = a.thought.String()
+	r.refusal = a.refusal.String()
 	r.calls = a.calls
 	return r, nil
 }

@@ -48,6 +48,9 @@ func (wire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
 		if len(calls) > 0 {
 			toolCalls = `,"tool_calls":[` + joinComma(calls) + `]`
 		}
+		if r.Thinking != "" {
+			toolCalls += `,"reasoning_content":` + jsonString(r.Thinking)
+		}
 		return "application/json", fmt.Appendf(nil, `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":null%s},"logprobs":null,"finish_reason":%q}],"usage":%s,"system_fingerprint":"fp_1"}`,
 			content, toolCalls, finishReason(r), usageJSON(r))
 	}
@@ -57,6 +60,9 @@ func (wire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
 	}
 	delta := func(d string) { chunk(`[{"index":0,"delta":` + d + `,"logprobs":null,"finish_reason":null}]`) }
 	delta(`{"role":"assistant","content":"","refusal":null}`)
+	for _, part := range halves(r.Thinking) {
+		delta(`{"content":null,"reasoning_content":` + jsonString(part) + `}`)
+	}
 	for _, part := range halves(r.Text) {
 		delta(`{"content":` + jsonString(part) + `}`)
 	}
@@ -121,10 +127,11 @@ type wireRequest struct {
 		} `json:"function"`
 	} `json:"tools"`
 	Messages []struct {
-		Role       string `json:"role"`
-		Content    any    `json:"content"`
-		ToolCallID string `json:"tool_call_id"`
-		ToolCalls  []struct {
+		Role             string  `json:"role"`
+		Content          any     `json:"content"`
+		ReasoningContent *string `json:"reasoning_content"`
+		ToolCallID       string  `json:"tool_call_id"`
+		ToolCalls        []struct {
 			ID       string `json:"id"`
 			Function struct {
 				Name      string `json:"name"`
@@ -155,6 +162,9 @@ func (wire) Parse(body []byte) (modeltest.Seen, error) {
 			s.ToolResults = append(s.ToolResults, m.ToolCallID)
 		}
 		s.Roles = append(s.Roles, m.Role)
+		if m.ReasoningContent != nil {
+			s.Thinking = append(s.Thinking, *m.ReasoningContent)
+		}
 		for _, c := range m.ToolCalls {
 			s.ToolUses = append(s.ToolUses, modeltest.Call{ID: c.ID, Name: c.Function.Name, Args: c.Function.Arguments})
 		}

@@ -51,14 +51,31 @@ func Fill(provider, modelName string, u model.Usage) model.Usage {
 	return u
 }
 
-// dated matches a trailing snapshot date, as in claude-sonnet-4-5-20250929.
-var dated = regexp.MustCompile(`-20\d{6}$`)
+// dated matches a trailing snapshot date: Anthropic's, as in
+// claude-sonnet-4-5-20250929, and OpenAI's, as in gpt-4.1-2025-04-14.
+var dated = regexp.MustCompile(`-20\d{6}$|-20\d\d-\d\d-\d\d$`)
+
+// zeroMinor matches Anthropic's "-0" aliases of a major version, as in
+// claude-sonnet-4-0 for claude-sonnet-4.
+var zeroMinor = regexp.MustCompile(`^(claude-[a-z]+-\d+)-0$`)
+
+// repriced are snapshots priced unlike their alias: their price is not
+// the alias's, so it is unknown.
+var repriced = map[key]bool{{"openai", "gpt-4o-2024-05-13"}: true}
 
 // Lookup returns the price of a provider's model ("anthropic" or "openai").
-// A model named with or without its snapshot date matches either form.
+// A model named with or without its snapshot date matches either form, and
+// Anthropic's -0 aliases (claude-sonnet-4-0) their version.
 func Lookup(provider, modelName string) (Price, bool) {
-	p, ok := table[key{provider, dated.ReplaceAllString(modelName, "")}]
+	if repriced[key{provider, modelName}] {
+		return Price{}, false
+	}
+	p, ok := table[key{provider, canonical(modelName)}]
 	return p, ok
+}
+
+func canonical(name string) string {
+	return zeroMinor.ReplaceAllString(dated.ReplaceAllString(name, ""), "$1")
 }
 
 type key struct{ provider, model string }
@@ -67,7 +84,7 @@ var table = map[key]Price{}
 
 func init() {
 	for _, r := range rows {
-		table[key{r.provider, dated.ReplaceAllString(r.model, "")}] = Price{r.in, r.out, r.read, r.write}
+		table[key{r.provider, canonical(r.model)}] = Price{r.in, r.out, r.read, r.write}
 	}
 }
 

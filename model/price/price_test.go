@@ -19,6 +19,15 @@ func TestCost(t *testing.T) {
 		{"anthropic", "claude-sonnet-4-5", model.Usage{InputTokens: 1_000_000}, 3_000_000, true}, // alias without the date
 		{"openai", "gpt-4o-mini", model.Usage{InputTokens: 7, OutputTokens: 3}, 3, true},         // 1.05 + 1.8 = 2.85 → 3
 		{"openai", "gpt-4o-mini", model.Usage{InputTokens: 1}, 0, true},                          // 0.15 rounds to 0 but is known
+		// Pinned snapshots and aliases resolve to the model's price.
+		{"openai", "gpt-4.1-2025-04-14", model.Usage{InputTokens: 1_000_000}, 2_000_000, true},
+		{"openai", "gpt-4o-2024-08-06", model.Usage{InputTokens: 1_000_000}, 2_500_000, true},
+		{"openai", "o3-mini-2025-01-31", model.Usage{InputTokens: 1_000_000}, 1_100_000, true},
+		{"anthropic", "claude-sonnet-4-0", model.Usage{InputTokens: 1_000_000}, 3_000_000, true},
+		{"anthropic", "claude-opus-4-0", model.Usage{InputTokens: 1_000_000}, 15_000_000, true},
+		{"openai", "gpt-4o-2024-05-13", model.Usage{InputTokens: 1000}, 0, false}, // priced unlike gpt-4o
+		{"openai", "gpt-4.1-2025-04", model.Usage{InputTokens: 1000}, 0, false},   // not a date
+		{"anthropic", "claude-sonnet-4-5-0", model.Usage{InputTokens: 1000}, 0, false},
 		{"openai", "llama3.1:8b", model.Usage{InputTokens: 1000}, 0, false},
 		{"anthropic", "gpt-4o", model.Usage{InputTokens: 1000}, 0, false}, // the provider is part of the key
 	}

@@ -50,7 +50,8 @@ type Config struct {
 	Stream bool
 	// Retry configures transport retries of the HTTP providers.
 	Retry retry.Config
-	// Notice receives the scripted model's notice; nil means os.Stderr.
+	// Notice receives the scripted model's notice, and what a provider says
+	// once about a setting its model ignores; nil means os.Stderr.
 	Notice io.Writer
 	// Getenv reads the environment; nil means os.Getenv.
 	Getenv func(string) string
@@ -199,7 +200,7 @@ func openProvider(sp Spec, cfg Config, getenv func(string) string) (model.Model,
 	case "anthropic":
 		return anthropic.New(anthropic.Config{
 			Model: sp.Model, APIKey: getenv("ANTHROPIC_API_KEY"), BaseURL: getenv("ANTHROPIC_BASE_URL"),
-			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true,
+			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true, Notice: cfg.Notice,
 		})
 	case "openai", "openai-compatible":
 		compatible := sp.Provider == "openai-compatible"
@@ -209,7 +210,7 @@ func openProvider(sp Spec, cfg Config, getenv func(string) string) (model.Model,
 		}
 		return openai.New(openai.Config{
 			Model: sp.Model, APIKey: getenv("OPENAI_API_KEY"), BaseURL: base, Compatible: compatible,
-			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true,
+			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true, Notice: cfg.Notice,
 		})
 	}
 	file := sp.File

@@ -8,7 +8,9 @@ package provider_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -23,6 +25,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/limit"
+	"github.com/ratchetloop/ratchet/model/modeltest"
 	"github.com/ratchetloop/ratchet/model/provider"
 	"github.com/ratchetloop/ratchet/model/retry"
 	"github.com/ratchetloop/ratchet/observe"
@@ -411,5 +414,124 @@ func TestTokensPerMinuteHoldAtTheServer(t *testing.T) {
 		if d := at[i+2].Sub(at[i]); d < window {
 			t.Errorf("requests %d to %d arrived within %s: 360 tokens in one window, over the limit of 240", i+1, i+3, d)
 		}
+	}
+}
+
+// A run through the loop with Anthropic's extended thinking, the first
+// reply recorded from the real API (model/anthropic/testdata/cassettes):
+// the loop keeps the thinking block of a reply that calls a tool, the next
+// request carries it back with its signature byte for byte (the API
+// refuses a tool loop's next request without it), the run's reasoning
+// setting reaches every request, and the log, which holds the signature,
+// replays.
+func TestThinkingThroughTheLoop(t *testing.T) {
+	rec := modeltest.LoadCassette(t, "../anthropic/testdata/cassettes/test_anthropic_tool_with_thinking.yaml")
+	var bodies [][]byte
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		n := len(bodies)
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(rec[0].Body)
+			return
+		}
+		anthropicReply(w)
+	}))
+	t.Cleanup(srv.Close)
+	env := map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": srv.URL}
+	m := open(t, "anthropic:claude-sonnet-4-0", env, nil)
+	tk := task(10 * time.Second)
+	tk.Policy.Reasoning = &model.Reasoning{BudgetTokens: 3000}
+	var log bytes.Buffer
+	jl := observe.NewJSONL(&log)
+	res, err := runner.Run(context.Background(), tk, runner.Config{Model: m, Observers: []observe.Observer{jl}})
+	if err := jl.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("run: %s (%s), %v", res.Status, res.Reason, err)
+	}
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests, want 2", len(bodies))
+	}
+	for i, b := range bodies {
+		if got := modeltest.Field(t, b, "thinking"); got != `{"budget_tokens":3000,"type":"enabled"}` {
+			t.Errorf("request %d: thinking %s", i+1, got)
+		}
+	}
+	recorded := modeltest.Field(t, rec[0].Body, "content", "0")
+	var sent string
+	for i := 0; ; i++ {
+		msg := modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i))
+		if msg == "" {
+			break
+		}
+		if modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i), "role") == `"assistant"` {
+			sent = modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i), "content", "0")
+		}
+	}
+	if sent != recorded {
+		t.Errorf("the assistant turn sent back begins\n%s\nwant the recorded thinking block\n%s", sent, recorded)
+	}
+	var sig string
+	json.Unmarshal([]byte(modeltest.Field(t, rec[0].Body, "content", "0", "signature")), &sig)
+	if !strings.Contains(log.String(), sig) {
+		t.Error("the log does not hold the thinking block's signature")
+	}
+	o := &outcome{log: log}
+	replays(t, o)
+}
+
+// The same with DeepSeek's thinking mode, its first reply recorded from
+// the real API (model/openai/testdata/cassettes): the next request of the
+// tool loop carries the reasoning_content back, without which DeepSeek
+// answers 400.
+func TestDeepSeekReasoningThroughTheLoop(t *testing.T) {
+	rec := modeltest.LoadCassette(t, "../openai/testdata/cassettes/test_deepseek_deferred_capability_with_thinking.yaml")
+	var bodies [][]byte
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		n := len(bodies)
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(rec[0].Body)
+			return
+		}
+		openaiReply(w)
+	}))
+	t.Cleanup(srv.Close)
+	m := open(t, "openai-compatible:"+srv.URL+"/v1#deepseek-reasoner", nil, nil)
+	tk := task(10 * time.Second)
+	tk.Policy.Reasoning = &model.Reasoning{Effort: model.EffortHigh}
+	res, err := runner.Run(context.Background(), tk, runner.Config{Model: m})
+	if err != nil || res.Status != loop.Done {
+		t.Fatalf("run: %s (%s), %v", res.Status, res.Reason, err)
+	}
+	if len(bodies) != 2 {
+		t.Fatalf("%d requests, want 2", len(bodies))
+	}
+	recorded := modeltest.Field(t, rec[0].Body, "choices", "0", "message", "reasoning_content")
+	var sent string
+	for i := 0; ; i++ {
+		if modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i)) == "" {
+			break
+		}
+		if modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i), "role") == `"assistant"` {
+			sent = modeltest.Field(t, bodies[1], "messages", fmt.Sprint(i), "reasoning_content")
+		}
+	}
+	if sent != recorded || recorded == "" {
+		t.Errorf("the assistant turn sent back reasoning_content %s, want the recorded %s", sent, recorded)
+	}
+	if got := modeltest.Field(t, bodies[0], "reasoning_effort"); got != `"high"` {
+		t.Errorf("reasoning_effort %s", got)
 	}
 }

@@ -93,8 +93,8 @@ func compile(s Script) (*program, error) {
 			st.expect = t.Expect
 		}
 		if t.Error != "" {
-			if t.Text != "" || len(t.Tools) > 0 || t.Finish != nil || t.Usage != nil {
-				bad("error cannot be combined with text, tools, finish or usage: an error turn has no reply")
+			if t.Thinking != "" || t.Text != "" || len(t.Tools) > 0 || t.Finish != nil || t.Usage != nil {
+				bad("error cannot be combined with thinking, text, tools, finish or usage: an error turn has no reply")
 			}
 			pos := ""
 			if t.Line > 0 {
@@ -105,6 +105,9 @@ func compile(s Script) (*program, error) {
 		}
 
 		n := len(t.Tools)
+		if t.Thinking != "" {
+			n++
+		}
 		if t.Text != "" {
 			n++
 		}
@@ -112,6 +115,9 @@ func compile(s Script) (*program, error) {
 			n++
 		}
 		blocks := make([]model.Block, 0, n)
+		if t.Thinking != "" {
+			blocks = append(blocks, model.Block{Type: model.Thinking, Text: t.Thinking})
+		}
 		if t.Text != "" {
 			blocks = append(blocks, model.TextBlock(t.Text))
 		}

@@ -22,7 +22,8 @@
 // A Model is safe for concurrent use: concurrent calls take turns in the
 // order they take the Model's lock.
 //
-// A reply holds, in this order: the turn's text as one text block, one
+// A reply holds, in this order: the turn's thinking as one thinking block
+// (model.Thinking, unsigned), the turn's text as one text block, one
 // tool_use block per tool call, and a tool_use block named "finish" for the
 // finish shorthand. Tool-use IDs are deterministic: call_<turn>_<index>, both
 // 1-based, where index counts the turn's tool calls and then its finish, so a
@@ -50,7 +51,8 @@
 //	# optional: the name reported by Name() and Response.Model; default "scripted"
 //	name: demo
 //	turns:
-//	  - text: "I'll add the numbers first."      # optional thought
+//	  - thinking: "2+3 first, then 1."            # optional reasoning, shown as thinking
+//	    text: "I'll add the numbers first."      # optional thought
 //	    tools:                                    # optional tool calls, in order
 //	      - name: add
 //	        args: {a: 2, b: 3}                    # YAML mapping → JSON object
@@ -73,6 +75,9 @@
 //
 // Each turn is a mapping (write {} for an empty reply) with any of these keys:
 //
+//   - thinking: string. The model's reasoning, as one model.Thinking block
+//     first in the reply (never read as the answer). An empty string means
+//     none.
 //   - text: string. The model's prose (its thought), as one text block.
 //     An empty string means no text block.
 //   - tools: list of tool calls, each a mapping with
@@ -97,7 +102,7 @@
 //     contain. This makes example scripts act as assertions.
 //   - error: non-empty string. Generate returns it as a Go error, a
 //     [*TurnError] whose message is exactly this string, as a transport
-//     failure would be. Cannot be combined with text, tools, finish or usage;
+//     failure would be. Cannot be combined with thinking, text, tools, finish or usage;
 //     can be combined with expect and delay.
 //   - delay: a Go duration such as 50ms or 2s. Generate waits this long
 //     before replying (or failing with error), and returns ctx.Err() as soon

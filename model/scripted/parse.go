@@ -25,7 +25,7 @@ const (
 
 var (
 	scriptKeys = []string{"name", "turns"}
-	turnKeys   = []string{"text", "tools", "finish", "expect", "error", "delay", "usage"}
+	turnKeys   = []string{"thinking", "text", "tools", "finish", "expect", "error", "delay", "usage"}
 	toolKeys   = []string{"name", "args", "raw_args"}
 	finishKeys = []string{"answer", "confidence"}
 	usageKeys  = []string{"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
@@ -308,6 +308,8 @@ func (p *parser) turn(n *yaml.Node, num int) Turn {
 	p.fields(r, ctx, "a turn", turnKeys, func(key string, _, v *yaml.Node) {
 		has = append(has, key)
 		switch key {
+		case "thinking":
+			t.Thinking, _ = p.str(v, ctx, "thinking")
 		case "text":
 			t.Text, _ = p.str(v, ctx, "text")
 		case "tools":
@@ -331,7 +333,7 @@ func (p *parser) turn(n *yaml.Node, num int) Turn {
 	})
 	if slices.Contains(has, "error") {
 		var with []string
-		for _, k := range []string{"text", "tools", "finish", "usage"} {
+		for _, k := range []string{"thinking", "text", "tools", "finish", "usage"} {
 			if slices.Contains(has, k) {
 				with = append(with, k)
 			}

@@ -234,7 +234,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			"unknown turn key",
 			"turns:\n  - {txt: hi}\n",
-			`t.yaml:2: turn 1: unknown key "txt" in a turn (want text, tools, finish, expect, error, delay, usage)`,
+			`t.yaml:2: turn 1: unknown key "txt" in a turn (want thinking, text, tools, finish, expect, error, delay, usage)`,
 		},
 		{
 			"tool problems",

@@ -58,9 +58,11 @@ func (r *Recorder) Name() string {
 // JSON or not; a finish call stays a tool call named finish.
 func turnOf(resp model.Response) Turn {
 	var t Turn
-	var text strings.Builder
+	var text, thinking strings.Builder
 	for _, b := range resp.Content {
 		switch b.Type {
+		case model.Thinking:
+			thinking.WriteString(b.Text)
 		case model.Text:
 			text.WriteString(b.Text)
 		case model.ToolUse:
@@ -68,7 +70,7 @@ func turnOf(resp model.Response) Turn {
 			t.Tools = append(t.Tools, ToolCall{Name: b.Name, RawArgs: &raw})
 		}
 	}
-	t.Text = text.String()
+	t.Text, t.Thinking = text.String(), thinking.String()
 	u := resp.Usage
 	t.Usage = &Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
 	return t
@@ -95,10 +97,11 @@ func WriteScript(w io.Writer, s Script) error {
 		CacheWriteTokens int64 `yaml:"cache_write_tokens,omitempty"`
 	}
 	type turn struct {
-		Text  string `yaml:"text,omitempty"`
-		Tools []tool `yaml:"tools,omitempty"`
-		Error string `yaml:"error,omitempty"`
-		Usage *usage `yaml:"usage,omitempty"`
+		Thinking string `yaml:"thinking,omitempty"`
+		Text     string `yaml:"text,omitempty"`
+		Tools    []tool `yaml:"tools,omitempty"`
+		Error    string `yaml:"error,omitempty"`
+		Usage    *usage `yaml:"usage,omitempty"`
 	}
 	out := struct {
 		Name  string `yaml:"name,omitempty"`
@@ -106,9 +109,9 @@ func WriteScript(w io.Writer, s Script) error {
 	}{Name: s.Name, Turns: []turn{}}
 	for i, t := range s.Turns {
 		if t.Finish != nil || len(t.Expect) > 0 || t.Delay != 0 {
-			return fmt.Errorf("scripted: turn %d: only recorded turns (text, tools with raw_args, error, usage) can be written", i+1)
+			return fmt.Errorf("scripted: turn %d: only recorded turns (thinking, text, tools with raw_args, error, usage) can be written", i+1)
 		}
-		o := turn{Text: t.Text, Error: t.Error}
+		o := turn{Thinking: t.Thinking, Text: t.Text, Error: t.Error}
 		for _, c := range t.Tools {
 			if c.RawArgs == nil {
 				return fmt.Errorf("scripted: turn %d: tool %s has no raw_args", i+1, c.Name)

@@ -17,7 +17,7 @@ import (
 func TestRecordRoundTrip(t *testing.T) {
 	bad := `{"a": 2,` // a model may send invalid JSON; the recording keeps it
 	orig := scripted.Script{Name: "orig", Turns: []scripted.Turn{
-		{Text: "Let me look: \"quoted\"\n and a second line", Tools: []scripted.ToolCall{{Name: "read_file", Args: map[string]string{"path": "a.txt"}}, {Name: "add", RawArgs: &bad}}},
+		{Thinking: "read a.txt first: é \"q\"\n", Text: "Let me look: \"quoted\"\n and a second line", Tools: []scripted.ToolCall{{Name: "read_file", Args: map[string]string{"path": "a.txt"}}, {Name: "add", RawArgs: &bad}}},
 		{Error: "overloaded: try again"},
 		{Text: "done", Finish: &scripted.Finish{Answer: "TOTAL: 1\n- x: 'y'", Confidence: new(0.8)}},
 		{Usage: &scripted.Usage{InputTokens: 120, OutputTokens: 7, CacheReadTokens: 3}},
@@ -39,6 +39,9 @@ func TestRecordRoundTrip(t *testing.T) {
 	}
 	rec := scripted.Record(inner)
 	want, wantErrs := play(rec)
+	if b := want[0].Content[0]; b.Type != model.Thinking || b.Text != orig.Turns[0].Thinking {
+		t.Fatalf("the first reply starts with %+v, want the turn's thinking", b)
+	}
 	if rec.Name() != "orig" {
 		t.Errorf("Name = %q, want the wrapped model's", rec.Name())
 	}

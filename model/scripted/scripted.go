@@ -41,9 +41,12 @@ type Script struct {
 // Turn is one recorded reply. See the package documentation for what each
 // field does.
 type Turn struct {
-	Text   string     // the model's prose; "" for none
-	Tools  []ToolCall // tool calls, in order
-	Finish *Finish    // a finish tool call after the tools; nil for none
+	// Thinking is the model's reasoning, as a model.Thinking block before
+	// everything else; "" for none.
+	Thinking string
+	Text     string     // the model's prose; "" for none
+	Tools    []ToolCall // tool calls, in order
+	Finish   *Finish    // a finish tool call after the tools; nil for none
 	// Expect lists strings the request's latest user message must contain.
 	Expect []string
 	// Error, if not "", makes Generate fail with a *TurnError carrying

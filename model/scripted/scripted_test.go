@@ -658,7 +658,7 @@ func TestNewErrors(t *testing.T) {
 	}}
 	want := "f.yaml:3: turn 1: tool 1: missing name\n" +
 		"f.yaml:3: turn 1: tool 1: args and raw_args are both set; use one\n" +
-		"f.yaml: turn 2: error cannot be combined with text, tools, finish or usage: an error turn has no reply\n" +
+		"f.yaml: turn 2: error cannot be combined with thinking, text, tools, finish or usage: an error turn has no reply\n" +
 		"f.yaml: turn 3: negative delay -1s\n" +
 		"f.yaml: turn 3: an empty expect string matches anything\n" +
 		"f.yaml: turn 4: finish: json: unsupported value: NaN\n" +
