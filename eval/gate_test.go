@@ -58,7 +58,7 @@ func flagged(t *testing.T, pairs int, lift float64, opts CompareOptions) Rate {
 	return NewRate(k, pairs)
 }
 
-// TestGateFalseAlarms runs the gate on A/A pairs (the same system twice,
+// TestGateFalseAlarms runs the gate on 100 A/A pairs (the same system twice,
 // 20 cases of 3 runs a side) and on A/B pairs whose candidate is worse by
 // 20 points: with Holm across metrics (and cases), the share of A/A pairs
 // flagged stays at or below α, and the power to see the real regression
@@ -67,7 +67,7 @@ func flagged(t *testing.T, pairs int, lift float64, opts CompareOptions) Rate {
 //
 //	go test ./eval -run TestGateFalseAlarms -v
 func TestGateFalseAlarms(t *testing.T) {
-	const pairs = 200
+	const pairs = 100
 	holm := CompareOptions{Holm: true, Ignore: []string{"wall time"}}
 	raw := CompareOptions{Ignore: []string{"wall time"}}
 	aaHolm, aaRaw := flagged(t, pairs, 0, holm), flagged(t, pairs, 0, raw)
