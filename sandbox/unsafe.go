@@ -20,13 +20,13 @@ type unsafeBackend struct{}
 func (b *unsafeBackend) name() string { return IsolationUnsafe }
 
 func (b *unsafeBackend) run(ctx context.Context, j *job) (exit, error) {
-	// No mounts here: a cache is a symlink to its host directory.
+	// No mounts here: a cache is a symlink to the run's view of it.
 	for _, c := range j.caches {
-		dst := j.ws.abs(c.Target)
+		dst := j.ws.abs(c.target)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return exit{}, err
 		}
-		if err := os.Symlink(c.Host, dst); err != nil {
+		if err := os.Symlink(c.src, dst); err != nil {
 			return exit{}, err
 		}
 	}
