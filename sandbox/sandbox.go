@@ -277,8 +277,12 @@ type Result struct {
 	//     name.*.so) in those directories, or in a PYTHONPATH directory of
 	//     Spec.Env inside the workspace, named like a mounted module, like
 	//     the module run by "-m name", or like pytest, _pytest, pluggy, py,
-	//     iniconfig, sitecustomize or usercustomize: it would be imported
-	//     instead of the real one;
+	//     iniconfig, sitecustomize or usercustomize, and, when Python runs
+	//     (the command is python or pytest, or a mounted file is *.py),
+	//     like a module of the standard library (sys.stdlib_module_names)
+	//     or one that importing pytest loads, as the python3 on the
+	//     default PATH names them: it would be imported instead of the
+	//     real one, the working directory being first on sys.path;
 	//   - a *_test.go that was not mounted and defines TestMain, in a
 	//     directory holding a mounted *_test.go.
 	// Candidate files given in Spec.Files are judged before the run, so a
@@ -552,10 +556,13 @@ type exit struct {
 	noCPU bool
 }
 
+// defaultPath is the command's PATH unless Spec.Env sets one.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
 // buildEnv returns the command's whole environment.
 func buildEnv(extra map[string]string, ws *workspace) ([]string, error) {
 	env := map[string]string{
-		"PATH": "/usr/local/bin:/usr/bin:/bin",
+		"PATH": defaultPath,
 		"HOME": ws.home,
 		"LANG": "C.UTF-8",
 	}

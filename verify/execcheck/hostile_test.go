@@ -98,6 +98,9 @@ func hostileVerdicts(t *testing.T) []hostileVerdict {
 			"forge-1.0.dist-info/METADATA":         "Metadata-Version: 2.1\nName: forge\nVersion: 1.0\n",
 			"forge-1.0.dist-info/entry_points.txt": "[pytest11]\nforge = forge\n",
 		}, where: "test_add"},
+		{name: "a module named like the standard library's pprint, which pytest imports lazily, registers a plugin (agent mode)", workspace: map[string]string{
+			"calc.py": wrongCalc, "pprint.py": hostile(t, "plugin_at_import.py"),
+		}, where: execcheck.Tampered, detail: []string{"pprint.py: shadows the tests: Python module pprint would be imported"}},
 		{name: "report replaced by a link to /dev/zero", answer: link,
 			where: execcheck.Tampered, detail: []string{"symbolic link"}},
 		{name: "report replaced by a link to /proc/self/fd/0", answer: strings.Replace(link, `"/dev/zero"`, `"/proc/self/fd/0"`, 1),
