@@ -292,6 +292,14 @@ type Result struct {
 	// recorded with inotify and reported even when removed before the end
 	// ("created during the run, then removed"). A file created and
 	// removed again deeper down is not seen.
+	//
+	// Under the unsafe backend a process of the command's process group
+	// still running when the command exited is tampering too
+	// ("processes: ..."; it is killed at once): a daemon that outlives the
+	// test runner could rewrite its report (one that called setsid leaves
+	// the group and is not seen). Under bwrap and namespaces nothing
+	// outlives the command: the init of its pid namespace (bwrap's, or the
+	// command itself) exits with it, and the kernel kills the rest.
 	Tampered []string
 	// Workspace is the host path of the workspace; it no longer exists
 	// after Run unless Spec.Keep was set. Inside the sandbox the workspace
@@ -518,6 +526,9 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 		res.Tampered = append(res.Tampered, "workspace: too many files created to watch them all; files created and removed again may have been missed")
 	}
 	res.Tampered = append(res.Tampered, pre...)
+	if ex.survivors {
+		res.Tampered = append(res.Tampered, "processes: still running when the command exited, and killed: one that outlives the test runner can rewrite what it reported")
+	}
 	sort.Strings(res.Tampered)
 	res.Tampered = slices.Compact(res.Tampered)
 	if ctx.Err() != nil {
@@ -554,6 +565,9 @@ type exit struct {
 	// the command (bwrap exits without waiting for its init).
 	cpu   time.Duration
 	noCPU bool
+	// survivors is set when processes of the sandbox were still running
+	// when the command exited (the backend then killed them).
+	survivors bool
 }
 
 // defaultPath is the command's PATH unless Spec.Env sets one.

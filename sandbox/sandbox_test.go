@@ -431,3 +431,27 @@ func TestExtraFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestSurvivors: under unsafe a process still running when the command
+// exits is tampering (and is killed); one the command waited for is not.
+// Under bwrap and namespaces nothing outlives the command: the kernel kills
+// its pid namespace with it.
+func TestSurvivors(t *testing.T) {
+	for _, backend := range []string{IsolationBwrap, IsolationNamespaces, IsolationUnsafe} {
+		t.Run(backend, func(t *testing.T) {
+			r := runnerFor(t, backend)
+			res := run(t, r, Spec{Command: []string{"sh", "-c", "sleep 30 & exit 0"}})
+			noSandboxProcs(t)
+			if res.Duration > 10*time.Second {
+				t.Errorf("a background sleep outlived the command by %s", res.Duration)
+			}
+			if survived := hasTampered(res, "processes: still running when the command exited"); survived != (backend == IsolationUnsafe) {
+				t.Errorf("a background sleep outliving the command: Tampered %q", res.Tampered)
+			}
+			res = run(t, r, Spec{Command: []string{"sh", "-c", "sleep 0.1 & wait"}})
+			if len(res.Tampered) != 0 {
+				t.Errorf("a background sleep the command waited for: Tampered %q", res.Tampered)
+			}
+		})
+	}
+}

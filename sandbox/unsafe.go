@@ -54,13 +54,15 @@ func (b *unsafeBackend) run(ctx context.Context, j *job) (exit, error) {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		err = <-done
 	}
-	// Whatever is left in the process group goes too.
+	// Whatever is left in the process group outlived the command, and
+	// goes too. (What left the group with setsid is not seen.)
+	survivors := !killed && syscall.Kill(-pgid, 0) == nil
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
 		return exit{}, fmt.Errorf("sandbox: waiting for the command: %w", err)
 	}
 	ex := decode(cmd.ProcessState, false)
-	ex.killed = killed
+	ex.killed, ex.survivors = killed, survivors
 	return ex, nil
 }
