@@ -71,7 +71,7 @@ func (b *bwrapBackend) args(j *job) []string {
 		a = append(a, "--bind", j.ws.reportDir, j.ws.reportDir)
 	}
 	for _, c := range j.caches {
-		a = append(a, "--bind", c.Host, j.ws.abs(c.Target))
+		a = append(a, "--bind", c.src, j.ws.abs(c.target))
 	}
 	if !j.ws.unsafe {
 		for _, m := range j.ws.mounts {

@@ -10,8 +10,9 @@ import (
 )
 
 // diskWatch enforces Limits.Disk where no tmpfs does: on the run directory
-// when the caller is not root, and on the caches (host directories that
-// persist, so only their growth during the run counts). Every interval it
+// when the caller is not root (a private copy of a cache included), and on
+// the caches a Cache.Fill run writes (host directories that persist, so
+// only their growth during the run counts). Every interval it
 // adds up what they hold and, past the limit, cancels the run, whose tree
 // the backend then kills.
 type diskWatch struct {

@@ -177,12 +177,12 @@ func buildRoot(newRoot string, j *job) error {
 		}
 	}
 	for _, c := range j.caches {
-		dst := in(j.ws.abs(c.Target))
+		dst := in(j.ws.abs(c.target))
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			return err
 		}
-		if err := syscall.Mount(c.Host, dst, "", syscall.MS_BIND, ""); err != nil {
-			return fmt.Errorf("binding cache %s: %w", c.Host, err)
+		if err := syscall.Mount(c.src, dst, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("binding cache %s: %w", c.src, err)
 		}
 	}
 	for _, m := range j.ws.mounts {

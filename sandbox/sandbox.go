@@ -47,8 +47,8 @@
 // O_NOFOLLOW below a directory opened with O_NOFOLLOW, checked with fstat
 // and read up to a size limit; the workspace is inspected with lstat,
 // O_NOFOLLOW|O_NONBLOCK and capped reads. Everything the run writes
-// (workspace, HOME, report) is capped in total by Limits.Disk and removed
-// with the run.
+// (workspace, HOME, report, its writes into Spec.Caches) is capped in
+// total by Limits.Disk and removed with the run.
 package sandbox
 
 import (
@@ -56,7 +56,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -105,11 +104,12 @@ type Limits struct {
 	Output int
 	// Disk caps, in bytes, everything the run keeps outside memory limits:
 	// the workspace, HOME, the report directory and the staged copies of
-	// the mounts. As root they all live on a tmpfs of this size (writes
-	// beyond it fail with ENOSPC and Result.DiskFull is set) and the host's
-	// disk is never written. Without root, and for what Spec.Caches grow
-	// by, the usage is polled every 100ms, from the first poll on, and the
-	// tree killed past the limit (Result.DiskFull), which a fast writer can
+	// the mounts, what it writes into Spec.Caches. As root they all live
+	// on a tmpfs of this size (writes beyond it fail with ENOSPC and
+	// Result.DiskFull is set) and the host's disk is never written.
+	// Without root, and for what a Cache.Fill run adds to a cache, the
+	// usage is polled every 100ms, from the first poll on, and the tree
+	// killed past the limit (Result.DiskFull), which a fast writer can
 	// overshoot by what it writes in two polls' time. The private /tmp is
 	// capped at Memory. Default 1 GiB.
 	Disk int64
@@ -188,12 +188,25 @@ type Spec struct {
 	// mount, which os.RemoveAll cannot take away); otherwise it is removed
 	// before Run returns.
 	Keep bool
-	// Caches are host directories mounted read-write into the workspace and
-	// kept across runs, such as a Go build cache. Unlike the tests they are
-	// not hashed: a candidate could write into one what a later candidate
-	// reads, so use them only for content-addressed caches whose entries a
-	// candidate gains nothing by forging, and never share one between
-	// mutually distrusting users.
+	// Caches are host directories shared by runs, such as a warm Go build
+	// cache. A run sees each at its Target as a directory it may write,
+	// but what it writes goes to a layer private to the run and discarded
+	// with it: no run changes the host directory, so nothing a candidate
+	// writes into a cache reaches a later run (a forged build output
+	// filed under a real key, say). Only a run with Cache.Fill, which
+	// runs no candidate code, writes the host directory itself.
+	//   - As root, on every backend, the host mounts an overlayfs for the
+	//     run: the cache's content is its read-only lower layer, its upper
+	//     layer is on the run's tmpfs (so it counts in Limits.Disk) and
+	//     both go with the run. Host is root's and 0700: no process of the
+	//     sandbox uid reaches the content on the host (the unsafe backend
+	//     sees the host's files).
+	//   - Without root there is no overlayfs: the run gets a private copy
+	//     of the content in its run directory, made before the command
+	//     starts (about half a second for a Go cache of 200 MiB). The
+	//     command runs as the caller's own uid, so under the unsafe
+	//     backend it can write Host, as it can write anything else of the
+	//     caller's.
 	Caches []Cache
 	// ExtraFiles are passed to the command as file descriptors 3, 4, ...
 	// (on every backend), e.g. one end of a socket pair through which the
@@ -204,14 +217,20 @@ type Spec struct {
 	Stdin []byte
 }
 
-// Cache is one persistent read-write directory; see Spec.Caches.
+// Cache is one shared directory; see Spec.Caches.
 type Cache struct {
 	// Host is the directory on the host; it is created if missing and
-	// handed to the sandbox uid, which must be able to reach it (not under
-	// a 0700 home or temp directory).
+	// made 0700 (as root, root's). The content is kept in Host/layer-UID,
+	// owned by the sandbox uid: each uid has its own, since the files a
+	// run adds to the content's directories must be its own.
 	Host string
 	// Target is where it appears, relative to the workspace.
 	Target string
+	// Fill mounts the content itself, read-write, so that what this run
+	// writes is kept for later runs. Only for a trusted command that runs
+	// no candidate code and reads no candidate file (warming the cache,
+	// as sandbox/gocache does); never together with candidate files.
+	Fill bool
 }
 
 // Isolation levels, as reported in Result.Isolation.
@@ -260,8 +279,12 @@ type Result struct {
 	//     name.*.so) in those directories, or in a PYTHONPATH directory of
 	//     Spec.Env inside the workspace, named like a mounted module, like
 	//     the module run by "-m name", or like pytest, _pytest, pluggy, py,
-	//     iniconfig, sitecustomize or usercustomize: it would be imported
-	//     instead of the real one;
+	//     iniconfig, sitecustomize or usercustomize, and, when Python runs
+	//     (the command is python or pytest, or a mounted file is *.py),
+	//     like a module of the standard library (sys.stdlib_module_names)
+	//     or one that importing pytest loads, as the python3 on the
+	//     default PATH names them: it would be imported instead of the
+	//     real one, the working directory being first on sys.path;
 	//   - a *_test.go that was not mounted and defines TestMain, in a
 	//     directory holding a mounted *_test.go.
 	// Candidate files given in Spec.Files are judged before the run, so a
@@ -271,6 +294,14 @@ type Result struct {
 	// recorded with inotify and reported even when removed before the end
 	// ("created during the run, then removed"). A file created and
 	// removed again deeper down is not seen.
+	//
+	// Under the unsafe backend a process of the command's process group
+	// still running when the command exited is tampering too
+	// ("processes: ..."; it is killed at once): a daemon that outlives the
+	// test runner could rewrite its report (one that called setsid leaves
+	// the group and is not seen). Under bwrap and namespaces nothing
+	// outlives the command: the init of its pid namespace (bwrap's, or the
+	// command itself) exits with it, and the kernel kills the rest.
 	Tampered []string
 	// Workspace is the host path of the workspace; it no longer exists
 	// after Run unless Spec.Keep was set. Inside the sandbox the workspace
@@ -438,7 +469,8 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 			argv[i] = strings.ReplaceAll(argv[i], "${REPORT}", ws.reportPath)
 		}
 	}
-	if err := prepareCaches(s.Caches, r.ids); err != nil {
+	caches, err := ws.bindCaches(s.Caches)
+	if err != nil {
 		return res, err
 	}
 	stdout, stderr := newCapture(lim.Output), newCapture(lim.Output)
@@ -450,7 +482,7 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 		ids:    r.ids,
 		stdout: stdout,
 		stderr: stderr,
-		caches: s.Caches,
+		caches: caches,
 		extra:  s.ExtraFiles,
 		stdin:  s.Stdin,
 	}
@@ -464,7 +496,9 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	j.wallCtx = wctx
 	var unbounded []string // what no tmpfs bounds
 	for _, c := range s.Caches {
-		unbounded = append(unbounded, c.Host)
+		if c.Fill {
+			unbounded = append(unbounded, c.Host)
+		}
 	}
 	if !ws.tmpfs {
 		unbounded = append(unbounded, ws.run)
@@ -495,6 +529,9 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 		res.Tampered = append(res.Tampered, "workspace: too many files created to watch them all; files created and removed again may have been missed")
 	}
 	res.Tampered = append(res.Tampered, pre...)
+	if ex.survivors {
+		res.Tampered = append(res.Tampered, "processes: still running when the command exited, and killed: one that outlives the test runner can rewrite what it reported")
+	}
 	sort.Strings(res.Tampered)
 	res.Tampered = slices.Compact(res.Tampered)
 	if ctx.Err() != nil {
@@ -512,7 +549,7 @@ type job struct {
 	ids    ids
 	stdout *capture
 	stderr *capture
-	caches []Cache
+	caches []boundCache
 	extra  []*os.File // fds 3, 4, ... of the command
 	stdin  []byte     // nil: /dev/null
 	// wallCtx is done when the wall timeout expires or the caller gives
@@ -532,12 +569,18 @@ type exit struct {
 	// the command (bwrap exits without waiting for its init).
 	cpu   time.Duration
 	noCPU bool
+	// survivors is set when processes of the sandbox were still running
+	// when the command exited (the backend then killed them).
+	survivors bool
 }
+
+// defaultPath is the command's PATH unless Spec.Env sets one.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 
 // buildEnv returns the command's whole environment.
 func buildEnv(extra map[string]string, ws *workspace) ([]string, error) {
 	env := map[string]string{
-		"PATH": "/usr/local/bin:/usr/bin:/bin",
+		"PATH": defaultPath,
 		"HOME": ws.home,
 		"LANG": "C.UTF-8",
 	}
@@ -560,31 +603,4 @@ func buildEnv(extra map[string]string, ws *workspace) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// prepareCaches creates each cache's host directory, owned by the sandbox
-// uid, and checks its target.
-func prepareCaches(caches []Cache, id ids) error {
-	for _, c := range caches {
-		t := filepath.ToSlash(filepath.Clean(c.Target))
-		if c.Target == "" || filepath.IsAbs(c.Target) || t == "." || strings.HasPrefix(t, "../") || t == ".." {
-			return fmt.Errorf("sandbox: cache target %q must be a path inside the workspace", c.Target)
-		}
-		if !filepath.IsAbs(c.Host) {
-			return fmt.Errorf("sandbox: cache %q must be an absolute host path", c.Host)
-		}
-		if err := os.MkdirAll(c.Host, 0o700); err != nil {
-			return fmt.Errorf("sandbox: cache: %w", err)
-		}
-		// A shared temp dir could hold a planted symlink by that name.
-		if fi, err := os.Lstat(c.Host); err != nil || !fi.IsDir() {
-			return fmt.Errorf("sandbox: cache %s is not a plain directory", c.Host)
-		}
-		if id.root {
-			if err := os.Chown(c.Host, id.uid, id.gid); err != nil {
-				return fmt.Errorf("sandbox: cache: %w", err)
-			}
-		}
-	}
-	return nil
 }

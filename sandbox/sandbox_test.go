@@ -215,6 +215,8 @@ func TestShadowRules(t *testing.T) {
 		files   map[string][]byte
 		env     map[string]string
 		command []string
+		mounts  []Mount  // testMount unless set
+		python  bool     // the host's python3 names the standard library
 		want    []string // prefixes of Tampered entries
 	}{
 		{name: "clean", files: map[string][]byte{"solution.py": nil, "pkg/__init__.py": nil, "pkg/conf.py": nil, "setup.cfg": []byte("[metadata]\n")}},
@@ -228,6 +230,8 @@ func TestShadowRules(t *testing.T) {
 		{name: "module named like the test", files: map[string][]byte{"test_sample.py": nil}, want: []string{"test_sample.py: shadows"}},
 		{name: "package named like pytest", files: map[string][]byte{"pytest/__init__.py": nil}, want: []string{"pytest: shadows"}},
 		{name: "-m module", files: map[string][]byte{"unittest.py": nil}, command: []string{"python3", "-m", "unittest"}, want: []string{"unittest.py: shadows"}},
+		{name: "module named like one of the standard library", python: true, files: map[string][]byte{"pprint.py": nil, "tests/argparse.py": nil}, want: []string{"pprint.py: shadows", "tests/argparse.py: shadows"}},
+		{name: "standard library names outside Python runs", files: map[string][]byte{"pprint.py": nil}, command: []string{"sh"}, mounts: []Mount{}},
 		{name: "sitecustomize", files: map[string][]byte{"sitecustomize.py": nil}, want: []string{"sitecustomize.py: shadows"}},
 		{name: "PYTHONPATH dir", files: map[string][]byte{"lib/pluggy.py": nil}, env: map[string]string{"PYTHONPATH": "lib"}, want: []string{"lib/pluggy.py: shadows"}},
 		{name: "not on the path", files: map[string][]byte{"lib/pluggy.py": nil}},
@@ -239,7 +243,14 @@ func TestShadowRules(t *testing.T) {
 			if cmd == nil {
 				cmd = []string{"true"}
 			}
-			res := run(t, r, Spec{Files: c.files, Env: c.env, Mounts: []Mount{testMount}, Command: cmd})
+			if c.python {
+				needPython(t)
+			}
+			mounts := c.mounts
+			if mounts == nil {
+				mounts = []Mount{testMount}
+			}
+			res := run(t, r, Spec{Files: c.files, Env: c.env, Mounts: mounts, Command: cmd})
 			if len(res.Tampered) != len(c.want) {
 				t.Fatalf("Tampered = %q, want entries starting with %q", res.Tampered, c.want)
 			}
@@ -434,6 +445,30 @@ func TestStdin(t *testing.T) {
 			res = run(t, r, Spec{Command: []string{"sh", "-c", "cat; echo end"}})
 			if string(res.Stdout) != "end\n" {
 				t.Errorf("without stdin: stdout %q, stderr %q", res.Stdout, res.Stderr)
+			}
+		})
+	}
+}
+
+// TestSurvivors: under unsafe a process still running when the command
+// exits is tampering (and is killed); one the command waited for is not.
+// Under bwrap and namespaces nothing outlives the command: the kernel kills
+// its pid namespace with it.
+func TestSurvivors(t *testing.T) {
+	for _, backend := range []string{IsolationBwrap, IsolationNamespaces, IsolationUnsafe} {
+		t.Run(backend, func(t *testing.T) {
+			r := runnerFor(t, backend)
+			res := run(t, r, Spec{Command: []string{"sh", "-c", "sleep 30 & exit 0"}})
+			noSandboxProcs(t)
+			if res.Duration > 10*time.Second {
+				t.Errorf("a background sleep outlived the command by %s", res.Duration)
+			}
+			if survived := hasTampered(res, "processes: still running when the command exited"); survived != (backend == IsolationUnsafe) {
+				t.Errorf("a background sleep outliving the command: Tampered %q", res.Tampered)
+			}
+			res = run(t, r, Spec{Command: []string{"sh", "-c", "sleep 0.1 & wait"}})
+			if len(res.Tampered) != 0 {
+				t.Errorf("a background sleep the command waited for: Tampered %q", res.Tampered)
 			}
 		})
 	}

@@ -2,18 +2,58 @@ package sandbox
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // runnerModules are modules that a workspace file must not replace: the
 // test runner and the interpreter's startup hooks.
 var runnerModules = []string{"pytest", "_pytest", "pluggy", "py", "iniconfig", "sitecustomize", "usercustomize"}
+
+// pythonModules are the top-level modules that a Python run imports from
+// wherever sys.path finds them first: the standard library's
+// (sys.stdlib_module_names) and every module loaded by importing pytest,
+// as the python3 on the sandbox's default PATH reports them. It is asked
+// once; without a python3 there are none.
+var pythonModules = sync.OnceValue(func() []string {
+	for _, dir := range filepath.SplitList(defaultPath) {
+		python := filepath.Join(dir, "python3")
+		if _, err := os.Stat(python); err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, python, "-I", "-c", listModules).Output()
+		if err != nil {
+			return nil
+		}
+		return strings.Fields(string(out))
+	}
+	return nil
+})
+
+// listModules prints the module names of pythonModules. __main__ is always
+// loaded already, never imported from a file.
+const listModules = `import sys
+names = set(sys.stdlib_module_names)
+try:
+    import pytest
+    names.update(m.partition(".")[0] for m in sys.modules)
+except ImportError:
+    pass
+names.discard("__main__")
+print("\n".join(sorted(names)))
+`
 
 // pytestConfigs maps a configuration file name to the text that makes it a
 // pytest configuration ("" means always).
@@ -68,6 +108,16 @@ func (w *workspace) shadowRules(s Spec) *shadowRules {
 	}
 	for _, m := range runnerModules {
 		r.modules[m] = true
+	}
+	// Python runs when the command is Python or the tests are.
+	python := len(s.Command) > 0 && pythonCommand.MatchString(filepath.Base(s.Command[0]))
+	for p := range r.mounted {
+		python = python || strings.HasSuffix(p, ".py")
+	}
+	if python {
+		for _, m := range pythonModules() {
+			r.modules[m] = true
+		}
 	}
 	for i, a := range s.Command {
 		if a == "-m" && i+1 < len(s.Command) {
@@ -206,3 +256,6 @@ func fileContains(p, s string) bool {
 	data, _ := io.ReadAll(io.LimitReader(f, 1<<20))
 	return bytes.Contains(data, []byte(s))
 }
+
+// pythonCommand matches a Python interpreter or pytest run as a command.
+var pythonCommand = regexp.MustCompile(`^(python[0-9.]*|pytest)$`)

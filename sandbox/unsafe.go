@@ -20,13 +20,13 @@ type unsafeBackend struct{}
 func (b *unsafeBackend) name() string { return IsolationUnsafe }
 
 func (b *unsafeBackend) run(ctx context.Context, j *job) (exit, error) {
-	// No mounts here: a cache is a symlink to its host directory.
+	// No mounts here: a cache is a symlink to the run's view of it.
 	for _, c := range j.caches {
-		dst := j.ws.abs(c.Target)
+		dst := j.ws.abs(c.target)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return exit{}, err
 		}
-		if err := os.Symlink(c.Host, dst); err != nil {
+		if err := os.Symlink(c.src, dst); err != nil {
 			return exit{}, err
 		}
 	}
@@ -54,13 +54,15 @@ func (b *unsafeBackend) run(ctx context.Context, j *job) (exit, error) {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		err = <-done
 	}
-	// Whatever is left in the process group goes too.
+	// Whatever is left in the process group outlived the command, and
+	// goes too. (What left the group with setsid is not seen.)
+	survivors := !killed && syscall.Kill(-pgid, 0) == nil
 	syscall.Kill(-pgid, syscall.SIGKILL)
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) && !errors.Is(err, exec.ErrWaitDelay) {
 		return exit{}, fmt.Errorf("sandbox: waiting for the command: %w", err)
 	}
 	ex := decode(cmd.ProcessState, false)
-	ex.killed = killed
+	ex.killed, ex.survivors = killed, survivors
 	return ex, nil
 }

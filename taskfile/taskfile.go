@@ -258,6 +258,8 @@ type parser struct {
 	// judged are the exec checks that ask for judge isolation, checked
 	// against the mode and artifact once the whole file is read.
 	judged []judgedCheck
+	// testNodes locate each exec check's tests, in the order of its Tests.
+	testNodes map[*ExecSpec][]*yaml.Node
 }
 
 type judgedCheck struct {
@@ -396,6 +398,7 @@ func (p *parser) top(n *yaml.Node) {
 		p.checkSubagents()
 	}
 	p.checkStrengthFields()
+	p.checkHoldouts()
 	for _, j := range p.judged {
 		artifact := p.f.Artifact
 		if p.f.Mode != "generate" {
@@ -405,6 +408,40 @@ func (p *parser) top(n *yaml.Node) {
 			p.errorf(j.node, "exec.isolation: %v", err)
 		}
 	}
+}
+
+// checkHoldouts reports each holdout test inside the agent's workspace,
+// where read_file, grep and run_command would show it to the agent (in
+// generate mode there are no tools). Links are resolved first, so a path
+// that leads into the workspace through one counts as inside.
+func (p *parser) checkHoldouts() {
+	if p.f.Mode == "generate" {
+		return
+	}
+	checks := p.f.Checks
+	if p.f.Subagents != nil {
+		checks = append(slices.Clip(checks), p.f.Subagents.Checks...)
+	}
+	ws := resolveLinks(p.f.Workspace)
+	for _, c := range checks {
+		if c.Exec == nil || c.Tier != verify.Holdout {
+			continue
+		}
+		for i, path := range c.Exec.Tests {
+			if rel, err := filepath.Rel(ws, resolveLinks(path)); path != "" && err == nil && filepath.IsLocal(rel) {
+				p.errorf(p.testNodes[c.Exec][i], "exec.tests: holdout test %s is inside the agent's workspace %s, where read_file, grep and run_command would show it to the agent: keep holdout tests outside the workspace", path, p.f.Workspace)
+			}
+		}
+	}
+}
+
+// resolveLinks is path with its links resolved, or path when that fails
+// (it does not exist yet).
+func resolveLinks(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
 }
 
 func (p *parser) permissions(n *yaml.Node) {
@@ -901,6 +938,10 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 			case "tests":
 				for _, item := range p.nodes(n, "exec.tests") {
 					e.Tests = append(e.Tests, p.path(item, "exec.tests"))
+					if p.testNodes == nil {
+						p.testNodes = map[*ExecSpec][]*yaml.Node{}
+					}
+					p.testNodes[e] = append(p.testNodes[e], item)
 				}
 			case "copy":
 				e.Copy = p.strList(n, "exec.copy")

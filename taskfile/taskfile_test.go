@@ -798,3 +798,54 @@ func TestParseOutputSchema(t *testing.T) {
 		t.Errorf("a remote ref: %v", err)
 	}
 }
+
+// TestHoldoutTestsOutsideWorkspace: in agent mode a holdout test inside
+// the workspace (where the agent's tools would show it) is a problem at
+// its line, also when a link leads there; outside it, or in generate
+// mode, it is fine.
+func TestHoldoutTestsOutsideWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"ws/sub", "hold"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"hold/h_test.go", "hold/h2_test.go", "h2_test.go", "ws/sub/h_test.go"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("package h\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "ws", "sub"), filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	const testsLine = 7 // without head
+	task := func(head, tests string) string {
+		return "goal: g\n" + head + "checks:\n  - equals: a\n  - exec:\n      command: [go, test, -json, ./...]\n      format: go\n      tests: [" + tests + "]\n    tier: holdout\n"
+	}
+	for _, tc := range []struct {
+		name, data string
+		problem    bool
+	}{
+		{"in the default workspace, the task's directory", task("", "h2_test.go"), true},
+		{"in the workspace", task("workspace: ws\n", "hold/h_test.go, ws/sub/h_test.go"), true},
+		{"the workspace itself", task("workspace: ws\n", "hold/h_test.go, ws"), true},
+		{"through a link into the workspace", task("workspace: ws\n", "hold/h_test.go, link"), true},
+		{"outside the workspace", task("workspace: ws\n", "hold/h_test.go, hold/h2_test.go"), false},
+		{"generate mode has no tools", task("mode: generate\nartifact: a.go\n", "hold/h_test.go, h2_test.go"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := taskfile.Parse([]byte(tc.data), filepath.Join(dir, "task.yaml"))
+			if !tc.problem {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			line := testsLine + strings.Count(tc.data, "\n") - strings.Count(task("", ""), "\n")
+			ps := problems(t, err)
+			if len(ps) != 1 || ps[0].Line != line || !strings.Contains(ps[0].Msg, "holdout test") || !strings.Contains(ps[0].Msg, "inside the agent's workspace") {
+				t.Errorf("problems %v, want one at line %d about the holdout test inside the workspace", err, line)
+			}
+		})
+	}
+}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/sandbox/gocache"
 	"github.com/ratchetloop/ratchet/tool"
 )
 
@@ -69,16 +70,14 @@ type Config struct {
 	Limits sandbox.Limits
 	// MaxTimeout is the most a call may ask for (default DefaultMaxTimeout).
 	MaxTimeout time.Duration
-	// GoCache is the host directory kept as the Go build cache (default:
-	// ratchet-sandbox-go-build-UID in the temp dir, as exec checks use).
+	// GoCache is the host directory of the Go build cache (default:
+	// gocache.DefaultDir(), as exec checks use). It is warmed before the
+	// first command that gets it (gocache.Warm) and read-only to every
+	// command: what one writes there is discarded with its run.
 	GoCache string
 	// Secrets are replaced by [redacted] in what the command prints.
 	Secrets *redact.Redactor
 }
-
-// goCacheTarget is where the Go build cache appears in the sandbox's
-// workspace; it is never carried back.
-const goCacheTarget = ".gocache"
 
 // maxShown bounds each of stdout and stderr in a result, so that both fit
 // within the executor's default output cap (16 KiB, 200 lines).
@@ -127,7 +126,7 @@ func New(cfg Config) (tool.Tool, error) {
 		cfg.Limits.Procs = defaultProcs
 	}
 	if cfg.GoCache == "" {
-		cfg.GoCache = filepath.Join(os.TempDir(), fmt.Sprintf("ratchet-sandbox-go-build-%d", os.Getuid()))
+		cfg.GoCache = gocache.DefaultDir()
 	}
 	cfg.Env = environment(cfg.Env)
 	cfg.Tests = slices.Clone(cfg.Tests)
@@ -227,6 +226,12 @@ func (r *runCommand) run(ctx context.Context, line string, timeout limit) (strin
 	if len(runner.env) > 0 {
 		env = withDefaults(runner.env, env)
 	}
+	caches := r.caches(line, before)
+	if caches != nil {
+		if err := gocache.Warm(ctx, r.cfg.Runner, r.cfg.GoCache, "go", env, lim); err != nil {
+			return "", fmt.Errorf("the sandbox could not run the command: %w", err)
+		}
+	}
 	out, err := r.cfg.Runner.Run(ctx, sandbox.Spec{
 		Files:      before.files,
 		Executable: before.executable(),
@@ -236,7 +241,7 @@ func (r *runCommand) run(ctx context.Context, line string, timeout limit) (strin
 		Limits:     lim,
 		Keep:       true,
 		Report:     runner.report,
-		Caches:     r.caches(line, before),
+		Caches:     caches,
 	})
 	if out.Workspace != "" {
 		defer sandbox.Remove(out.Workspace)
@@ -257,16 +262,15 @@ var goWord = regexp.MustCompile(`(^|[\s/;&|(` + "`" + `])go(\s|$)`)
 
 // caches mounts the Go build cache for a Go project (a go.mod or go.work
 // at the workspace root: its scripts and makefiles run go too) and for a
-// command line that runs go. Elsewhere it is left out: the sandbox
-// measures a cache's size while the command runs, a walk that costs a few
-// milliseconds of CPU per run.
+// command line that runs go. Elsewhere it is left out: its first use
+// warms it, and each use costs a mount (without root, a copy of it).
 func (r *runCommand) caches(line string, ws *state) []sandbox.Cache {
 	_, mod := ws.files["go.mod"]
 	_, work := ws.files["go.work"]
 	if !mod && !work && !goWord.MatchString(line) {
 		return nil
 	}
-	return []sandbox.Cache{{Host: r.cfg.GoCache, Target: goCacheTarget}}
+	return []sandbox.Cache{gocache.Cache(r.cfg.GoCache)}
 }
 
 // environment adds to env what commands need in a sandbox without network
@@ -276,7 +280,7 @@ func (r *runCommand) caches(line string, ws *state) []sandbox.Cache {
 func environment(env map[string]string) map[string]string {
 	out := withDefaults(env, map[string]string{
 		"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false",
-		"GOCACHE": "${WORKSPACE}/" + goCacheTarget, "GOTELEMETRY": "off", "GOENV": "off",
+		"GOCACHE": "${WORKSPACE}/" + gocache.Target, "GOTELEMETRY": "off", "GOENV": "off",
 		"PYTHONDONTWRITEBYTECODE": "1",
 	})
 	if out["PATH"] == "" {

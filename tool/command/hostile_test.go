@@ -16,7 +16,10 @@ import (
 	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/sandbox/gocache"
 	"github.com/ratchetloop/ratchet/tool/command"
+	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/execcheck"
 )
 
 // hostileDir holds the sandbox's hostile candidates, run here through
@@ -252,5 +255,68 @@ func want(t *testing.T, out string, subs ...string) {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
+	}
+}
+
+// TestHostileGoCachePoison: an agent's command compiles a testing package
+// in which no test fails and files it in the Go build cache under the
+// real package's action ID (in its own run, a failing test then passes).
+// A later exec check does not see it: a wrong candidate still fails. The cache is a copy of the default one, so that
+// nothing here can poison what other tests use.
+//
+//	go test ./tool/command -run TestHostileGoCachePoison -v -count=1
+func TestHostileGoCachePoison(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "go")
+	}
+	script, err := os.ReadFile(filepath.Join(hostileDir, "poison_gocache.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(os.TempDir(), fmt.Sprintf("ratchet-go-cache-poison-test-%d", os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(cache) })
+	if err := os.Mkdir(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(gocache.DefaultDir()); err == nil {
+		if out, err := exec.Command("cp", "-a", gocache.DefaultDir()+"/.", cache).CombinedOutput(); err != nil {
+			t.Fatalf("copying the Go build cache: %v: %s", err, out)
+		}
+	}
+	testSrc := "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"Add(2, 3) != 5\")\n\t}\n}\n"
+	dir := workspace(t, map[string]string{
+		"go.mod":       "module example.com/calc\n\ngo 1.22\n",
+		"calc.go":      "package calc\n\nfunc Add(a, b int) int { return 0 }\n",
+		"calc_test.go": testSrc,
+		"poison.sh":    string(script),
+	})
+	tl := newTool(t, command.Config{Workspace: dir, GoCache: cache})
+	r := call(t, context.Background(), tl, cmd{Command: "sh poison.sh", Timeout: 300})
+	want(t, r.Output, "poison works")
+
+	tests := filepath.Join(t.TempDir(), "calc_test.go")
+	if err := os.WriteFile(tests, []byte(testSrc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mod := filepath.Join(t.TempDir(), "go.mod")
+	if err := os.WriteFile(mod, []byte("module example.com/calc\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := execcheck.New(execcheck.Config{
+		Runner: sandboxRunner(t), Format: "go", Workspace: dir, Copy: []string{"calc.go"}, GoCache: cache,
+		Command: []string{goBin, "test", "-json", "."},
+		Tests:   []sandbox.Mount{{Source: tests, Target: "calc_test.go"}, {Source: mod, Target: "go.mod"}},
+		Limits:  sandbox.Limits{Wall: 2 * time.Minute, CPU: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Check(context.Background(), verify.Candidate{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OK || got.Where != "TestAdd" {
+		t.Errorf("after the poisoning, the wrong workspace got ok=%v where=%q, want a failure at TestAdd:\n%s", got.OK, got.Where, got.Detail)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/ratchetloop/ratchet/sandbox/gocache"
 )
 
 const (
@@ -345,7 +347,7 @@ func unwrapPath(err error) error {
 type reserved struct{ paths map[string]bool }
 
 func newReserved(tests []string) *reserved {
-	r := &reserved{paths: map[string]bool{goCacheTarget: true, ".git": true}}
+	r := &reserved{paths: map[string]bool{gocache.Target: true, ".git": true}}
 	for _, t := range tests {
 		r.paths[t] = true
 		if strings.HasSuffix(t, ".py") {

@@ -23,8 +23,10 @@
 // or which lacks it, or an exit status 0 beside its failure, is the verdict
 // Tampered, as is a changed, removed or shadowed test file, and a report
 // that is a link or not a regular file. Python starts with -E -s, without
-// PYTHON* variables and without plugin autoloading; HOME is an empty
-// directory outside the workspace.
+// PYTHON* variables, without plugin autoloading and without pytest's
+// cache; HOME is an empty directory outside the workspace, fresh for each
+// run. The Go build cache, the one thing runs share, is read-only to each
+// (package sandbox/gocache).
 //
 // In judge isolation (Config.Isolation, the default for pytest checks of a
 // generate-mode module) the candidate runs in a sandbox of its own and the
@@ -50,6 +52,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/sandbox/gocache"
 	"github.com/ratchetloop/ratchet/verify"
 	"github.com/ratchetloop/ratchet/verify/judge"
 	"github.com/ratchetloop/ratchet/verify/testreport"
@@ -92,14 +95,13 @@ type Config struct {
 	// CallTimeout bounds each call the tests make into the candidate in
 	// judge isolation (default 10s).
 	CallTimeout time.Duration
-	// GoCache is the host directory kept as the Go build cache of format go
-	// checks (default: ratchet-sandbox-go-build-UID in the temp dir).
-	// Without it every check would rebuild the standard library. It is
-	// shared by the runs of one user; see sandbox.Spec.Caches.
+	// GoCache is the host directory of the Go build cache of format go
+	// checks (default: gocache.DefaultDir()). Without it every check would
+	// rebuild the standard library. It is warmed before the first check
+	// (gocache.Warm) and read-only to every check: what one writes is
+	// discarded with its run (see sandbox.Spec.Caches).
 	GoCache string
 }
-
-const goCacheTarget = ".gocache"
 
 // Isolations, as Config.Isolation and Verdict.Isolation name them.
 const (
@@ -201,7 +203,7 @@ func New(cfg Config) (verify.Verifier, error) {
 		// and the toolchain is the host's.
 		cfg.Env = withDefaults(cfg.Env, map[string]string{
 			"GOPROXY": "off", "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false",
-			"GOCACHE": "${WORKSPACE}/" + goCacheTarget, "GOTELEMETRY": "off", "GOENV": "off",
+			"GOCACHE": "${WORKSPACE}/" + gocache.Target, "GOTELEMETRY": "off", "GOENV": "off",
 		})
 		if root := goroot(cfg.Command[0], cfg.Env["PATH"]); root != "" {
 			// The go command finds its GOROOT through /proc/self/exe,
@@ -209,9 +211,7 @@ func New(cfg Config) (verify.Verifier, error) {
 			cfg.Env = withDefaults(cfg.Env, map[string]string{"GOROOT": root})
 		}
 		if cfg.GoCache == "" {
-			// Not under the home directory, which the sandbox uid usually
-			// cannot enter.
-			cfg.GoCache = filepath.Join(os.TempDir(), fmt.Sprintf("ratchet-sandbox-go-build-%d", os.Getuid()))
+			cfg.GoCache = gocache.DefaultDir()
 		}
 		if cfg.Limits.Memory == 0 {
 			// The memory limit is on address space (RLIMIT_AS), and the Go
@@ -291,6 +291,9 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if c.cfg.Artifact != "" {
 		files[c.cfg.Artifact] = []byte(cand.Answer)
 	}
+	if err := c.warm(ctx); err != nil {
+		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
+	}
 	limits := c.cfg.Limits
 	if d, ok := ctx.Deadline(); ok {
 		if left := time.Until(d); limits.Wall == 0 || left < limits.Wall {
@@ -337,8 +340,9 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if c.cfg.Format == "pytest" {
 		// The report goes where only the sandbox knows, outside the
 		// workspace; a collection error must not keep the sentinel from
-		// running.
-		cmd = append(cmd, "--junitxml=${REPORT}", "--continue-on-collection-errors")
+		// running; .pytest_cache, which an agent's workspace may carry,
+		// is neither read nor written.
+		cmd = append(cmd, "--junitxml=${REPORT}", "--continue-on-collection-errors", "-p", "no:cacheprovider")
 	}
 	cmd = append(cmd, p.args...)
 	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
@@ -414,10 +418,23 @@ func (c *checker) python() string {
 }
 
 func (c *checker) caches() []sandbox.Cache {
-	if c.cfg.Format != "go" || c.cfg.GoCache == "" {
+	if c.cfg.Format != "go" {
 		return nil
 	}
-	return []sandbox.Cache{{Host: c.cfg.GoCache, Target: goCacheTarget}}
+	return []sandbox.Cache{gocache.Cache(c.cfg.GoCache)}
+}
+
+// warm fills the Go build cache of a format go check, with the check's
+// go command and environment, before its first run.
+func (c *checker) warm(ctx context.Context) error {
+	if c.cfg.Format != "go" {
+		return nil
+	}
+	goCmd := c.cfg.Command[0]
+	if filepath.Base(goCmd) != "go" {
+		goCmd = "go" // a shell or script that runs go
+	}
+	return gocache.Warm(ctx, c.cfg.Runner, c.cfg.GoCache, goCmd, c.cfg.Env, c.cfg.Limits)
 }
 
 // Tampered is the Where of a verdict whose evidence was tampered with: the

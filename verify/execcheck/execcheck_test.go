@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -212,5 +213,31 @@ func TestIOCases(t *testing.T) {
 		if _, err := execcheck.New(cfg); err == nil {
 			t.Errorf("%+v: no error", cfg)
 		}
+	}
+}
+
+// TestGoWarmUpFailure: a limit that keeps the go command from warming the
+// build cache is an error of the check naming the step and the limit, not
+// a verdict against the candidate.
+func TestGoWarmUpFailure(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "the go command")
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("ratchet-go-cache-warm-test-%d", os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	v, err := execcheck.New(execcheck.Config{
+		Runner: runner(t), Format: "go", Artifact: "calc.go", GoCache: dir,
+		Command: []string{goBin, "test", "-json", "."},
+		// The Go runtime cannot even reserve its heap in 64 MiB of
+		// address space.
+		Limits: sandbox.Limits{Memory: 64 << 20},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Check(context.Background(), verify.Candidate{Answer: "package calc\n"})
+	if err == nil || !strings.Contains(err.Error(), "warming the Go build cache") || !strings.Contains(err.Error(), "`go build std`") || !strings.Contains(err.Error(), "address-space limit is 64 MiB") {
+		t.Errorf("err = %v, verdict %+v; want the warm-up's failure, naming the step and the limit", err, got)
 	}
 }

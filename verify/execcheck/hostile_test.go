@@ -6,12 +6,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ratchetloop/ratchet/internal/testenv"
 	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/sandbox/gocache"
 	"github.com/ratchetloop/ratchet/verify"
 	"github.com/ratchetloop/ratchet/verify/execcheck"
 )
@@ -24,7 +26,7 @@ func backendRunner(t *testing.T, backend string) sandbox.Runner {
 	if backend == sandbox.IsolationNamespaces && os.Geteuid() != 0 {
 		testenv.Missing(t, "root, for the namespaces backend")
 	}
-	r, err := sandbox.New(sandbox.Config{Backend: backend})
+	r, err := sandbox.New(sandbox.Config{Backend: backend, AllowUnsafe: backend == sandbox.IsolationUnsafe})
 	if err != nil {
 		testenv.Missing(t, fmt.Sprintf("backend %s: %v (./test.sh installs bubblewrap)", backend, err))
 	}
@@ -105,6 +107,9 @@ func hostileVerdicts(t *testing.T) []hostileVerdict {
 			"forge-1.0.dist-info/METADATA":         "Metadata-Version: 2.1\nName: forge\nVersion: 1.0\n",
 			"forge-1.0.dist-info/entry_points.txt": "[pytest11]\nforge = forge\n",
 		}, where: "test_add"},
+		{name: "a module named like the standard library's pprint, which pytest imports lazily, registers a plugin (agent mode)", workspace: map[string]string{
+			"calc.py": wrongCalc, "pprint.py": hostile(t, "plugin_at_import.py"),
+		}, where: execcheck.Tampered, detail: []string{"pprint.py: shadows the tests: Python module pprint would be imported"}},
 		{name: "report replaced by a link to /dev/zero", answer: link,
 			where: execcheck.Tampered, detail: []string{"symbolic link"}},
 		{name: "report replaced by a link to /proc/self/fd/0", answer: strings.Replace(link, `"/dev/zero"`, `"/proc/self/fd/0"`, 1),
@@ -330,6 +335,94 @@ func TestHostileNodeVerdicts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHostileGoCachePoison: a candidate compiles a testing package in
+// which no test fails and files it in the Go build cache under the real
+// package's action ID (it works: its own run then passes a failing test,
+// and so does its verdict). A later wrong candidate still fails, on every
+// backend, unsafe included: the shared cache is read-only to every run.
+// The cache is a copy of the default one, so that nothing here can poison
+// what other checks use.
+//
+//	go test ./verify/execcheck -run TestHostileGoCachePoison -v -count=1
+func TestHostileGoCachePoison(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "the go command")
+	}
+	script, err := os.ReadFile(filepath.Join("..", "..", "sandbox", "testdata", "hostile", "poison_gocache.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	poison := strings.Replace(hostile(t, "poison_gocache.go.tmpl"), "SCRIPT", strconv.Quote(string(script)), 1)
+	tests := goCalcTests(t)
+	dir := copyOfDefaultGoCache(t, goBin, tests)
+	for _, backend := range append(isolated, sandbox.IsolationUnsafe) {
+		t.Run(backend, func(t *testing.T) {
+			r := backendRunner(t, backend)
+			v, err := execcheck.New(execcheck.Config{
+				Runner: r, Format: "go", Artifact: "calc.go", GoCache: dir,
+				Command: []string{goBin, "test", "-json", "."}, Tests: tests,
+				Limits: sandbox.Limits{Wall: 2 * time.Minute, CPU: time.Minute},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := v.Check(context.Background(), verify.Candidate{Answer: poison})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.OK {
+				t.Fatalf("the poisoning candidate's own run shows no effect (the test proves nothing): where %q\n%s", got.Where, got.Detail)
+			}
+			got, err = v.Check(context.Background(), verify.Candidate{Answer: "package calc\n\nfunc Add(a, b int) int { return 0 }\n"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.OK || got.Where != "TestAdd" {
+				t.Errorf("after the poisoning, a wrong candidate got ok=%v where=%q, want a failure at TestAdd:\n%s", got.OK, got.Where, got.Detail)
+			}
+		})
+	}
+}
+
+func goCalcTests(t *testing.T) []sandbox.Mount {
+	var tests []sandbox.Mount
+	for _, name := range []string{"go.mod", "calc_test.go"} {
+		src, err := filepath.Abs(filepath.Join("testdata", "gocalc", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, sandbox.Mount{Source: src, Target: name})
+	}
+	return tests
+}
+
+// copyOfDefaultGoCache warms the default Go build cache through a check
+// and returns a copy of it, removed after the test: a cold cache would
+// cost the test half a minute of compiling.
+func copyOfDefaultGoCache(t *testing.T, goBin string, tests []sandbox.Mount) string {
+	v, err := execcheck.New(execcheck.Config{
+		Runner: runner(t), Format: "go", Artifact: "calc.go",
+		Command: []string{goBin, "test", "-json", "."}, Tests: tests,
+		Limits: sandbox.Limits{Wall: 2 * time.Minute, CPU: time.Minute},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Check(context.Background(), verify.Candidate{Answer: "package calc\n\nfunc Add(a, b int) int { return a + b }\n"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("ratchet-go-cache-poison-test-%d", os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", gocache.DefaultDir()+"/.", dir).CombinedOutput(); err != nil {
+		t.Fatalf("copying the Go build cache: %v: %s", err, out)
+	}
+	return dir
 }
 
 // TestGoJudgeSignatures is the conformance test of Go's judge stubs: a

@@ -1,4 +1,5 @@
-# Fills the cache directory (a host directory that outlives the run) with
-# 4 MiB files, forever.
+# Fills the cache directory (shared by every run) with 4 MiB files until
+# writes fail.
 i=0
-while :; do head -c 4194304 /dev/zero > "$CACHE/fill$i"; i=$((i+1)); done
+while head -c 4194304 /dev/zero > "$CACHE/fill$i" 2>/dev/null; do i=$((i+1)); done
+echo "cache files: $i"
