@@ -137,6 +137,9 @@ var fieldChecks = map[string]fieldCheck{
 		}
 	}},
 	"Goal": specIs("agent", func(s loop.Spec) string { return s.Goal }, "Reach every field, then finish with 42."),
+	// TestBuildReasoningReachesEveryCall (taskfile) follows it into every
+	// model request.
+	"Reasoning": specIs("agent", func(s loop.Spec) *model.Reasoning { return s.Policy.Reasoning }, &model.Reasoning{Effort: model.EffortHigh, BudgetTokens: 2048}),
 	"OutputSchema": {"generate", func(t *testing.T, o *observed) {
 		// The schema reaches the spec, and its check ran on the answers.
 		if string(o.spec.OutputSchema) != `{"type":"integer"}` || o.spec.Checks[0] != (loop.Check{Name: loop.OutputCheck, Tier: verify.Cheap}) {
@@ -286,6 +289,7 @@ budget: {steps: 12, model_calls: 30, tool_calls: 20, input_tokens: 900000, outpu
 progress: {window: 4, patience: 5}
 effort: {confidence_threshold: 0.6, samples: -1, high_stakes: true}
 escalate: true
+reasoning: {effort: high, budget_tokens: 2048}
 mcp:
   - name: self
     command: [SELF]
