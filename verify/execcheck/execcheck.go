@@ -337,6 +337,17 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		defer os.RemoveAll(p.dir)
 	}
 	cmd := isolate(c.cfg.Command)
+	var stream *outcomeStream
+	if p.launcher != "" {
+		// python -E -s -m pytest ARGS → python -E -s -P LAUNCHER ARGS,
+		// reporting each outcome on the next descriptor.
+		cmd = slices.Concat(cmd[:3], []string{"-P", p.launcher}, cmd[5:])
+		if stream, err = newOutcomeStream(); err != nil {
+			return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
+		}
+		defer stream.close()
+		extra = append(extra, stream.w)
+	}
 	if c.cfg.Format == "pytest" {
 		// The report goes where only the sandbox knows, outside the
 		// workspace; a collection error must not keep the sentinel from
@@ -352,7 +363,14 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 	}
-	return c.judge(res, p), nil
+	v := c.judge(res, p)
+	if stream != nil && v.Where != Tampered {
+		if why := stream.contradicts(res, p.sentinel); why != "" {
+			v = verify.Verdict{Check: c.cfg.Name, Provenance: verify.Execution, Confidence: v.Confidence, Isolation: c.cfg.Isolation,
+				Where: Tampered, Detail: "tampered: " + why + "; the tests prove nothing"}
+		}
+	}
+	return v, nil
 }
 
 // isolate starts a Python interpreter isolated from its environment and

@@ -118,6 +118,10 @@ func hostileVerdicts(t *testing.T) []hostileVerdict {
 			where: execcheck.Tampered, detail: []string{"symbolic link"}},
 		{name: "fills the disk (64 MiB limit)", answer: hostile(t, "diskfill.py"), limits: sandbox.Limits{Disk: 64 << 20},
 			where: "disk limit", rightInJudge: true},
+		{name: "report rewritten at exit: only the failures of the file it was shown become passes", answer: hostile(t, "atexit_flip.py"),
+			where: execcheck.Tampered, detail: []string{"test_add, test_negative failed while the tests ran", "rewritten after the run"}},
+		{name: "report rewritten at exit, the outcome stream redirected to /dev/null first", answer: "import os\nos.dup2(os.open('/dev/null', os.O_WRONLY), 3)\n" + hostile(t, "atexit_flip.py"),
+			where: execcheck.Tampered, detail: []string{"never came through the stream", "cut or redirected"}},
 		{name: "plugin registered at import passes only the tests it was shown", answer: hostile(t, "flip_shown.py"), forges: true},
 		{name: "returns a value equal to everything", answer: hostile(t, "always_equal.py"), forges: true},
 	}

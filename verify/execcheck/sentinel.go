@@ -3,6 +3,7 @@ package execcheck
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"fmt"
 	"go/ast"
@@ -49,6 +50,10 @@ type plan struct {
 	// expected are the tests that the read-only test files define, each
 	// of which must appear in the report.
 	expected []expectedTest
+	// launcher is the mounted pytest launcher (pytest_launch.py) that
+	// runs in place of `python -m pytest` in-process, "" when the command
+	// is not that.
+	launcher string
 }
 
 // expectedTest is a test found in a mounted test file.
@@ -94,6 +99,10 @@ func (c *checker) newPlan() (p *plan, err error) {
 		err = add(target, fmt.Sprintf("# ratchet's sentinel: this test must fail; a report showing it pass was forged.\n\n\ndef %s():\n    raise AssertionError(%q)\n", p.sentinel, "ratchet sentinel "+nonce+": this test must fail"))
 		if namesTests(c.cfg.Command, c.cfg.Tests) {
 			p.args = append(p.args, target)
+		}
+		if c.cfg.Isolation == InProcess && err == nil && runsPytestModule(c.cfg.Command, cmp.Or(c.cfg.Env["PATH"], sandboxPath)) {
+			p.launcher = ".ratchet-pytest-" + nonce + ".py"
+			err = add(p.launcher, pytestLaunch)
 		}
 	case "node":
 		p.sentinel = "ratchet sentinel " + nonce
