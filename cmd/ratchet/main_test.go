@@ -791,3 +791,26 @@ checks: [{equals: "no"}]
 	})
 	run(t, nil, "run", "--no-wait", filepath.Join(dir, "task.yaml")).wantCode(t, exitDone)
 }
+
+// TestLsSaysWhatItLeftOut: ls says when its limit hid runs, and refuses a
+// status no run can have.
+func TestLsSaysWhatItLeftOut(t *testing.T) {
+	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+	for range 3 {
+		run(t, env, "run", "--quiet", filepath.Join("..", "..", "examples", "quickstart", "task.yaml")).wantCode(t, exitDone)
+	}
+	c := run(t, env, "ls", "--limit", "2")
+	c.wantCode(t, exitDone)
+	if strings.Count(c.stdout, "run-") != 2 || !strings.Contains(c.stderr, "the 2 newest shown; more match (--limit 0 shows all") {
+		t.Errorf("ls --limit 2 of 3 runs:\n%v", c)
+	}
+	if c = run(t, env, "ls", "--limit", "3"); strings.Contains(c.stderr, "more match") {
+		t.Errorf("ls --limit 3 of 3 runs says more match:\n%v", c)
+	}
+	c = run(t, env, "ls", "--status", "done,bogus")
+	c.wantCode(t, exitUsage)
+	if !strings.Contains(c.stderr, `--status: "bogus": not a status (done, escalated,`) {
+		t.Errorf("ls --status bogus:\n%v", c)
+	}
+	run(t, env, "ls", "--status", "exhausted:,done").wantCode(t, exitDone)
+}

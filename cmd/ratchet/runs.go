@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/patch"
+	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/store/postgres"
@@ -299,6 +302,13 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 	filter := store.Filter{Label: label, Limit: limit}
 	if status != "" {
 		filter.Status = strings.Split(status, ",")
+		if bad := unknownStatuses(filter.Status); len(bad) > 0 {
+			fmt.Fprintf(m.Stderr, "ratchet ls: --status: %s: not a status (%s)\n", strings.Join(bad, ", "), strings.Join(knownStatuses(), ", "))
+			return exitUsage
+		}
+	}
+	if limit > 0 {
+		filter.Limit = limit + 1 // one more says whether there are more
 	}
 	if window > 0 {
 		filter.Limit = 0 // the cap applies after the time filter
@@ -316,9 +326,10 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 			n++
 		}
 		runs = runs[:n]
-		if limit > 0 && len(runs) > limit {
-			runs = runs[:limit]
-		}
+	}
+	more := limit > 0 && len(runs) > limit
+	if more {
+		runs = runs[:limit]
 	}
 	if asJSON {
 		type row struct {
@@ -356,10 +367,36 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.ID, shownStatus(r, now), r.Steps, budget.Micros(r.CostMicros), observe.Age(now.Sub(r.Created)), goal)
 	}
 	tw.Flush()
-	if len(runs) == 0 {
+	switch {
+	case len(runs) == 0:
 		fmt.Fprintln(m.Stderr, "no runs match")
+	case more:
+		fmt.Fprintf(m.Stderr, "the %d newest shown; more match (--limit 0 shows all, --limit N more)\n", limit)
 	}
 	return exitDone
+}
+
+// knownStatuses are what --status takes: every final status, each
+// family with its trailing colon, and the statuses of unfinished runs.
+func knownStatuses() []string {
+	out := []string{string(loop.Done), string(loop.Escalated), string(loop.Failed), string(loop.Cancelled), store.StatusRunning, store.StatusAwaitingInput, "exhausted:", "stalled:"}
+	for _, d := range budget.Dimensions {
+		out = append(out, string(loop.Exhausted(d)))
+	}
+	for _, p := range []progress.Pattern{progress.Repeating, progress.Oscillating, progress.Stagnating} {
+		out = append(out, string(loop.Stalled(p)))
+	}
+	return out
+}
+
+func unknownStatuses(given []string) []string {
+	var bad []string
+	for _, g := range given {
+		if !slices.Contains(knownStatuses(), g) {
+			bad = append(bad, strconv.Quote(g))
+		}
+	}
+	return bad
 }
 
 // interrupted tells a run that says running but whose process is gone.
