@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/verify"
 )
@@ -377,8 +378,8 @@ func (c Comparison) Markdown(w io.Writer) error {
 	if c.Correction == "holm" {
 		scope = "over the gated metrics (Holm-adjusted p)"
 	}
-	fmt.Fprintf(&b, "# ratchet eval compare\n\nbase **%s** (%d runs) vs candidate **%s** (%d runs); α = %g %s, two-sided tests.\n\n",
-		c.Base, c.BaseRuns, c.Cand, c.CandRuns, c.Alpha, scope)
+	fmt.Fprintf(&b, "# ratchet eval compare\n\nbase **%s** (%s) vs candidate **%s** (%s); α = %g %s, two-sided tests.\n\n",
+		c.Base, words.Count(c.BaseRuns, "run"), c.Cand, words.Count(c.CandRuns, "run"), c.Alpha, scope)
 	if c.OnlyBase > 0 || c.OnlyCand > 0 {
 		fmt.Fprintf(&b, "**Warning:** the sides ran different cases (%d only in base, %d only in the candidate); the differences below mix that in.\n\n", c.OnlyBase, c.OnlyCand)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/progress"
 )
 
@@ -154,7 +155,7 @@ func runsTable(runs []RunLink, caseAnchor map[string]string) table {
 // HTMLSummary writes a self-contained report of one result set.
 func HTMLSummary(w io.Writer, s Summary) error {
 	m := s.Suite
-	d := reportData{Title: "ratchet eval: " + s.Label, Subtitle: fmt.Sprintf("%d runs", m.Runs)}
+	d := reportData{Title: "ratchet eval: " + s.Label, Subtitle: words.Count(m.Runs, "run")}
 	d.Tables = append(d.Tables, summaryTable(m))
 	d.Tables = append(d.Tables, groupTable("Per model", s.Models))
 	d.Charts = SummaryCharts(s)
@@ -204,10 +205,10 @@ func SummaryCharts(s Summary) []Chart {
 func HTMLCompare(w io.Writer, c Comparison) error {
 	d := reportData{
 		Title:    "ratchet eval compare: " + c.Base + " → " + c.Cand,
-		Subtitle: fmt.Sprintf("base %d runs, candidate %d runs, α = %g per metric", c.BaseRuns, c.CandRuns, c.Alpha),
+		Subtitle: fmt.Sprintf("base %s, candidate %s, α = %g per metric", words.Count(c.BaseRuns, "run"), words.Count(c.CandRuns, "run"), c.Alpha),
 	}
 	if c.Correction == "holm" {
-		d.Subtitle = fmt.Sprintf("base %d runs, candidate %d runs, α = %g over the gated metrics (Holm-adjusted p)", c.BaseRuns, c.CandRuns, c.Alpha)
+		d.Subtitle = fmt.Sprintf("base %s, candidate %s, α = %g over the gated metrics (Holm-adjusted p)", words.Count(c.BaseRuns, "run"), words.Count(c.CandRuns, "run"), c.Alpha)
 	}
 	if c.OnlyBase > 0 || c.OnlyCand > 0 {
 		d.Subtitle += fmt.Sprintf(". Warning: the sides ran different cases (%d only in base, %d only in the candidate)", c.OnlyBase, c.OnlyCand)

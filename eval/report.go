@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"github.com/ratchetloop/ratchet/internal/words"
 	"io"
 	"slices"
 	"strings"
@@ -13,7 +14,7 @@ import (
 func (s Summary) Markdown(w io.Writer, maxCases int) error {
 	var b strings.Builder
 	m := s.Suite
-	fmt.Fprintf(&b, "# ratchet eval: %s\n\n%d runs.\n\n", s.Label, m.Runs)
+	fmt.Fprintf(&b, "# ratchet eval: %s\n\n%s.\n\n", s.Label, words.Count(m.Runs, "run"))
 	b.WriteString("| metric | value | 95% CI |\n| --- | --- | --- |\n")
 	for _, row := range summaryTable(m).Rows {
 		mdRow(&b, row)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ratchetloop/ratchet/internal/words"
 )
 
 // Trim shortens s to at most maxBytes bytes and maxLines lines by keeping
@@ -62,11 +64,11 @@ func TrimHint(s string, maxBytes, maxLines int, hint string) string {
 		b.WriteByte('\n')
 	}
 	b.WriteString("[… ")
-	b.WriteString(plural(len(mid), "byte"))
+	b.WriteString(words.Count(len(mid), "byte"))
 	n := strings.Count(mid, "\n")
 	if n > 0 {
 		b.WriteString(", ")
-		b.WriteString(plural(n, "line"))
+		b.WriteString(words.Count(n, "line"))
 	}
 	b.WriteString(" elided")
 	if hint != "" {
@@ -161,14 +163,6 @@ func cutTail(s string, maxBytes, maxLines int) int {
 		start++
 	}
 	return start
-}
-
-func plural(n int, unit string) string {
-	s := strconv.Itoa(n) + " " + unit
-	if n != 1 {
-		s += "s"
-	}
-	return s
 }
 
 // OutputCaps bounds the output of one tool shown to the model; a zero field

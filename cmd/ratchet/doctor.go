@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/sandbox"
@@ -137,7 +138,7 @@ func (m *Main) checkDB(ctx context.Context, db string) finding {
 	if err != nil {
 		return finding{markFail, "run database", where + ": " + oneLine(err.Error(), 160), "check the database's permissions and disk"}
 	}
-	return finding{markOK, "run database", fmt.Sprintf("%s (%d runs)", where, len(runs)), ""}
+	return finding{markOK, "run database", fmt.Sprintf("%s (%s)", where, words.Count(len(runs), "run")), ""}
 }
 
 // checkModel sends one tiny request.

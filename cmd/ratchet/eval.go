@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
 	"github.com/ratchetloop/ratchet/taskfile"
@@ -211,7 +212,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	}
 	sum := eval.Summarize(suite.Label, out.Records)
 	sum.Runs = eval.RunLinks(out.Records, *dir)
-	err = m.printSummary(sum, *asJSON, fmt.Sprintf("\nresults: %s (%d runs now, %d resumed)\n", *dir, out.Ran, out.Resumed))
+	err = m.printSummary(sum, *asJSON, fmt.Sprintf("\nresults: %s (%s now, %d resumed)\n", *dir, words.Count(out.Ran, "run"), out.Resumed))
 	if err == nil && *htmlOut != "" {
 		err = writeFileWith(*htmlOut, func(w io.Writer) error { return eval.HTMLSummary(w, sum) })
 	}

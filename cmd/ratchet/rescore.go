@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/taskfile"
@@ -138,7 +139,7 @@ func (m *Main) evalRescore(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)
 	}
 	if len(out.Errors) > 0 {
-		fmt.Fprintf(m.Stderr, "ratchet eval rescore: nothing written: %d of %d runs cannot be rescored\n", len(out.Errors), len(recs))
+		fmt.Fprintf(m.Stderr, "ratchet eval rescore: nothing written: %d of %s cannot be rescored\n", len(out.Errors), words.Count(len(recs), "run"))
 		return exitUsage
 	}
 	if err := eval.WriteRecords(*dir, out.Records); err != nil {

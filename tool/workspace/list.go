@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/tool"
 )
 
@@ -147,7 +148,7 @@ func entryLine(ws *Workspace, name string, d fs.DirEntry) string {
 		if err != nil {
 			return name
 		}
-		return fmt.Sprintf("%s (%s)", name, plural(info.Size(), "byte"))
+		return fmt.Sprintf("%s (%s)", name, words.Count(info.Size(), "byte"))
 	default:
 		return name + " (special file)"
 	}

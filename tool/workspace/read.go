@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/tool"
 )
 
@@ -102,7 +103,7 @@ func (ws *Workspace) readFile(ctx context.Context, in readArgs) (string, error) 
 	}
 	if offset > total {
 		return "", fmt.Errorf("%w: offset_line=%d is past the end of %q, which has %s; pass an offset_line from 1 to %d",
-			tool.ErrInvalidArgs, offset, in.Path, plural(total, "line"), total)
+			tool.ErrInvalidArgs, offset, in.Path, words.Count(total, "line"), total)
 	}
 	var b strings.Builder
 	b.Grow(pg.out.Len() + 128)
@@ -110,7 +111,7 @@ func (ws *Workspace) readFile(ctx context.Context, in readArgs) (string, error) 
 	b.Write(pg.out.Bytes())
 	if pg.last < total {
 		fmt.Fprintf(&b, "… %s: call read_file with offset_line=%d",
-			plural(total-pg.last, "more line"), pg.last+1)
+			words.Count(total-pg.last, "more line"), pg.last+1)
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
 }
@@ -172,7 +173,7 @@ func (pg *page) endLine() {
 			cut--
 		}
 		text = text[:cut]
-		marker = fmt.Sprintf(" [… line cut: %s]", plural(pg.size-cut, "more byte"))
+		marker = fmt.Sprintf(" [… line cut: %s]", words.Count(pg.size-cut, "more byte"))
 	}
 	// The first line always fits, so a page is never empty.
 	if pg.last >= pg.first && pg.out.Len()+len(text)+len(marker)+1 > pg.budget {

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/tool"
 )
 
@@ -310,17 +311,17 @@ func (g *grepper) result(in grepArgs, start string) string {
 	b.WriteString(g.out.String())
 	switch {
 	case g.matches == 0:
-		fmt.Fprintf(&b, "no line matches %q in %s: %s searched", in.Pattern, where, plural(g.seen, "file"))
+		fmt.Fprintf(&b, "no line matches %q in %s: %s searched", in.Pattern, where, words.Count(g.seen, "file"))
 	case g.more:
-		fmt.Fprintf(&b, "… stopped after %s in %s: there are more; narrow pattern, path or glob", plural(g.matches, "matching line"), where)
+		fmt.Fprintf(&b, "… stopped after %s in %s: there are more; narrow pattern, path or glob", words.Count(g.matches, "matching line"), where)
 		if !g.full && g.limit < maxResultsCap {
 			fmt.Fprintf(&b, ", or pass a larger max_results (at most %d)", maxResultsCap)
 		}
 	default:
-		fmt.Fprintf(&b, "%s in %s (%s searched)", plural(g.matches, "matching line"), plural(g.files, "file"), plural(g.seen, "file"))
+		fmt.Fprintf(&b, "%s in %s (%s searched)", words.Count(g.matches, "matching line"), words.Count(g.files, "file"), words.Count(g.seen, "file"))
 	}
 	if g.skipped > 0 {
-		fmt.Fprintf(&b, "; %s skipped (binary, unreadable or larger than %d MiB)", plural(g.skipped, "file"), grepMaxFile>>20)
+		fmt.Fprintf(&b, "; %s skipped (binary, unreadable or larger than %d MiB)", words.Count(g.skipped, "file"), grepMaxFile>>20)
 	}
 	return b.String()
 }

@@ -212,9 +212,3 @@ func fail(p string, err error) error {
 }
 
 // plural returns "1 line", "2 lines" and the like.
-func plural[N int | int64](n N, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

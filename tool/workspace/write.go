@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/tool"
 )
 
@@ -79,7 +80,7 @@ func (ws *Workspace) writeFile(ctx context.Context, in writeArgs) (string, error
 	if err := ws.root.WriteFile(osPath(p), []byte(in.Content), 0o644); err != nil {
 		return "", fail(in.Path, err)
 	}
-	return fmt.Sprintf("wrote %s to %s", plural(len(in.Content), "byte"), p), nil
+	return fmt.Sprintf("wrote %s to %s", words.Count(len(in.Content), "byte"), p), nil
 }
 
 func (ws *Workspace) editFile(ctx context.Context, in editArgs) (string, error) {
@@ -225,5 +226,5 @@ func (ws *Workspace) appendFile(ctx context.Context, in appendArgs) (string, err
 	if werr != nil {
 		return "", fail(in.Path, werr)
 	}
-	return fmt.Sprintf("appended %s to %s", plural(len(in.Text), "byte"), p), nil
+	return fmt.Sprintf("appended %s to %s", words.Count(len(in.Text), "byte"), p), nil
 }

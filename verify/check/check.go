@@ -81,12 +81,6 @@ func at(line, col int) string {
 }
 
 // plural returns "1 word" or "2 words".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
 
 // isWordRune reports whether r is part of a word: a letter or a digit.
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -91,13 +92,13 @@ func Grounding(sources map[string]string, opts ...GroundingOption) (verify.Verif
 			}
 		}
 		if len(missing) == 0 {
-			return verify.Verdict{OK: true, Confidence: 1, Detail: fmt.Sprintf("all %s found in the sources", plural(len(quotes), "quote"))}, nil
+			return verify.Verdict{OK: true, Confidence: 1, Detail: fmt.Sprintf("all %s found in the sources", words.Count(len(quotes), "quote"))}, nil
 		}
 		list := missing[:min(len(missing), 5)]
 		if len(missing) > 5 {
 			list = append(list, fmt.Sprintf("and %d more", len(missing)-5))
 		}
-		detail := fmt.Sprintf("%d of %s not found in any source (%s): %s", len(missing), plural(len(quotes), "quote"), sourceList, strings.Join(list, ", "))
+		detail := fmt.Sprintf("%d of %s not found in any source (%s): %s", len(missing), words.Count(len(quotes), "quote"), sourceList, strings.Join(list, ", "))
 		return verify.Verdict{Confidence: 1, Detail: detail, Where: missing[0]}, nil
 	}}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -54,10 +55,10 @@ func Length(min, max int, unit string) (verify.Verifier, error) {
 		n := count(strings.TrimSpace(c.Answer))
 		switch {
 		case n < min:
-			return verify.Verdict{Confidence: 1, Detail: fmt.Sprintf("the answer has %s; the minimum is %s", plural(n, noun), plural(min, noun))}, nil
+			return verify.Verdict{Confidence: 1, Detail: fmt.Sprintf("the answer has %s; the minimum is %s", words.Count(n, noun), words.Count(min, noun))}, nil
 		case max > 0 && n > max:
-			return verify.Verdict{Confidence: 1, Detail: fmt.Sprintf("the answer has %s; the maximum is %s", plural(n, noun), plural(max, noun))}, nil
+			return verify.Verdict{Confidence: 1, Detail: fmt.Sprintf("the answer has %s; the maximum is %s", words.Count(n, noun), words.Count(max, noun))}, nil
 		}
-		return verify.Verdict{OK: true, Confidence: 1, Detail: fmt.Sprintf("the answer has %s, within the bounds", plural(n, noun))}, nil
+		return verify.Verdict{OK: true, Confidence: 1, Detail: fmt.Sprintf("the answer has %s, within the bounds", words.Count(n, noun))}, nil
 	}}, nil
 }

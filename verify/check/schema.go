@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -500,9 +501,9 @@ func explainReason(msg, ptr string, raw any) string {
 	if m := reLength.FindStringSubmatch(msg); m != nil {
 		n, _ := strconv.Atoi(m[2])
 		if m[1] == "minLength" {
-			return fmt.Sprintf("has %s, fewer than the minimum %s", plural(n, "character"), m[3])
+			return fmt.Sprintf("has %s, fewer than the minimum %s", words.Count(n, "character"), m[3])
 		}
-		return fmt.Sprintf("has %s, more than the maximum %s", plural(n, "character"), m[3])
+		return fmt.Sprintf("has %s, more than the maximum %s", words.Count(n, "character"), m[3])
 	}
 	if m := rePattern.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("%s does not match the pattern %s", clip(m[1], 200), m[2])
@@ -513,7 +514,7 @@ func explainReason(msg, ptr string, raw any) string {
 			kw, got, bound, noun = m[4], m[5], m[6], "property"
 		}
 		n, _ := strconv.Atoi(got)
-		count := plural(n, noun)
+		count := words.Count(n, noun)
 		if noun == "property" && n != 1 {
 			count = got + " properties"
 		}
