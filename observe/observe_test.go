@@ -548,6 +548,8 @@ func TestPrinterEntries(t *testing.T) {
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventCheckError, Call: "v1", Error: &loop.Failure{Kind: "check", Message: "grader down"}}},
 				{Kind: observe.KindCommand, Command: &loop.Command{Type: loop.AskHuman, ID: "h1", Question: "Which invoice?"}},
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanReply, Text: "the  March\none"}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanReply, Approved: ptr(true)}},
+				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanReply, Approved: ptr(false), Text: "not that file"}},
 				{Kind: observe.KindEvent, Event: &loop.Event{Type: loop.EventHumanUnavailable, Text: "nobody"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteClosing, Step: 3, Problem: "steps", Text: "finish now"}},
 				{Kind: observe.KindNote, Note: &loop.Note{Type: loop.NoteGuardrail, Step: 3, Problem: "pii", Text: "guardrail pii tripped on the model's input: an email"}},
@@ -565,6 +567,8 @@ func TestPrinterEntries(t *testing.T) {
 				`        ! check: grader down`,
 				`        ? Which invoice?`,
 				`        person: the March one`,
+				`        person: approved`,
+				`        person: denied: not that file`,
 				`        ⏹ steps budget spent: closing turn`,
 				`        ⛔ guardrail pii tripped on the model's input: an email`,
 				`        ! before_tool:deny: c1: off limits`,
@@ -1023,3 +1027,5 @@ func TestPrinterWaitAndFallback(t *testing.T) {
 		t.Errorf("plain output: %q", plain.String())
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -292,7 +292,16 @@ func (p *Printer) event(ev *loop.Event) {
 	case loop.EventModelError, loop.EventCheckError:
 		p.printf("        ! %s: %s", ev.Error.Kind, ev.Error.Message)
 	case loop.EventHumanReply:
-		p.printf("        person: %s", OneLine(ev.Text, 160))
+		switch {
+		case ev.Approved != nil && *ev.Approved:
+			p.printf("        person: approved")
+		case ev.Approved != nil && ev.Text != "":
+			p.printf("        person: denied: %s", OneLine(ev.Text, 160))
+		case ev.Approved != nil:
+			p.printf("        person: denied")
+		default:
+			p.printf("        person: %s", OneLine(ev.Text, 160))
+		}
 	case loop.EventUserMessage:
 		p.printf("        person says (for the next turn): %s", OneLine(ev.Text, 160))
 	case loop.EventFork:
