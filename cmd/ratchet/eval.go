@@ -572,7 +572,11 @@ Flags:
 			logRef = abs
 		}
 	} else {
-		info = m.recordedTaskInfo(ctx, *from, *db)
+		// A run by its ID, a prefix or "last": the suite keeps the ID.
+		if len(recs) > 0 && recs[0].Run != "" {
+			logRef = recs[0].Run
+		}
+		info = m.recordedTaskInfo(ctx, logRef, *db)
 		if *task == "" {
 			*task = info.TaskFile
 		}

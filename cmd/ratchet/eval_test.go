@@ -170,6 +170,12 @@ func TestEvalAddFromRun(t *testing.T) {
 			t.Errorf("suite lacks %q:\n%s", want, data)
 		}
 	}
+	// "last" names the same run, and the suite keeps its ID.
+	c = run(t, env, "eval", "add", "--from-run", "last", "--suite", suite, "--name", "by-last")
+	c.wantCode(t, exitDone)
+	if data, _ = os.ReadFile(suite); strings.Contains(string(data), "from_run: last") || strings.Count(string(data), "from_run: "+id[1]) != 2 {
+		t.Errorf("--from-run last kept the word, not the run's ID:\n%s", data)
+	}
 	c = run(t, env, "eval", "add", "--from-run", "run-nope", "--suite", suite)
 	c.wantCode(t, exitUsage)
 	if !strings.Contains(c.stderr, "no run run-nope in DB (ratchet ls lists runs)") {
@@ -194,7 +200,8 @@ func TestEvalAddFromRun(t *testing.T) {
 	// The inline case has the goal but not the workspace tools (the log
 	// does not say where the workspace was): it cannot fail as its run did.
 	delete(got, "from-"+firstRun(t, logPath))
-	want := map[string]string{"qs-short": "exhausted:steps scripted:quickstart-recording", "by-id": string(byIDStatus) + " scripted:wrong-every-time"}
+	want := map[string]string{"qs-short": "exhausted:steps scripted:quickstart-recording", "by-id": string(byIDStatus) + " scripted:wrong-every-time",
+		"by-last": string(byIDStatus) + " scripted:wrong-every-time"}
 	if !maps.Equal(got, want) {
 		t.Errorf("the cases ended %v, want %v (as their runs did)", got, want)
 	}
