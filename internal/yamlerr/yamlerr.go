@@ -22,7 +22,12 @@ func Locate(err error, data []byte) (int, string) {
 			if isParserError(text) {
 				n++
 			}
-			return min(n, Lines(data)), text
+			n = min(n, Lines(data))
+			if text == "mapping values are not allowed in this context" {
+				// "model: anthropic:" and the like: a second colon on the line.
+				text += " (a value with \": \" in it, or ending in \":\", needs quotes, e.g. model: \"anthropic:claude-sonnet-4-5\")"
+			}
+			return n, text
 		}
 	}
 	if strings.HasPrefix(msg, "unknown anchor") {

@@ -1,6 +1,7 @@
 package yamlerr
 
 import (
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -26,6 +27,12 @@ func TestLocate(t *testing.T) {
 		if line, msg := Locate(err, []byte(tc.doc)); line != tc.line || msg == "" {
 			t.Errorf("Locate(%q) = %d, %q; want line %d", tc.doc, line, msg, tc.line)
 		}
+	}
+	// A second colon on a line says what to do about it.
+	var v any
+	doc := "goal: g\nmodel: anthropic:\n"
+	if _, msg := Locate(yaml.Unmarshal([]byte(doc), &v), []byte(doc)); !strings.Contains(msg, `needs quotes, e.g. model: "anthropic:claude-sonnet-4-5"`) {
+		t.Errorf("a second colon: %q", msg)
 	}
 	if n := Lines([]byte("a\r\nb\rc")); n != 3 {
 		t.Errorf("Lines = %d, want 3", n)
