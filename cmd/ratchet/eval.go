@@ -403,6 +403,17 @@ func (m *Main) evalReport(args []string) int {
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
 	cases := fs.Int("cases", 20, "cases listed in the Markdown (lowest success first; 0: all)")
+	setUsage(fs, `Usage: ratchet eval report RESULTS [--json] [--html FILE] [--cases N]
+
+Prints the metrics of a suite's stored runs (RESULTS: a result directory,
+or a label: .ratchet/eval/LABEL, or $RATCHET_EVAL_DIR/LABEL): success,
+iterations, pass@1 and pass^k, calibration, check strength, holdout pass
+rate and cost per success, for the suite, each model and each case
+(docs/eval.md defines each). Markdown by default; --json for machines;
+--html also writes a report with charts.
+
+Flags:
+`)
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
