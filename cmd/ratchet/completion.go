@@ -10,7 +10,10 @@ import (
 
 // commands are the subcommands completion offers, in usage order.
 var commands = []string{"run", "ls", "show", "apply", "rm", "gc", "resume", "answer", "approve", "deny", "say", "fork",
-	"verify", "replay", "sim", "eval", "worker", "doctor", "completion", "version", "help"}
+	"verify", "replay", "sim", "eval", "ui", "worker", "doctor", "completion", "version", "help"}
+
+// evalCommands are eval's subcommands.
+var evalCommands = []string{"run", "report", "compare", "add", "rescore"}
 
 // runArgCommands take a run as their first argument.
 var runArgCommands = []string{"show", "apply", "rm", "resume", "answer", "approve", "deny", "say", "fork", "replay"}
@@ -23,14 +26,14 @@ func (m *Main) completionCmd(args []string) int {
 		fmt.Fprintln(m.Stderr, "Usage: ratchet completion bash|zsh|fish\n\n  bash: source <(ratchet completion bash)\n  zsh:  source <(ratchet completion zsh)\n  fish: ratchet completion fish | source")
 		return exitUsage
 	}
-	cmds, runCmds := strings.Join(commands, " "), strings.Join(runArgCommands, " ")
+	cmds, runCmds, evalCmds := strings.Join(commands, " "), strings.Join(runArgCommands, " "), strings.Join(evalCommands, " ")
 	switch args[0] {
 	case "bash":
-		fmt.Fprintf(m.Stdout, bashCompletion, cmds, strings.ReplaceAll(runCmds, " ", "|"))
+		fmt.Fprintf(m.Stdout, bashCompletion, cmds, strings.ReplaceAll(runCmds, " ", "|"), evalCmds)
 	case "zsh":
-		fmt.Fprintf(m.Stdout, "autoload -U +X bashcompinit && bashcompinit\n"+bashCompletion, cmds, strings.ReplaceAll(runCmds, " ", "|"))
+		fmt.Fprintf(m.Stdout, "autoload -U +X bashcompinit && bashcompinit\n"+bashCompletion, cmds, strings.ReplaceAll(runCmds, " ", "|"), evalCmds)
 	case "fish":
-		fmt.Fprintf(m.Stdout, fishCompletion, cmds, runCmds)
+		fmt.Fprintf(m.Stdout, fishCompletion, cmds, runCmds, evalCmds)
 	default:
 		fmt.Fprintf(m.Stderr, "ratchet completion: unknown shell %q (want bash, zsh or fish)\n", args[0])
 		return exitUsage
@@ -51,6 +54,12 @@ _ratchet() {
 			COMPREPLY=($(compgen -W "last $(ratchet __runs 2>/dev/null)" -- "$cur"))
 		fi ;;
 	completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
+	eval)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W "%s" -- "$cur"))
+		else
+			COMPREPLY=($(compgen -f -- "$cur"))
+		fi ;;
 	*) COMPREPLY=($(compgen -f -- "$cur")) ;;
 	esac
 }
@@ -61,6 +70,7 @@ const fishCompletion = `# ratchet completion for fish
 complete -c ratchet -f -n '__fish_use_subcommand' -a '%s'
 complete -c ratchet -f -n '__fish_seen_subcommand_from %s' -a 'last (ratchet __runs 2>/dev/null)'
 complete -c ratchet -f -n '__fish_seen_subcommand_from completion' -a 'bash zsh fish'
+complete -c ratchet -f -n '__fish_seen_subcommand_from eval; and not __fish_seen_subcommand_from run report compare add rescore' -a '%s'
 complete -c ratchet -F -n '__fish_seen_subcommand_from run verify eval'
 `
 

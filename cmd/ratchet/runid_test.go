@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -134,6 +135,20 @@ func TestCompletion(t *testing.T) {
 		}
 	}
 	run(t, nil, "completion", "tcsh").wantCode(t, exitUsage)
+	// Every command the help lists completes, and so do eval's.
+	help := run(t, nil, "help").stdout
+	bash := run(t, nil, "completion", "bash").stdout
+	for _, m := range regexp.MustCompile(`(?m)^  ratchet ([a-z]+)`).FindAllStringSubmatch(help, -1) {
+		if !strings.Contains(bash, " "+m[1]+" ") && !strings.Contains(bash, `"`+m[1]+" ") {
+			t.Errorf("the help lists %s, which bash completion does not offer", m[1])
+		}
+	}
+	evalWords := regexp.MustCompile(`(?s)\teval\)\n.*?compgen -W "([^"]*)"`).FindStringSubmatch(bash)
+	for _, sub := range []string{"run", "report", "compare", "add", "rescore"} {
+		if evalWords == nil || !slices.Contains(strings.Fields(evalWords[1]), sub) {
+			t.Errorf("bash completion does not offer eval %s:\n%s", sub, bash)
+		}
+	}
 }
 
 // TestConfigProblemsAsJSON: with --json, a task file's problems are a JSON
