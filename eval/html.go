@@ -408,7 +408,7 @@ func iterChart(ss []series, ds []Dist) Chart {
 		}
 	}
 	top := niceCeil(maxShare)
-	b.yAxis(top, 4, func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) })
+	b.yAxis(top, ticksFor(top), pctLabel)
 	plotW := float64(chartW - marginL - marginR)
 	plotH := float64(chartH - marginT - marginB)
 	slot := plotW / float64(maxIt)
@@ -533,11 +533,12 @@ func exhaustionChart(names, colors []string, ms []Metrics) Chart {
 	}
 	top = niceCeil(max(top, 0.05))
 	plotW := float64(chartW - left - marginR - 20)
-	for i := 0; i <= 4; i++ {
-		v := top * float64(i) / 4
-		x := float64(left) + plotW*float64(i)/4
-		b.f(`<line class="grid" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/><text x="%.1f" y="%d" class="small" text-anchor="middle">%.0f%%</text>`,
-			x, marginT, x, h-36, x, h-22, 100*v)
+	ticks := ticksFor(top)
+	for i := 0; i <= ticks; i++ {
+		v := top * float64(i) / float64(ticks)
+		x := float64(left) + plotW*float64(i)/float64(ticks)
+		b.f(`<line class="grid" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/><text x="%.1f" y="%d" class="small" text-anchor="middle">%s</text>`,
+			x, marginT, x, h-36, x, h-22, pctLabel(v))
 	}
 	for ci, c := range cats {
 		y := marginT + groupH*ci
@@ -642,6 +643,22 @@ func clipName(s string, n int) string {
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+// ticksFor is how many steps an axis from 0 to top (a niceCeil value)
+// takes so that each step is a round number: fifths of a 5, quarters of a
+// 1 or a 2.
+func ticksFor(top float64) int {
+	if lead := top / math.Pow(10, math.Floor(math.Log10(top))); math.Abs(lead-5) < 1e-9 {
+		return 5
+	}
+	return 4
+}
+
+// pctLabel writes a share as a percentage with the decimals it needs
+// (1.25%, 2.5%, 40%), never rounding a tick to a value it is not.
+func pctLabel(v float64) string {
+	return strconv.FormatFloat(math.Round(100*v*1e6)/1e6, 'f', -1, 64) + "%"
+}
+
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,27 @@ func TestSummaryShowsAskedOnlyWhenAsked(t *testing.T) {
 	m := Metrics{Runs: 2, Asked: NewRate(1, 2), ResolvedAfterAnswer: NewRate(1, 1)}
 	if !has(m, "asked a person") || !has(m, "resolved after an answer") {
 		t.Errorf("asked and resolved rows missing: %v", MetricsRows(m))
+	}
+}
+
+// TestAxisTicks: an axis's labels say the values its lines are at.
+func TestAxisTicks(t *testing.T) {
+	for _, tc := range []struct {
+		top  float64
+		want []string
+	}{
+		{0.05, []string{"0%", "1%", "2%", "3%", "4%", "5%"}},
+		{0.1, []string{"0%", "2.5%", "5%", "7.5%", "10%"}},
+		{0.02, []string{"0%", "0.5%", "1%", "1.5%", "2%"}},
+		{1, []string{"0%", "25%", "50%", "75%", "100%"}},
+	} {
+		n := ticksFor(tc.top)
+		var got []string
+		for i := 0; i <= n; i++ {
+			got = append(got, pctLabel(tc.top*float64(i)/float64(n)))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("top %g: %v, want %v", tc.top, got, tc.want)
+		}
 	}
 }
