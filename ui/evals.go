@@ -16,6 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/collate"
+	"golang.org/x/text/language"
+
 	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/store"
@@ -131,7 +134,7 @@ func grid(label string, recs []eval.Record, redact func(string) string) ([]gridR
 		maxRep = max(maxRep, rec.Repeat)
 	}
 	var rows []gridRow
-	for _, c := range slices.Sorted(maps.Keys(byCase)) {
+	for _, c := range slices.SortedFunc(maps.Keys(byCase), caseOrder()) {
 		row := gridRow{Case: c}
 		for rep := 0; rep <= maxRep; rep++ {
 			rec, ok := byCase[c][rep]
@@ -246,8 +249,9 @@ func flips(baseLabel string, base []eval.Record, candLabel string, cand []eval.R
 			BaseURL: evalRunURL(baseLabel, c.Case, c.Repeat), CandURL: evalRunURL(candLabel, c.Case, c.Repeat), Better: c.Success(),
 		})
 	}
+	order := caseOrder()
 	slices.SortFunc(out, func(x, y flip) int {
-		if c := strings.Compare(x.Case, y.Case); c != 0 {
+		if c := order(x.Case, y.Case); c != 0 {
 			return c
 		}
 		return x.Repeat - y.Repeat
@@ -340,4 +344,11 @@ func readLog(path string) ([]store.Entry, error) {
 		out = append(out, store.Entry{Seq: env.Seq, Kind: env.Kind, At: env.At, Data: data})
 	}
 	return out, sc.Err()
+}
+
+// caseOrder compares case names as people read them: the numbers in them
+// by value, so strong/2 comes before strong/10.
+func caseOrder() func(a, b string) int {
+	c := collate.New(language.Und, collate.Numeric)
+	return c.CompareString
 }

@@ -2,9 +2,11 @@ package ui
 
 import (
 	"io"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/store"
 )
 
@@ -78,5 +80,22 @@ func TestTranscriptFallbackAndWait(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("the transcript lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestGridOrder: the suite grid lists cases as people read their names,
+// numbers by value.
+func TestGridOrder(t *testing.T) {
+	var recs []eval.Record
+	for _, c := range []string{"strong/10", "strong/2", "weak", "strong/1"} {
+		recs = append(recs, eval.Record{Case: c})
+	}
+	rows, _ := grid("s", recs, func(s string) string { return s })
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.Case)
+	}
+	if want := []string{"strong/1", "strong/2", "strong/10", "weak"}; !slices.Equal(got, want) {
+		t.Errorf("grid order %v, want %v", got, want)
 	}
 }
