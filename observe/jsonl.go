@@ -224,3 +224,30 @@ func (j *JSONL) Flush() error {
 	}
 	return j.err
 }
+
+// Entry is r as the observers saw it, for printing a stored run again. A
+// model call's request is logged as its summary, so the entry's request
+// holds only its purpose and output cap.
+func (r Record) Entry() (Entry, error) {
+	e := Entry{Seq: r.Seq, Run: r.Run, At: r.At, Kind: r.Kind, Spec: r.Spec, Event: r.Event, Retry: r.Retry, Fallback: r.Fallback, Wait: r.Wait}
+	if len(r.Command) > 0 {
+		var c struct {
+			loop.Command
+			Request *RequestSummary `json:"request"`
+		}
+		if err := json.Unmarshal(r.Command, &c); err != nil {
+			return Entry{}, fmt.Errorf("entry %d: command: %w", r.Seq, err)
+		}
+		if c.Request != nil {
+			c.Command.Request = &model.Request{Purpose: c.Request.Purpose, MaxOutputTokens: c.Request.MaxOutputTokens}
+		}
+		e.Command = &c.Command
+	}
+	if len(r.Note) > 0 {
+		e.Note = new(loop.Note)
+		if err := json.Unmarshal(r.Note, e.Note); err != nil {
+			return Entry{}, fmt.Errorf("entry %d: note: %w", r.Seq, err)
+		}
+	}
+	return e, nil
+}

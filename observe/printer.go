@@ -253,6 +253,12 @@ func (p *Printer) event(ev *loop.Event) {
 		}
 		for _, b := range ev.Reply.Content {
 			switch b.Type {
+			case model.Thinking:
+				if t := strings.TrimSpace(b.Text); t != "" {
+					line("thinking: " + OneLine(t, 160))
+				}
+			case model.RedactedThinking:
+				line("thinking: (encrypted by the provider)")
 			case model.Text:
 				if t := strings.TrimSpace(b.Text); t != "" && !streamed {
 					line(summarizeText(t))

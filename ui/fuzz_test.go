@@ -99,3 +99,30 @@ func TestGridOrder(t *testing.T) {
 		t.Errorf("grid order %v, want %v", got, want)
 	}
 }
+
+// A reasoning model's thinking shows in its step, folded, apart from its
+// text; encrypted thinking says so.
+func TestTranscriptThinking(t *testing.T) {
+	entries := []store.Entry{
+		{Seq: 1, Kind: "command", Data: []byte(`{"seq":1,"run":"r","at":"2026-12-01T13:53:44Z","kind":"command","command":{"type":"call_model","id":"m1","request":{"purpose":"step","messages":1}}}`)},
+		{Seq: 2, Kind: "event", Data: []byte(`{"seq":2,"run":"r","at":"2026-12-01T13:53:44Z","kind":"event","event":{"type":"model_reply","at":"2026-12-01T13:53:44Z","call":"m1","reply":{"content":[{"type":"thinking","text":"half of 0.10 is <b>0.05</b>","signature":"sig"},{"type":"redacted_thinking","data":"xyz"},{"type":"text","text":"The ball costs 0.05."}]}}}`)},
+	}
+	tr, err := buildTranscript("r", entries, 0, func(s string) string { return s })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Store: nopStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := s.tmpl.ExecuteTemplate(&out, "step", stepData{Step: tr.Steps[0], RunID: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	html := out.String()
+	for _, want := range []string{`<details class="item thinking"><summary>thinking</summary>`, "half of 0.10 is &lt;b&gt;0.05&lt;/b&gt;", "(encrypted by the provider)", "The ball costs 0.05."} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the step lacks %q:\n%s", want, html)
+		}
+	}
+}

@@ -40,7 +40,7 @@ func (s *step) ID() string { return fmt.Sprintf("step-%d", s.N) }
 // Duration is from the step's first entry to its last.
 func (s *step) Duration() time.Duration { return s.End.Sub(s.Start) }
 
-// item is one thing in a step, by Kind: "thought", "tool", "finish", "note",
+// item is one thing in a step, by Kind: "thinking", "thought", "tool", "finish", "note",
 // "ask", "reply", "child", "error", "model", "result", "cancel", "resume".
 type item struct {
 	Kind string
@@ -336,6 +336,12 @@ func (t *transcript) event(e store.Entry, ev *loop.Event) {
 		t.cur.OutputTokens += ev.Reply.Usage.OutputTokens
 		for _, b := range ev.Reply.Content {
 			switch b.Type {
+			case model.Thinking:
+				if strings.TrimSpace(b.Text) != "" {
+					t.push(&item{Kind: "thinking", Seq: e.Seq, At: ev.At, Text: t.redact(b.Text)})
+				}
+			case model.RedactedThinking:
+				t.push(&item{Kind: "thinking", Seq: e.Seq, At: ev.At, Text: "(encrypted by the provider)"})
 			case model.Text:
 				if strings.TrimSpace(b.Text) != "" {
 					t.push(&item{Kind: "thought", Seq: e.Seq, At: ev.At, Text: t.redact(b.Text)})

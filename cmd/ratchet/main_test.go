@@ -814,3 +814,17 @@ func TestLsSaysWhatItLeftOut(t *testing.T) {
 	}
 	run(t, env, "ls", "--status", "exhausted:,done").wantCode(t, exitDone)
 }
+
+// TestShowTranscript: show --transcript prints a stored run step by step,
+// as run printed it, the model's thinking included.
+func TestShowTranscript(t *testing.T) {
+	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+	run(t, env, "run", "--quiet", filepath.Join("..", "..", "examples", "reasoning", "task.yaml")).wantCode(t, exitDone)
+	c := run(t, env, "show", "last", "--transcript")
+	c.wantCode(t, exitDone)
+	for _, want := range []string{"step 1  thinking: ", "finish {\"answer\":", "done: attempt 1 passed every check", "usage: steps="} {
+		if !strings.Contains(c.stdout, want) {
+			t.Errorf("the transcript lacks %q:\n%s", want, c.stdout)
+		}
+	}
+}

@@ -435,13 +435,14 @@ func (m *Main) printJSON(name string, v any) int {
 // showCmd prints one run: its Result, attempts, verdicts and usage.
 func (m *Main) showCmd(ctx context.Context, args []string) int {
 	var (
-		db                        string
-		events, asJSON, showPatch bool
+		db                                    string
+		events, asJSON, showPatch, transcript bool
 	)
 	fs := flag.NewFlagSet("ratchet show", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
 	fs.BoolVar(&events, "events", false, "print the run's event log (JSONL, docs/events.md) instead")
+	fs.BoolVar(&transcript, "transcript", false, "print the run step by step instead, as ratchet run showed it: the model's text and thinking, tool calls and results, verdicts")
 	fs.BoolVar(&asJSON, "json", false, "print the Result as JSON")
 	fs.BoolVar(&showPatch, "patch", false, "print the run's patch instead: the unified diff of its workspace copy against the start, for git apply or patch -p1 (ratchet apply RUN applies it)")
 	setUsage(fs, "Usage: ratchet show RUN [flags]\n\nPrints a run's Result, attempts, verdicts and usage.\n\nFlags:\n")
@@ -460,6 +461,28 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 	defer s.Close()
 	if showPatch {
 		return m.printPatch(row)
+	}
+	if transcript {
+		recs, err := runner.LoadLog(ctx, s, row.ID)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
+			return exitInfra
+		}
+		var limits budget.Limits
+		if len(recs) > 0 && recs[0].Spec != nil {
+			limits = recs[0].Spec.Budget
+		}
+		// The text is a model's and its tools': shown escaped (observe.Escape).
+		p := observe.NewPrinter(escaper{m.Stdout}, observe.PrinterConfig{Limits: limits})
+		for _, r := range recs {
+			e, err := r.Entry()
+			if err != nil {
+				fmt.Fprintf(m.Stderr, "ratchet show: run %s: %v\n", row.ID, err)
+				return exitInfra
+			}
+			p.Observe(e)
+		}
+		return exitDone
 	}
 	if events {
 		entries, err := s.Entries(ctx, row.ID, 0)
