@@ -38,6 +38,7 @@ package execcheck
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -640,15 +641,7 @@ func withCommandPath(env map[string]string, name string) map[string]string {
 // goroot returns the GOROOT of the go command name (looked up in path, or
 // the host's PATH), when it sits in GOROOT/bin.
 func goroot(name, path string) string {
-	found := name
-	if !strings.Contains(name, "/") {
-		for _, dir := range filepath.SplitList(path + ":" + os.Getenv("PATH")) {
-			if p := filepath.Join(dir, name); dir != "" && isFile(p) {
-				found = p
-				break
-			}
-		}
-	}
+	found := cmp.Or(inPath(name, path+":"+os.Getenv("PATH")), name)
 	found, err := filepath.EvalSymlinks(found)
 	if err != nil {
 		return ""
@@ -658,6 +651,21 @@ func goroot(name, path string) string {
 		return ""
 	}
 	return root
+}
+
+// inPath is the file name names: name itself when it holds a slash, else
+// the first regular file of that name in the directories of path; "" when
+// there is none.
+func inPath(name, path string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if p := filepath.Join(dir, name); dir != "" && isFile(p) {
+			return p
+		}
+	}
+	return ""
 }
 
 func isFile(p string) bool {

@@ -32,18 +32,9 @@ func runsPytestModule(cmd []string, path string) bool {
 	if len(cmd) < 3 || !pythonName.MatchString(filepath.Base(cmd[0])) || cmd[1] != "-m" || cmd[2] != "pytest" {
 		return false
 	}
-	python := cmd[0]
-	if !strings.Contains(python, "/") {
-		python = ""
-		for _, dir := range filepath.SplitList(path) {
-			if p := filepath.Join(dir, cmd[0]); dir != "" && isFile(p) {
-				python = p
-				break
-			}
-		}
-		if python == "" {
-			return false
-		}
+	python := inPath(cmd[0], path)
+	if python == "" {
+		return false
 	}
 	has, _ := safePath.LoadOrStore(python, sync.OnceValue(func() bool {
 		// The sandbox sees the host's file system: this is its interpreter.
