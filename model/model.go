@@ -83,6 +83,12 @@ type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	// Strict asks the provider to hold the model's arguments to the schema
+	// where it can (OpenAI's strict functions, Anthropic's strict tools),
+	// as the loop asks of a typed answer's finish tool. A provider that
+	// cannot, or a schema outside what its strict mode accepts, sends the
+	// tool as usual; the schema check is the gate either way.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Purpose says why a model call is made; it is recorded with usage.
@@ -107,6 +113,12 @@ type Request struct {
 	// Reasoning asks a model that can reason to do so; nil leaves the
 	// provider's default. A model that cannot reason ignores it.
 	Reasoning *Reasoning `json:"reasoning,omitempty"`
+	// OutputSchema, when set, asks for a reply whose text is one JSON value
+	// of this JSON Schema (a typed answer in generate mode): a provider
+	// with native structured output constrains the reply to it (OpenAI's
+	// json_schema response format, Gemini's responseJsonSchema); the
+	// others rely on the prompt. The schema check is the gate either way.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 }
 
 // Effort is how hard a reasoning model thinks, provider-neutral: each

@@ -3,9 +3,10 @@
 //
 // The table is maintained by hand. Its prices were taken on 2026-11-30 from
 // the model catalog charm.land/catwalk v0.52.1 (internal/providers/configs/
-// anthropic.json and openai.json), which is itself compiled from the
-// providers' pricing pages (https://www.anthropic.com/pricing and
-// https://platform.openai.com/docs/pricing). catwalk is not imported: its
+// anthropic.json, openai.json and, on 2026-12-03, gemini.json), which is
+// itself compiled from the providers' pricing pages
+// (https://www.anthropic.com/pricing, https://platform.openai.com/docs/pricing
+// and https://ai.google.dev/gemini-api/docs/pricing). catwalk is not imported: its
 // two cached-token columns mean different things from one model to the
 // next, so they are normalised here into a cache-read and a cache-write
 // price, and importing it would pull in its metrics dependencies.
@@ -63,7 +64,7 @@ var zeroMinor = regexp.MustCompile(`^(claude-[a-z]+-\d+)-0$`)
 // the alias's, so it is unknown.
 var repriced = map[key]bool{{"openai", "gpt-4o-2024-05-13"}: true}
 
-// Lookup returns the price of a provider's model ("anthropic" or "openai").
+// Lookup returns the price of a provider's model ("anthropic", "openai" or "gemini").
 // A model named with or without its snapshot date matches either form, and
 // Anthropic's -0 aliases (claude-sonnet-4-0) their version.
 func Lookup(provider, modelName string) (Price, bool) {
@@ -89,8 +90,10 @@ func init() {
 }
 
 // rows are micro-USD per million tokens: input, output, cache read, cache
-// write. OpenAI charges nothing to write its automatic cache; a model with
-// no cache discount has its cache-read price equal to its input price.
+// write. OpenAI and Gemini charge nothing to write their automatic caches;
+// a model with no cache discount has its cache-read price equal to its
+// input price. Gemini's prices are those of prompts up to 200k tokens
+// (2.5 Pro and 3 Pro charge more above: such calls are under-counted).
 var rows = []struct {
 	provider, model      string
 	in, out, read, write budget.Micros
@@ -137,4 +140,14 @@ var rows = []struct {
 	{"openai", "o3-mini", 1100000, 4400000, 550000, 0},
 	{"openai", "gpt-4o", 2500000, 10000000, 1250000, 0},
 	{"openai", "gpt-4o-mini", 150000, 600000, 75000, 0},
+	{"gemini", "gemini-3.7-flash", 750000, 3750000, 75000, 0},
+	{"gemini", "gemini-3.6-flash", 1500000, 7500000, 150000, 0},
+	{"gemini", "gemini-3.5-flash", 1500000, 9000000, 1000000, 0},
+	{"gemini", "gemini-3.5-flash-lite", 300000, 2500000, 30000, 0},
+	{"gemini", "gemini-3.1-pro-preview-customtools", 2000000, 12000000, 200000, 0},
+	{"gemini", "gemini-3.1-flash-lite", 250000, 1500000, 25000, 0},
+	{"gemini", "gemini-3-pro-preview", 2000000, 12000000, 200000, 0},
+	{"gemini", "gemini-3-flash-preview", 500000, 3000000, 50000, 0},
+	{"gemini", "gemini-2.5-pro", 1250000, 10000000, 125000, 0},
+	{"gemini", "gemini-2.5-flash", 300000, 2500000, 30000, 0},
 }

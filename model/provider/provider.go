@@ -4,6 +4,7 @@
 //	anthropic:<model>                      Anthropic's Messages API (ANTHROPIC_API_KEY)
 //	openai:<model>                         OpenAI's Chat Completions (OPENAI_API_KEY, OPENAI_BASE_URL)
 //	openai-compatible:<base-url>#<model>   any server speaking Chat Completions: Ollama, vLLM, llama.cpp, LM Studio
+//	gemini:<model>                         Google's Gemini API (GEMINI_API_KEY or GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL)
 //	scripted:<file>                        a recorded, offline test double (model/scripted)
 //
 // An empty string means $RATCHET_MODEL. For openai-compatible, an empty
@@ -16,6 +17,7 @@
 package provider
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +28,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/anthropic"
 	"github.com/ratchetloop/ratchet/model/fallback"
+	"github.com/ratchetloop/ratchet/model/gemini"
 	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/model/openai"
 	"github.com/ratchetloop/ratchet/model/retry"
@@ -35,6 +38,7 @@ import (
 // Options lists the model string forms, for error messages and help.
 const Options = "anthropic:MODEL (needs ANTHROPIC_API_KEY), openai:MODEL (needs OPENAI_API_KEY), " +
 	"openai-compatible:BASE_URL#MODEL (Ollama, vLLM, llama.cpp server, LM Studio; e.g. openai-compatible:http://localhost:11434/v1#llama3.1), " +
+	"gemini:MODEL (needs GEMINI_API_KEY), " +
 	"scripted:FILE (a recorded, offline test double); several joined by commas are a fallback chain"
 
 // ErrNoModel is returned (wrapped) when no model is configured.
@@ -64,18 +68,18 @@ type Config struct {
 
 // Spec is a parsed model string.
 type Spec struct {
-	Provider string // "anthropic", "openai", "openai-compatible" or "scripted"
+	Provider string // "anthropic", "openai", "openai-compatible", "gemini" or "scripted"
 	Model    string // the model name; "" for scripted
 	BaseURL  string // openai-compatible only (before the environment default)
 	File     string // scripted only
 }
 
 // Key is the name the limits of sp's provider are kept under:
-// "anthropic", "openai", or "openai-compatible:BASE_URL" (each compatible
+// "anthropic", "openai", "gemini", or "openai-compatible:BASE_URL" (each compatible
 // server is limited apart); "" for scripted, which has none.
 func (sp Spec) Key() string {
 	switch sp.Provider {
-	case "anthropic", "openai":
+	case "anthropic", "openai", "gemini":
 		return sp.Provider
 	case "openai-compatible":
 		return sp.Provider + ":" + sp.BaseURL
@@ -114,7 +118,7 @@ func Parse(s string) (Spec, error) {
 	kind, arg, _ := strings.Cut(s, ":")
 	sp := Spec{Provider: kind}
 	switch kind {
-	case "anthropic", "openai":
+	case "anthropic", "openai", "gemini":
 		if arg == "" {
 			return Spec{}, fmt.Errorf("model %q: %s needs a model name, e.g. %s", s, kind, example(kind))
 		}
@@ -142,6 +146,8 @@ func example(kind string) string {
 		return "anthropic:claude-sonnet-4-5"
 	case "openai":
 		return "openai:gpt-4.1"
+	case "gemini":
+		return "gemini:gemini-2.5-flash"
 	}
 	return "openai-compatible:http://localhost:11434/v1#llama3.1"
 }
@@ -200,6 +206,11 @@ func openProvider(sp Spec, cfg Config, getenv func(string) string) (model.Model,
 	case "anthropic":
 		return anthropic.New(anthropic.Config{
 			Model: sp.Model, APIKey: getenv("ANTHROPIC_API_KEY"), BaseURL: getenv("ANTHROPIC_BASE_URL"),
+			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true, Notice: cfg.Notice,
+		})
+	case "gemini":
+		return gemini.New(gemini.Config{
+			Model: sp.Model, APIKey: cmp.Or(getenv("GEMINI_API_KEY"), getenv("GOOGLE_API_KEY")), BaseURL: getenv("GOOGLE_GEMINI_BASE_URL"),
 			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true, Notice: cfg.Notice,
 		})
 	case "openai", "openai-compatible":

@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -197,25 +198,48 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// quotaSpent reports whether a 429 reply's body ({"error":{"code":...,
-// "type":...}}) says the account's quota or credit is spent rather than a
-// rate passed (OpenAI's insufficient_quota). It reads the body, which is
-// small, and puts it back for the SDK.
+// quotaSpent reports whether a 429 reply's body says the account's quota
+// or credit is spent rather than a rate passed (see QuotaSpent). It reads
+// the body, which is small, and puts it back for the SDK.
 func quotaSpent(resp *http.Response) bool {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return err == nil && QuotaSpent(data)
+}
+
+// QuotaSpent reports whether an error body ({"error":{...}}) says the
+// account's quota or credit is spent, which waiting minutes cannot cure:
+// OpenAI's insufficient_quota; Gemini's RESOURCE_EXHAUSTED with a per-day
+// quota in its QuotaFailure detail, or its prepaid credit depleted.
+func QuotaSpent(body []byte) bool {
 	var e struct {
 		Error struct {
-			Code any    `json:"code"` // a string at OpenAI, a number at some servers
-			Type string `json:"type"`
+			Code    any    `json:"code"` // a string at OpenAI, a number at Gemini and some servers
+			Type    string `json:"type"`
+			Message string `json:"message"`
+			Details []struct {
+				Violations []struct {
+					QuotaID string `json:"quotaId"`
+				} `json:"violations"`
+			} `json:"details"`
 		} `json:"error"`
 	}
-	if err != nil || json.Unmarshal(data, &e) != nil {
+	if json.Unmarshal(body, &e) != nil {
 		return false
 	}
 	code, _ := e.Error.Code.(string)
-	return code == "insufficient_quota" || e.Error.Type == "insufficient_quota"
+	if code == "insufficient_quota" || e.Error.Type == "insufficient_quota" {
+		return true
+	}
+	for _, d := range e.Error.Details {
+		for _, v := range d.Violations {
+			if strings.Contains(v.QuotaID, "PerDay") {
+				return true
+			}
+		}
+	}
+	return strings.Contains(strings.ToLower(e.Error.Message), "prepayment credits are depleted")
 }
 
 // stop says in words why the failed attempt is the last one, or "" when it
