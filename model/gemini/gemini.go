@@ -377,11 +377,8 @@ func args(in json.RawMessage) map[string]any {
 }
 
 // assembler builds a Response from a whole reply or a stream's chunks.
-// Streamed text arrives as parts that continue the last block of their
-// kind; a signature closes a block, so a later part starts a new one.
 type assembler struct {
 	blocks  []model.Block
-	signed  []bool // blocks[i] has its signature: a later part starts a new block
 	finish  genai.FinishReason
 	message string // the finish message, or why the prompt was blocked
 	blocked bool
@@ -429,7 +426,7 @@ func (a *assembler) add(r *genai.GenerateContentResponse) string {
 			if err != nil || p.FunctionCall.Args == nil {
 				in = []byte("{}")
 			}
-			a.push(model.Block{Type: model.ToolUse, ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Input: in, Signature: sig})
+			a.blocks = append(a.blocks, model.Block{Type: model.ToolUse, ID: p.FunctionCall.ID, Name: p.FunctionCall.Name, Input: in, Signature: sig})
 		case p.Thought:
 			a.extend(model.Thinking, p.Text, sig)
 		case p.Text != "" || sig != "":
@@ -440,21 +437,18 @@ func (a *assembler) add(r *genai.GenerateContentResponse) string {
 	return shown.String()
 }
 
-func (a *assembler) push(b model.Block) {
-	a.blocks = append(a.blocks, b)
-	a.signed = append(a.signed, b.Signature != "" || b.Type == model.ToolUse)
-}
-
-// extend adds text to the last block if it is of type t and unsigned,
-// else starts a block.
+// extend adds a part's text to the last block if it is of type t and the
+// two do not both carry a signature, else starts a block. Streamed text
+// arrives in many parts, the signature on one of them (the first, in
+// recorded Gemini 2.5 streams): the block keeps it and goes back as one
+// part.
 func (a *assembler) extend(t model.BlockType, text, sig string) {
-	if n := len(a.blocks); n > 0 && a.blocks[n-1].Type == t && !a.signed[n-1] {
+	if n := len(a.blocks); n > 0 && a.blocks[n-1].Type == t && (a.blocks[n-1].Signature == "" || sig == "") {
 		a.blocks[n-1].Text += text
-		a.blocks[n-1].Signature = sig
-		a.signed[n-1] = sig != ""
+		a.blocks[n-1].Signature = cmp.Or(a.blocks[n-1].Signature, sig)
 		return
 	}
-	a.push(model.Block{Type: t, Text: text, Signature: sig})
+	a.blocks = append(a.blocks, model.Block{Type: t, Text: text, Signature: sig})
 }
 
 // finished says whether a stream gave its end: a finish reason, or a

@@ -167,10 +167,13 @@ func Field(t testing.TB, body []byte, path ...string) string {
 // once and only the cut one again, so that every byte can be tried.
 func EveryCut[E any](t testing.TB, body []byte, decode func([]byte) ([]E, error), assemble func(events []E, done bool) (model.Response, error)) {
 	t.Helper()
-	ends := []int{0} // where each event ends, after its blank line
+	ends := []int{0} // where each event ends, after its blank line (LF or CRLF, as Gemini sends)
 	for i := 0; i+1 < len(body); i++ {
-		if body[i] == '\n' && body[i+1] == '\n' {
+		switch {
+		case body[i] == '\n' && body[i+1] == '\n':
 			ends = append(ends, i+2)
+		case body[i] == '\n' && i+2 < len(body) && body[i+1] == '\r' && body[i+2] == '\n':
+			ends = append(ends, i+3)
 		}
 	}
 	var flat []E
