@@ -223,7 +223,9 @@ func TestCassetteThinkingPart(t *testing.T) {
 		t.Errorf("usage %+v, want 29 in, 1737 out of which 1001 thinking", resp.Usage)
 	}
 	sent := partsOf(t, rec[1].Request, 1)
-	var second struct{ Contents []struct{ Parts []struct{ Text string } } }
+	var second struct {
+		Contents []struct{ Parts []struct{ Text string } }
+	}
 	json.Unmarshal(rec[1].Request, &second)
 	req.Messages = append(req.Messages, model.Message{Role: model.Assistant, Content: resp.Content}, user(second.Contents[2].Parts[0].Text))
 	if _, err := m.Generate(context.Background(), req); err != nil {
