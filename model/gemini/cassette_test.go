@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/genai"
@@ -368,5 +369,26 @@ func TestCassetteStructuredOutput(t *testing.T) {
 	var v struct{ City, Country string }
 	if len(resp.Content) != 1 || json.Unmarshal([]byte(resp.Content[0].Text), &v) != nil || v.City != "Mexico City" {
 		t.Errorf("reply %+v, want the JSON answer", resp.Content)
+	}
+}
+
+// A stream that ends cleanly between two events before the finish reason
+// (a proxy that closed it) is incomplete: it is asked for again, never
+// taken as a shorter answer.
+func TestCassetteStreamEndsEarly(t *testing.T) {
+	rec := cassette(t, "test_google_model_thinking_part_iter")
+	cut := rec[0]
+	cut.Body = cut.Body[:bytes.Index(cut.Body, []byte("\r\n\r\n"))+4] // the first event alone
+	srv := modeltest.ServeCassette(t, []modeltest.Interaction{cut, rec[0]})
+	m, err := New(Config{Model: "gemini-2.5-pro", APIKey: "k", BaseURL: srv.URL, Stream: true, NoEnv: true, Retry: retry.Config{MaxAttempts: 2, Sleep: func(context.Context, time.Duration) error { return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{user("How do I cross the street?")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Bodies()); n != 2 || len(resp.Content) != 2 || resp.StopReason != "end_turn" {
+		t.Errorf("%d requests, reply %d blocks (stop %s); want the cut stream asked for again and the whole reply", n, len(resp.Content), resp.StopReason)
 	}
 }
