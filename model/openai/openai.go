@@ -99,6 +99,10 @@ type Config struct {
 	// MaxTokens caps a reply when Request.MaxOutputTokens is 0; 0 leaves it
 	// to the server.
 	MaxTokens int
+	// Responses sends the calls to the Responses API (/v1/responses)
+	// instead of Chat Completions: reasoning carried across turns
+	// encrypted, nothing stored server-side. OpenAI only.
+	Responses bool
 	// Stream asks for a streamed reply and passes its text to
 	// model.Hooks.OnText as it arrives. The Response is the same as without.
 	Stream bool
@@ -149,6 +153,9 @@ func New(cfg Config) (*Model, error) {
 		m.provider = ProviderCompatible
 	}
 	var problems []string
+	if cfg.Compatible && cfg.Responses {
+		problems = append(problems, "the Responses API is OpenAI's: a compatible server takes Chat Completions")
+	}
 	if cfg.Model == "" {
 		problems = append(problems, "no model name (e.g. openai:gpt-4.1)")
 	}
@@ -180,8 +187,12 @@ func New(cfg Config) (*Model, error) {
 	return m, nil
 }
 
-// Name returns "openai:<model>", or "openai-compatible:<base-url>#<model>".
+// Name returns "openai:<model>", "openai-responses:<model>", or
+// "openai-compatible:<base-url>#<model>".
 func (m *Model) Name() string {
+	if m.cfg.Responses {
+		return ProviderResponses + ":" + m.cfg.Model
+	}
 	if m.cfg.Compatible {
 		return ProviderCompatible + ":" + m.cfg.BaseURL + "#" + m.cfg.Model
 	}
@@ -193,6 +204,9 @@ func (m *Model) PriceKnown() bool { return m.priced }
 
 // Generate sends req and returns the reply. The error is a *model.APIError.
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	if m.cfg.Responses {
+		return m.generateResponses(ctx, req)
+	}
 	params, err := m.params(req)
 	if err != nil {
 		return model.Response{}, &model.APIError{Provider: m.provider, Kind: model.ErrBadRequest, Message: err.Error(), Err: err}
@@ -256,14 +270,11 @@ func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error
 		if m.cfg.Compatible || reasons(m.cfg.Model) {
 			p.ReasoningEffort = shared.ReasoningEffort(effort(*r))
 		} else {
-			m.ignored.Do(func() {
-				w := m.cfg.Notice
-				if w == nil {
-					w = os.Stderr
-				}
-				fmt.Fprintf(w, "ratchet: %s cannot reason: the reasoning setting is ignored\n", m.Name())
-			})
+			m.ignoreReasoning()
 		}
+	}
+	if format, ok := responseFormat(req.OutputSchema); ok {
+		p.ResponseFormat = param.Override[openai.ChatCompletionNewParamsResponseFormatUnion](format)
 	}
 	if n := cmp.Or(req.MaxOutputTokens, m.cfg.MaxTokens); n > 0 {
 		if m.cfg.Compatible {
@@ -273,13 +284,24 @@ func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error
 		}
 	}
 	for _, t := range req.Tools {
-		def, err := functionDef(t)
+		def, err := functionDef(t, t.Strict && !m.cfg.Compatible)
 		if err != nil {
 			return p, err
 		}
 		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(def))
 	}
 	return p, nil
+}
+
+// ignoreReasoning says once that the model cannot reason.
+func (m *Model) ignoreReasoning() {
+	m.ignored.Do(func() {
+		w := m.cfg.Notice
+		if w == nil {
+			w = os.Stderr
+		}
+		fmt.Fprintf(w, "ratchet: %s cannot reason: the reasoning setting is ignored\n", m.Name())
+	})
 }
 
 // reasons says whether an OpenAI model takes reasoning_effort: the GPT-4
@@ -325,7 +347,9 @@ func reasoningOf(extra map[string]respjson.Field) (text, field string) {
 
 // functionDef passes the tool's schema through as raw JSON rather than
 // decoding it into the SDK's map.
-func functionDef(t model.ToolSpec) (shared.FunctionDefinitionParam, error) {
+// A tool asked to be strict is, where its schema is within strict mode's
+// subset (strictable).
+func functionDef(t model.ToolSpec, strict bool) (shared.FunctionDefinitionParam, error) {
 	schema := t.InputSchema
 	if len(schema) == 0 {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -334,7 +358,8 @@ func functionDef(t model.ToolSpec) (shared.FunctionDefinitionParam, error) {
 		Name        string          `json:"name"`
 		Description string          `json:"description,omitempty"`
 		Parameters  json.RawMessage `json:"parameters"`
-	}{t.Name, t.Description, schema})
+		Strict      bool            `json:"strict,omitempty"`
+	}{t.Name, t.Description, schema, strict && strictable(schema)})
 	if err != nil {
 		return shared.FunctionDefinitionParam{}, errors.New("tool " + t.Name + ": input schema is not valid JSON")
 	}
@@ -586,6 +611,12 @@ func failedCall(err error) (reply, bool) {
 // apiError turns an SDK or transport error into a *model.APIError.
 func (m *Model) apiError(err error) *model.APIError {
 	var oe *openai.Error
+	var rf *responsesFailure
+	if errors.As(err, &rf) {
+		e := rf.e.kind()
+		e.Provider, e.Message, e.Err = m.provider, rf.Error(), err
+		return m.withFix(e)
+	}
 	if se, ok := eventError(err); ok {
 		e := se.kind()
 		e.Provider, e.Message, e.Err = m.provider, cmp.Or(se.Message, "an error event in the stream"), err

@@ -60,6 +60,30 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// The Responses transport passes the same suite against a server speaking
+// the Responses API.
+func TestConformanceResponses(t *testing.T) {
+	modeltest.Run(t, modeltest.Harness{
+		New: func(t *testing.T, turns []modeltest.Turn, o modeltest.Options) (model.Model, *modeltest.Server) {
+			srv := modeltest.Serve(t, responsesWire{}, turns)
+			m, err := New(Config{Model: testModel, APIKey: o.APIKey, BaseURL: srv.URL + "/v1", Stream: o.Stream, Retry: o.Retry, Responses: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m, srv
+		},
+		Streams:           true,
+		NoCacheWrites:     true, // the Responses API reports none
+		Thinks:            true,
+		Signs:             true, // the encrypted content
+		SendsThinkingBack: true,
+		Cost: func(u model.Usage) (budget.Micros, bool) {
+			p, ok := price.Lookup(Provider, testModel)
+			return p.Cost(u), ok
+		},
+	})
+}
+
 func TestNew(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", "")

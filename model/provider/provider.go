@@ -3,6 +3,7 @@
 //
 //	anthropic:<model>                      Anthropic's Messages API (ANTHROPIC_API_KEY)
 //	openai:<model>                         OpenAI's Chat Completions (OPENAI_API_KEY, OPENAI_BASE_URL)
+//	openai-responses:<model>               OpenAI's Responses API (the same variables)
 //	openai-compatible:<base-url>#<model>   any server speaking Chat Completions: Ollama, vLLM, llama.cpp, LM Studio
 //	gemini:<model>                         Google's Gemini API (GEMINI_API_KEY or GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL)
 //	scripted:<file>                        a recorded, offline test double (model/scripted)
@@ -37,6 +38,7 @@ import (
 
 // Options lists the model string forms, for error messages and help.
 const Options = "anthropic:MODEL (needs ANTHROPIC_API_KEY), openai:MODEL (needs OPENAI_API_KEY), " +
+	"openai-responses:MODEL (OpenAI's Responses API), " +
 	"openai-compatible:BASE_URL#MODEL (Ollama, vLLM, llama.cpp server, LM Studio; e.g. openai-compatible:http://localhost:11434/v1#llama3.1), " +
 	"gemini:MODEL (needs GEMINI_API_KEY), " +
 	"scripted:FILE (a recorded, offline test double); several joined by commas are a fallback chain"
@@ -68,7 +70,7 @@ type Config struct {
 
 // Spec is a parsed model string.
 type Spec struct {
-	Provider string // "anthropic", "openai", "openai-compatible", "gemini" or "scripted"
+	Provider string // "anthropic", "openai", "openai-responses", "openai-compatible", "gemini" or "scripted"
 	Model    string // the model name; "" for scripted
 	BaseURL  string // openai-compatible only (before the environment default)
 	File     string // scripted only
@@ -81,6 +83,8 @@ func (sp Spec) Key() string {
 	switch sp.Provider {
 	case "anthropic", "openai", "gemini":
 		return sp.Provider
+	case "openai-responses":
+		return "openai" // one account's limits, whichever API
 	case "openai-compatible":
 		return sp.Provider + ":" + sp.BaseURL
 	}
@@ -118,7 +122,7 @@ func Parse(s string) (Spec, error) {
 	kind, arg, _ := strings.Cut(s, ":")
 	sp := Spec{Provider: kind}
 	switch kind {
-	case "anthropic", "openai", "gemini":
+	case "anthropic", "openai", "openai-responses", "gemini":
 		if arg == "" {
 			return Spec{}, fmt.Errorf("model %q: %s needs a model name, e.g. %s", s, kind, example(kind))
 		}
@@ -146,6 +150,8 @@ func example(kind string) string {
 		return "anthropic:claude-sonnet-4-5"
 	case "openai":
 		return "openai:gpt-4.1"
+	case "openai-responses":
+		return "openai-responses:gpt-5"
 	case "gemini":
 		return "gemini:gemini-2.5-flash"
 	}
@@ -213,14 +219,14 @@ func openProvider(sp Spec, cfg Config, getenv func(string) string) (model.Model,
 			Model: sp.Model, APIKey: cmp.Or(getenv("GEMINI_API_KEY"), getenv("GOOGLE_API_KEY")), BaseURL: getenv("GOOGLE_GEMINI_BASE_URL"),
 			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true, Notice: cfg.Notice,
 		})
-	case "openai", "openai-compatible":
+	case "openai", "openai-compatible", "openai-responses":
 		compatible := sp.Provider == "openai-compatible"
 		base := sp.BaseURL
 		if base == "" {
 			base = getenv("OPENAI_BASE_URL")
 		}
 		return openai.New(openai.Config{
-			Model: sp.Model, APIKey: getenv("OPENAI_API_KEY"), BaseURL: base, Compatible: compatible,
+			Model: sp.Model, APIKey: getenv("OPENAI_API_KEY"), BaseURL: base, Compatible: compatible, Responses: sp.Provider == "openai-responses",
 			Stream: cfg.Stream, Retry: cfg.Retry, NoEnv: true, Notice: cfg.Notice,
 		})
 	}

@@ -30,6 +30,7 @@ func TestParse(t *testing.T) {
 		{"openai-compatible:http://localhost:8000/v1", Spec{}, "needs BASE_URL#MODEL"},
 		{"scripted:", Spec{}, "scripted needs a file"},
 		{"claude", Spec{}, `unknown model "claude"; options: anthropic:MODEL`},
+		{"openai-responses:gpt-5", Spec{Provider: "openai-responses", Model: "gpt-5"}, ""},
 		{"gemini:gemini-2.5-flash", Spec{Provider: "gemini", Model: "gemini-2.5-flash"}, ""},
 		{"gemini:", Spec{}, "needs a model name, e.g. gemini:gemini-2.5-flash"},
 		{"mistral:large", Spec{}, `unknown model "mistral:large"`},
