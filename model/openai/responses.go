@@ -105,7 +105,9 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 // responsesFailure is an error event or failed response of a stream.
 type responsesFailure struct{ e serverError }
 
-func (f *responsesFailure) Error() string { return cmp.Or(f.e.Message, f.e.Type, "the response failed") }
+func (f *responsesFailure) Error() string {
+	return cmp.Or(f.e.Message, f.e.Type, "the response failed")
+}
 
 // eventFailure is e as an error: one a retry may cure is a broken reply.
 func eventFailure(e serverError) error {
