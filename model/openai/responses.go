@@ -73,21 +73,14 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 	s := m.client.Responses.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	onText := model.HooksFrom(ctx).OnText
-	var done *responses.Response
+	var a responsesStream
 	for s.Next() {
-		ev := s.Current()
-		switch ev.Type {
-		case "response.output_text.delta", "response.refusal.delta":
-			if onText != nil && ev.Delta != "" {
-				onText(ev.Delta)
-			}
-		case "response.completed", "response.incomplete":
-			r := ev.Response
-			done = &r
-		case "response.failed":
-			return nil, eventFailure(serverError{Message: ev.Response.Error.Message, Type: string(ev.Response.Error.Code)})
-		case "error":
-			return nil, eventFailure(serverError{Message: ev.Message, Type: ev.Code})
+		d, err := a.add(s.Current())
+		if err != nil {
+			return nil, err
+		}
+		if onText != nil && d != "" {
+			onText(d)
 		}
 	}
 	if err := s.Err(); err != nil {
@@ -96,10 +89,37 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 		}
 		return nil, err
 	}
-	if done == nil {
+	return a.response()
+}
+
+// responsesStream follows a stream's events: text deltas to show, and the
+// event that ends the response with it whole.
+type responsesStream struct{ done *responses.Response }
+
+// add takes one event and returns text to show now, if any, or the error
+// an error event or a failed response says.
+func (a *responsesStream) add(ev responses.ResponseStreamEventUnion) (string, error) {
+	switch ev.Type {
+	case "response.output_text.delta", "response.refusal.delta":
+		return ev.Delta, nil
+	case "response.completed", "response.incomplete":
+		r := ev.Response
+		a.done = &r
+	case "response.failed":
+		return "", eventFailure(serverError{Message: ev.Response.Error.Message, Type: string(ev.Response.Error.Code)})
+	case "error":
+		return "", eventFailure(serverError{Message: ev.Message, Type: ev.Code})
+	}
+	return "", nil
+}
+
+// response is the stream's response; a stream that ended before it was
+// done is incomplete.
+func (a *responsesStream) response() (*responses.Response, error) {
+	if a.done == nil {
 		return nil, fmt.Errorf("stream ended before the response was done: %w", retry.ErrIncomplete)
 	}
-	return done, nil
+	return a.done, nil
 }
 
 // responsesFailure is an error event or failed response of a stream.
