@@ -93,6 +93,9 @@ type state struct {
 	Scratchpad Scratchpad `json:"scratchpad"`
 	Plan       plan       `json:"plan"`
 	Children   children   `json:"children"`
+	// Refused counts the model's refusals in a row (turn.go): the first is
+	// an observation, the next ends the run failed with its text.
+	Refused int `json:"refused,omitempty"`
 	// Inbox holds what a person sent the run for its next model turn.
 	Inbox  inbox   `json:"inbox,omitzero"`
 	Result *Result `json:"result,omitempty"`

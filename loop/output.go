@@ -11,8 +11,13 @@ import (
 
 // A typed answer: with Spec.OutputSchema, the answer is one JSON value of
 // that schema. In agent mode the finish tool's answer argument is the
-// schema itself, so the model writes the value as structured arguments;
-// in generate mode the system prompt gives the schema. The core does not
+// schema itself, so the model writes the value as structured arguments,
+// and the tool is marked Strict, so that a provider with native
+// structured output (OpenAI's strict functions, Anthropic's strict tools)
+// holds the arguments to it; in generate mode the system prompt gives the
+// schema and the request carries it (model.Request.OutputSchema), so that
+// a provider with a JSON response format (OpenAI, Gemini) constrains the
+// reply to it, whose whole text is then the answer. The core does not
 // validate the value: the shell's cheap check named OutputCheck does, and
 // its failure (the JSON path and the rule) is fed back like any other.
 
@@ -54,7 +59,9 @@ func finishSpecFor(schema json.RawMessage) model.ToolSpec {
 	})
 	root["properties"] = props
 	in, _ := json.Marshal(root)
-	return model.ToolSpec{Name: FinishTool, InputSchema: in,
+	// Strict: a provider with native structured output holds the answer to
+	// the schema as the model writes it; the schema check stays the gate.
+	return model.ToolSpec{Name: FinishTool, InputSchema: in, Strict: true,
 		Description: finishSpec.Description + " The answer is a JSON value of the schema given for it; it is checked against that schema."}
 }
 

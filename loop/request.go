@@ -101,6 +101,7 @@ func (r *requests) command(st *state, id string) Command {
 		req.Messages = r.stepMessages(st, pin)
 		switch {
 		case r.spec.Mode == ModeGenerate:
+			req.OutputSchema = r.spec.OutputSchema
 		case closing:
 			req.Tools = []model.ToolSpec{r.finish}
 		default:

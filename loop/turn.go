@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -171,7 +172,22 @@ func (m *Machine) onReply(r *model.Response, closing bool) {
 	m.st.Awaiting = nil
 	m.st.charge(r)
 	shape := shapeOf(r)
+	if r.StopReason != "refusal" {
+		m.st.Refused = 0
+	}
 	switch {
+	case r.StopReason == "refusal" && len(shape.uses) == 0:
+		// A refusal (the provider's stop reason: OpenAI's refusal, a
+		// safety stop) is no answer to check: the model is told once, and a
+		// second in a row ends the run with the refusal's words.
+		text := strings.TrimSpace(replyText(r.Content))
+		m.st.History.append(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock(cmp.Or(text, "[refusal]"))}})
+		if m.st.Refused++; m.st.Refused > 1 {
+			m.end(Failed, "the model refused: "+clip(cmp.Or(text, "no reason given"), 500))
+			return
+		}
+		m.malformed("refusal", "Your reply was a refusal ("+clip(cmp.Or(text, "no reason given"), 300)+"). The task stands: if part of it is what you cannot do, say which part and do the rest.", closing)
+		return
 	case shape.size > m.spec.Policy.MaxReplyBytes:
 		m.st.History.append(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock(fmt.Sprintf("[reply of %d bytes discarded]", shape.size))}})
 		m.malformed("oversized_reply", fmt.Sprintf("Your reply was %d bytes, over the limit of %d, and was discarded unread. Keep replies shorter: act in smaller steps.", shape.size, m.spec.Policy.MaxReplyBytes), closing)

@@ -333,6 +333,9 @@ func parseReply(t testing.TB, td *datadriven.TestData) (model.Response, error) {
 	if td.HasArg("out") {
 		td.ScanArgs(t, "out", &r.Usage.OutputTokens)
 	}
+	if td.HasArg("stop") { // the provider's stop reason, e.g. refusal
+		td.ScanArgs(t, "stop", &r.StopReason)
+	}
 	if td.HasArg("via") { // the fallback chain's member that answered
 		td.ScanArgs(t, "via", &r.Via)
 	}
