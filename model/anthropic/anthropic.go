@@ -25,6 +25,12 @@
 // sent. A model that cannot think (Claude 3.5 and earlier) ignores the
 // setting and says so once.
 //
+// Structured output: a tool marked Strict (a typed answer's finish) is
+// sent strict, and Request.OutputSchema as output_config.format, on models
+// that have structured outputs (Claude Sonnet 4.5, Haiku 4.5, Opus 4.1 and
+// later) when the schema is within strict mode's subset
+// (model.StrictSchema); otherwise as before, the schema check the gate.
+//
 // Transport: the SDK's own retries are off; a model/retry Transport under
 // it retries and reports each retry through model.Hooks. Failures are
 // *model.APIError.
@@ -224,7 +230,14 @@ func (m *Model) params(req model.Request) (anthropic.MessageNewParams, []option.
 		if t.Description != "" {
 			tp.Description = anthropic.String(t.Description)
 		}
+		if t.Strict && structured(m.cfg.Model) && model.StrictSchema(schema) {
+			tp.Strict = anthropic.Bool(true)
+		}
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+	}
+	if s := req.OutputSchema; len(s) > 0 && structured(m.cfg.Model) && model.StrictSchema(s) {
+		raw, _ := json.Marshal(map[string]json.RawMessage{"type": json.RawMessage(`"json_schema"`), "schema": s})
+		p.OutputConfig.Format = param.Override[anthropic.JSONOutputFormatParam](json.RawMessage(raw))
 	}
 	// Cache breakpoints (at most four are allowed): the last tool caches
 	// the tool list, the system block caches tools + system, and the last
@@ -319,6 +332,13 @@ func (v version) adaptive() bool { return v.major == 0 || v.atLeast(4, 6) }
 // effort: output_config.effort came with Claude Opus 4.5, and every model
 // from 4.6.
 func (v version) effort() bool { return v.adaptive() || v.family == "opus" && v.atLeast(4, 5) }
+
+// structured: strict tools and the JSON output format (structured
+// outputs) came with Claude Sonnet 4.5, Haiku 4.5 and Opus 4.1.
+func structured(name string) bool {
+	v := versionOf(name)
+	return v.major == 0 || v.atLeast(4, 5) || v.family == "opus" && v.atLeast(4, 1)
+}
 
 func markLast(blocks []anthropic.ContentBlockParamUnion) {
 	if len(blocks) == 0 {

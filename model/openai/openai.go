@@ -348,7 +348,7 @@ func reasoningOf(extra map[string]respjson.Field) (text, field string) {
 // functionDef passes the tool's schema through as raw JSON rather than
 // decoding it into the SDK's map.
 // A tool asked to be strict is, where its schema is within strict mode's
-// subset (strictable).
+// subset (model.StrictSchema).
 func functionDef(t model.ToolSpec, strict bool) (shared.FunctionDefinitionParam, error) {
 	schema := t.InputSchema
 	if len(schema) == 0 {
@@ -359,7 +359,7 @@ func functionDef(t model.ToolSpec, strict bool) (shared.FunctionDefinitionParam,
 		Description string          `json:"description,omitempty"`
 		Parameters  json.RawMessage `json:"parameters"`
 		Strict      bool            `json:"strict,omitempty"`
-	}{t.Name, t.Description, schema, strict && strictable(schema)})
+	}{t.Name, t.Description, schema, strict && model.StrictSchema(schema)})
 	if err != nil {
 		return shared.FunctionDefinitionParam{}, errors.New("tool " + t.Name + ": input schema is not valid JSON")
 	}

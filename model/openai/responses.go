@@ -179,7 +179,7 @@ func (m *Model) responsesParams(req model.Request) (responses.ResponseNewParams,
 				Description string          `json:"description,omitempty"`
 				Parameters  json.RawMessage `json:"parameters"`
 				Strict      bool            `json:"strict"`
-			}{"function", t.Name, t.Description, schema, t.Strict && strictable(schema)})
+			}{"function", t.Name, t.Description, schema, t.Strict && model.StrictSchema(schema)})
 			tools = append(tools, raw)
 		}
 		opts = append(opts, option.WithJSONSet("tools", tools))

@@ -2,59 +2,13 @@ package openai
 
 import (
 	"encoding/json"
-	"slices"
+
+	"github.com/ratchetloop/ratchet/model"
 )
 
-// Native structured output: OpenAI's strict mode (strict functions, and a
-// json_schema response format) constrains the model's output to a schema,
-// but accepts only a subset of JSON Schema: every object lists all its
-// properties as required and forbids others. A schema outside it is sent
-// as it is, not strict, and a typed answer's schema check stays the gate.
-
-// strictable reports whether schema is within strict mode's subset: each
-// object schema in it, at any depth, has additionalProperties false and
-// every property required.
-func strictable(schema json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(schema, &v) != nil {
-		return false
-	}
-	return strictValue(v)
-}
-
-func strictValue(v any) bool {
-	switch x := v.(type) {
-	case []any:
-		return !slices.ContainsFunc(x, func(e any) bool { return !strictValue(e) })
-	case map[string]any:
-		if props, ok := x["properties"].(map[string]any); ok || x["type"] == "object" {
-			if x["additionalProperties"] != false {
-				return false
-			}
-			req, _ := x["required"].([]any)
-			for k := range props {
-				if !slices.Contains(req, any(k)) {
-					return false
-				}
-			}
-		}
-		for _, k := range []string{"properties", "$defs", "definitions"} {
-			if m, ok := x[k].(map[string]any); ok {
-				for _, s := range m {
-					if !strictValue(s) {
-						return false
-					}
-				}
-			}
-		}
-		for _, k := range []string{"items", "anyOf", "allOf", "oneOf"} {
-			if s, ok := x[k]; ok && !strictValue(s) {
-				return false
-			}
-		}
-	}
-	return true
-}
+// Native structured output: a schema within strict mode's subset
+// (model.StrictSchema) is sent strict; any other as it is, not strict, and
+// a typed answer's schema check stays the gate.
 
 // objectRoot reports whether schema's root is an object schema, which the
 // json_schema response format requires.
@@ -77,7 +31,7 @@ func jsonSchemaFormat(schema json.RawMessage) (format json.RawMessage, ok bool) 
 		Name   string          `json:"name"`
 		Schema json.RawMessage `json:"schema"`
 		Strict bool            `json:"strict"`
-	}{"json_schema", "answer", schema, strictable(schema)})
+	}{"json_schema", "answer", schema, model.StrictSchema(schema)})
 	return format, true
 }
 
@@ -87,6 +41,6 @@ func responseFormat(schema json.RawMessage) (json.RawMessage, bool) {
 	if !objectRoot(schema) {
 		return nil, false
 	}
-	raw, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "answer", "schema": schema, "strict": strictable(schema)}})
+	raw, _ := json.Marshal(map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "answer", "schema": schema, "strict": model.StrictSchema(schema)}})
 	return raw, true
 }
