@@ -63,6 +63,7 @@ func TestStrictSchema(t *testing.T) {
 		{`{"type":"object","properties":{"a":{"type":"object","properties":{"x":{"type":"number"}}}},"required":["a"],"additionalProperties":false}`, false},
 		{`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{},"additionalProperties":false}}},"required":["a"],"additionalProperties":false}`, true},
 		{`{"type":"object","properties":{"a":{"$ref":"#/$defs/d"}},"required":["a"],"additionalProperties":false,"$defs":{"d":{"type":"object","properties":{"x":{"type":"number"}}}}}`, false},
+		{`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"x":{"type":"number"}}}}},"required":["a"],"additionalProperties":false}`, false},
 		{`not json`, false},
 	} {
 		if got := model.StrictSchema(json.RawMessage(tc.schema)); got != tc.want {
