@@ -18,7 +18,7 @@ import (
 // output tokens) and message_stop, with ping events anywhere.
 type wire struct{}
 
-var _ modeltest.Wire = wire{}
+var _ modeltest.ErrorEventWire = wire{}
 
 type wireBlock struct {
 	Type         string          `json:"type"`
@@ -31,6 +31,7 @@ type wireBlock struct {
 	ToolUseID    string          `json:"tool_use_id,omitempty"`
 	Content      any             `json:"content,omitempty"`
 	IsError      bool            `json:"is_error,omitempty"`
+	Strict       bool            `json:"strict,omitempty"`
 	CacheControl *struct {
 		Type string `json:"type"`
 	} `json:"cache_control,omitempty"`
@@ -43,13 +44,21 @@ type wireRequest struct {
 	Stream    bool        `json:"stream"`
 	System    []wireBlock `json:"system"`
 	Tools     []wireBlock `json:"tools"`
-	Messages  []struct {
+	Output    struct {
+		Format struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	} `json:"output_config"`
+	Messages []struct {
 		Role    string      `json:"role"`
 		Content []wireBlock `json:"content"`
 	} `json:"messages"`
 }
 
 func stopReason(r modeltest.Reply) string {
+	if r.Refusal != "" {
+		return "refusal" // with the refusal's text as the content
+	}
 	if len(r.Calls) > 0 {
 		return "tool_use"
 	}
@@ -57,6 +66,9 @@ func stopReason(r modeltest.Reply) string {
 }
 
 func (wire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
+	if r.Refusal != "" {
+		r.Text = r.Refusal
+	}
 	u := r.Usage
 	usage := fmt.Sprintf(`{"input_tokens":%d,"output_tokens":%d,"cache_read_input_tokens":%d,"cache_creation_input_tokens":%d}`,
 		u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
@@ -145,6 +157,15 @@ func (wire) Error(status int) []byte {
 	return fmt.Appendf(nil, `{"type":"error","error":{"type":%q,"message":%q}}`, typ, http.StatusText(status))
 }
 
+// ErrorEvent is a stream that begins and then carries an error event
+// (https://docs.anthropic.com/en/docs/build-with-claude/streaming#error-events),
+// typed as the status's error would be.
+func (w wire) ErrorEvent(status int) (string, []byte) {
+	typ := map[int]string{400: "invalid_request_error", 503: "overloaded_error"}[status]
+	return "text/event-stream", fmt.Appendf(nil, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_01\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-test\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n"+
+		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":%q,\"message\":%q}}\n\n", typ, http.StatusText(status))
+}
+
 func (wire) Parse(body []byte) (modeltest.Seen, error) {
 	var r wireRequest
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -156,6 +177,14 @@ func (wire) Parse(body []byte) (modeltest.Seen, error) {
 	}
 	for _, t := range r.Tools {
 		s.Tools = append(s.Tools, t.Name)
+		if t.Strict {
+			s.StrictTools = append(s.StrictTools, t.Name)
+		}
+	}
+	if len(r.Output.Format.Schema) > 0 {
+		var b bytes.Buffer
+		json.Compact(&b, r.Output.Format.Schema)
+		s.OutputSchema = b.String()
 	}
 	for _, m := range r.Messages {
 		s.Roles = append(s.Roles, m.Role)

@@ -36,9 +36,11 @@
 // Stop reasons: STOP is end_turn (tool_use when there are calls),
 // MAX_TOKENS max_tokens, the safety stops (SAFETY, RECITATION, BLOCKLIST,
 // PROHIBITED_CONTENT, SPII, IMAGE_SAFETY) and a blocked prompt refusal,
-// with the reason as the reply's text when the model wrote none. A
-// MALFORMED_FUNCTION_CALL comes back as text (Gemini's message quoting the
-// model's failed call), so the loop answers it with an observation.
+// with the reason as the reply's text when the model wrote none ("Gemini
+// stopped: SAFETY"; the SDK drops the Gemini API's finishMessage, so a
+// blocked prompt's blockReasonMessage is the only message there is). A
+// MALFORMED_FUNCTION_CALL comes back as such text, so the loop answers it
+// with an observation.
 //
 // Usage: input is the prompt less its cached part (cachedContentTokenCount,
 // Gemini's implicit and explicit caching), output the candidates plus the

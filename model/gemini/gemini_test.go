@@ -33,6 +33,8 @@ func TestConformance(t *testing.T) {
 		Thinks:            true,
 		Signs:             true,
 		SendsThinkingBack: true,
+		OutputSchema:      true, // responseJsonSchema; Gemini has no strict tools
+		RefusalText:       "Gemini stopped: SAFETY",
 		Cost: func(u model.Usage) (budget.Micros, bool) {
 			p, ok := price.Lookup(Provider, testModel)
 			return p.Cost(u), ok

@@ -22,7 +22,10 @@ import (
 // {"error":{"code","message","status"}}.
 type wire struct{}
 
-var _ modeltest.PathWire = wire{}
+var (
+	_ modeltest.PathWire       = wire{}
+	_ modeltest.ErrorEventWire = wire{}
+)
 
 func part(fields string, sig string) string {
 	if sig != "" {
@@ -50,7 +53,18 @@ func chunk(parts []string, finish, usage string) string {
 	return c + `,"modelVersion":"gemini-test","responseId":"resp-1"}`
 }
 
+// refusal is a reply stopped by Gemini's safety filter, with its message.
+func refusal(r modeltest.Reply) string {
+	return `{"candidates":[{"content":{"parts":[],"role":"model"},"finishReason":"SAFETY","finishMessage":` + jsonString(r.Refusal) + `,"index":0}],"usageMetadata":` + usageJSON(r) + `,"modelVersion":"gemini-test"}`
+}
+
 func (wire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
+	if r.Refusal != "" {
+		if stream {
+			return "text/event-stream", []byte("data: " + refusal(r) + "\r\n\r\n")
+		}
+		return "application/json", []byte(refusal(r))
+	}
 	var thought, text []string
 	if r.Thinking != "" {
 		thought = []string{part(`"text":`+jsonString(r.Thinking)+`,"thought":true`, r.Signature)}
@@ -101,6 +115,12 @@ func (wire) Error(status int) []byte {
 	return fmt.Appendf(nil, `{"error":{"code":%d,"message":%q,"status":%q}}`, status, http.StatusText(status), name)
 }
 
+// ErrorEvent is a stream that begins and then carries an error object in a
+// data line, with the status's code and google.rpc status name.
+func (w wire) ErrorEvent(status int) (string, []byte) {
+	return "text/event-stream", []byte("data: " + chunk([]string{`{"text":"Let me"}`}, "", "") + "\r\n\r\ndata: " + string(w.Error(status)) + "\r\n\r\n")
+}
+
 type wireRequest struct {
 	Contents []struct {
 		Role  string     `json:"role"`
@@ -109,6 +129,9 @@ type wireRequest struct {
 	SystemInstruction *struct {
 		Parts []wirePart `json:"parts"`
 	} `json:"systemInstruction"`
+	GenerationConfig struct {
+		ResponseJSONSchema json.RawMessage `json:"responseJsonSchema"`
+	} `json:"generationConfig"`
 	Tools []struct {
 		FunctionDeclarations []struct {
 			Name string `json:"name"`
@@ -149,6 +172,11 @@ func (wire) ParsePath(path string, body []byte) (modeltest.Seen, error) {
 		for _, f := range t.FunctionDeclarations {
 			s.Tools = append(s.Tools, f.Name)
 		}
+	}
+	if sc := r.GenerationConfig.ResponseJSONSchema; len(sc) > 0 {
+		var b bytes.Buffer
+		json.Compact(&b, sc)
+		s.OutputSchema = b.String()
 	}
 	for _, c := range r.Contents {
 		s.Roles = append(s.Roles, c.Role)

@@ -22,6 +22,7 @@
 package modeltest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -53,6 +54,10 @@ type Reply struct {
 	Thinking, Signature string
 	Text                string
 	Calls               []Call
+	// Refusal is the provider's refusal in place of an answer, encoded as
+	// the provider sends one (OpenAI's refusal, Anthropic's and Gemini's
+	// safety stops); the Response must be its text, stop reason refusal.
+	Refusal string
 	// Usage is the reply's token counts (Cost fields ignored).
 	Usage model.Usage
 }
@@ -70,6 +75,17 @@ type Failure struct {
 	Reset  bool
 	Hang   bool
 	Break  bool
+	// StreamError is a status whose error arrives inside a stream: the
+	// reply begins (200) and an error event says what the status would
+	// (see ErrorEventWire).
+	StreamError int
+}
+
+// ErrorEventWire is a Wire of a provider whose streams can carry an error
+// event: ErrorEvent is a stream that begins, then fails as status would.
+type ErrorEventWire interface {
+	Wire
+	ErrorEvent(status int) (contentType string, body []byte)
 }
 
 // Options are what the suite asks of a model under test.
@@ -112,6 +128,14 @@ type Harness struct {
 	// sends an assistant turn's thinking back (Anthropic, OpenAI-compatible
 	// servers), else it must not (OpenAI).
 	Thinks, Signs, SendsThinkingBack bool
+	// RefusalText is the text a refusal must come back as when the wire
+	// carries none of its own (Gemini's safety stop: the SDK drops its
+	// finishMessage); "" means the refusal's own text.
+	RefusalText string
+	// OutputSchema says the wire carries a native output schema
+	// (Request.OutputSchema), StrictTools strict tools (ToolSpec.Strict);
+	// a provider without them must send neither.
+	OutputSchema, StrictTools bool
 	// Cost returns the cost a reply with usage u must report, and whether it
 	// is known.
 	Cost func(u model.Usage) (budget.Micros, bool)
@@ -129,6 +153,10 @@ type Seen struct {
 	// Thinking and Signatures are the thinking sent back in assistant
 	// turns, and its signatures.
 	Thinking, Signatures []string
+	// OutputSchema is the schema the request asked the reply's text to
+	// follow natively (compact JSON), StrictTools the tools sent strict.
+	OutputSchema string
+	StrictTools  []string
 }
 
 // Wire speaks one provider's format for a Server.
@@ -252,6 +280,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		reset(w)
 	case f.Hang:
 		<-r.Context().Done()
+	case f.StreamError != 0:
+		ew, ok := s.wire.(ErrorEventWire)
+		if !ok {
+			http.Error(w, "modeltest: the wire has no error events (ErrorEventWire)", http.StatusTeapot)
+			return
+		}
+		ct, out := ew.ErrorEvent(f.StreamError)
+		w.Header().Set("Content-Type", ct)
+		w.Write(out)
 	default:
 		for k, v := range f.Header {
 			w.Header().Set(k, v)
@@ -366,6 +403,11 @@ func Run(t *testing.T, h Harness) {
 		}
 		testParallel(t, h, true)
 	})
+	transport("Refusal", func(t *testing.T) { testRefusal(t, h, false) })
+	transport("StreamingRefusal", func(t *testing.T) { testRefusal(t, h, true) })
+	transport("StructuredOutput", func(t *testing.T) { testStructured(t, h) })
+	transport("StreamErrorFailsFast", func(t *testing.T) { testStreamError(t, h, 400) })
+	transport("StreamErrorRetried", func(t *testing.T) { testStreamError(t, h, 503) })
 	transport("StreamingThinking", func(t *testing.T) {
 		if h.Thinks {
 			testThinking(t, h, true)
@@ -571,6 +613,83 @@ func testThinking(t *testing.T, h Harness, stream bool) {
 	}
 	if !slices.Equal(seen.Thinking, wantThinking) || !slices.Equal(seen.Signatures, wantSigs) {
 		t.Errorf("the next request sent back thinking %q, signatures %q; want %q, %q", seen.Thinking, seen.Signatures, wantThinking, wantSigs)
+	}
+}
+
+// testRefusal: a provider's refusal is the reply's text with stop reason
+// refusal, whole and streamed.
+func testRefusal(t *testing.T, h Harness, stream bool) {
+	reply := Reply{Refusal: "I can't help with that."}
+	m, _ := h.model(t, []Turn{{Reply: reply}}, Options{Stream: stream})
+	got := generate(t, m, context.Background(), request())
+	got.Model, got.Usage = "", model.Usage{}
+	want := model.Response{Content: []model.Block{model.TextBlock(cmp.Or(h.RefusalText, reply.Refusal))}, StopReason: "refusal"}
+	if diff := diffResponse(want, got); diff != "" {
+		t.Errorf("refusal (-want +got):\n%s", diff)
+	}
+}
+
+// testStructured: a request's output schema and strict tools go out as the
+// provider's native structured output where it has one, and not at all
+// where it has none.
+func testStructured(t *testing.T, h Harness) {
+	schema := `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`
+	req := request()
+	req.OutputSchema = json.RawMessage(schema)
+	req.Tools = slices.Clone(req.Tools)
+	req.Tools[1].InputSchema = json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"],"additionalProperties":false}`)
+	req.Tools[1].Strict = true
+	m, srv := h.model(t, []Turn{{Reply: Reply{Text: `{"city":"Paris"}`}}}, Options{})
+	checkReply(t, generate(t, m, context.Background(), req), Reply{Text: `{"city":"Paris"}`})
+	seen, err := srv.Seen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSchema, wantStrict := "", []string(nil)
+	if h.OutputSchema {
+		wantSchema = schema
+	}
+	if seen.OutputSchema != "" { // keys in any order: an SDK may decode and re-encode it
+		var v any
+		json.Unmarshal([]byte(seen.OutputSchema), &v)
+		b, _ := json.Marshal(v)
+		seen.OutputSchema = string(b)
+		json.Unmarshal([]byte(wantSchema), &v)
+		b, _ = json.Marshal(v)
+		wantSchema = string(b)
+	}
+	if h.StrictTools {
+		wantStrict = []string{"finish"}
+	}
+	if seen.OutputSchema != wantSchema || !slices.Equal(seen.StrictTools, wantStrict) {
+		t.Errorf("sent output schema %q, strict tools %q; want %q, %q", seen.OutputSchema, seen.StrictTools, wantSchema, wantStrict)
+	}
+}
+
+// testStreamError: an error event inside a stream is classified as the
+// same error outside a stream: a bad request fails at once, an
+// unavailable server is asked again.
+func testStreamError(t *testing.T, h Harness, status int) {
+	if !h.Streams {
+		t.Fatal("the model has a transport but Harness.Streams is false")
+	}
+	var s sleeps
+	reply := Reply{Text: "after the error"}
+	m, srv := h.model(t, []Turn{{Fail: []Failure{{StreamError: status}}, Reply: reply}}, Options{Stream: true, Retry: retryConfig(&s)})
+	resp, err := m.Generate(context.Background(), request())
+	if status < 500 {
+		ae := apiError(t, err)
+		if ae.Kind != model.KindOf(status) || ae.Temporary() || srv.Attempts() != 1 {
+			t.Errorf("error %+v after %d attempts; want %s at once, as without a stream", ae, srv.Attempts(), model.KindOf(status))
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Generate: %v (an unavailable server's error event is retried, as its status would be)", err)
+	}
+	checkReply(t, resp, reply)
+	if srv.Attempts() != 2 {
+		t.Errorf("%d attempts, want 2", srv.Attempts())
 	}
 }
 

@@ -48,6 +48,9 @@ func TestConformance(t *testing.T) {
 				// only a compatible server is sent it back.
 				Thinks:            true,
 				SendsThinkingBack: compatible,
+				// json_schema goes to every server; strict functions to OpenAI's.
+				OutputSchema: true,
+				StrictTools:  !compatible,
 				Cost: func(u model.Usage) (budget.Micros, bool) {
 					if compatible {
 						return 0, false // a local server's model has no known price
@@ -74,6 +77,8 @@ func TestConformanceResponses(t *testing.T) {
 		},
 		Streams:           true,
 		NoCacheWrites:     true, // the Responses API reports none
+		OutputSchema:      true,
+		StrictTools:       true,
 		Thinks:            true,
 		Signs:             true, // the encrypted content
 		SendsThinkingBack: true,

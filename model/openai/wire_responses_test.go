@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/ratchetloop/ratchet/model/modeltest"
@@ -19,7 +20,7 @@ import (
 // response) as SSE.
 type responsesWire struct{}
 
-var _ modeltest.Wire = responsesWire{}
+var _ modeltest.ErrorEventWire = responsesWire{}
 
 func (responsesWire) response(r modeltest.Reply, status string) string {
 	var out []string
@@ -28,6 +29,9 @@ func (responsesWire) response(r modeltest.Reply, status string) string {
 	}
 	if r.Text != "" {
 		out = append(out, fmt.Sprintf(`{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"output_text","text":%s,"annotations":[]}]}`, jsonString(r.Text)))
+	}
+	if r.Refusal != "" {
+		out = append(out, fmt.Sprintf(`{"type":"message","id":"msg_1","role":"assistant","status":"completed","content":[{"type":"refusal","refusal":%s}]}`, jsonString(r.Refusal)))
 	}
 	for i, c := range r.Calls {
 		out = append(out, fmt.Sprintf(`{"type":"function_call","id":"fc_%d","call_id":%s,"name":%s,"arguments":%s,"status":"completed"}`, i, jsonString(c.ID), jsonString(c.Name), jsonString(c.Args)))
@@ -58,6 +62,9 @@ func (w responsesWire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
 	for _, part := range halves(r.Text) {
 		event("response.output_text.delta", `"item_id":"msg_1","output_index":1,"content_index":0,"delta":`+jsonString(part))
 	}
+	for _, part := range halves(r.Refusal) {
+		event("response.refusal.delta", `"item_id":"msg_1","output_index":1,"content_index":0,"delta":`+jsonString(part))
+	}
 	for i, c := range r.Calls {
 		event("response.function_call_arguments.delta", fmt.Sprintf(`"item_id":"fc_%d","output_index":%d,"delta":%s`, i, i+2, jsonString(c.Args)))
 	}
@@ -67,13 +74,27 @@ func (w responsesWire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
 
 func (responsesWire) Error(status int) []byte { return wire{}.Error(status) }
 
+// ErrorEvent is a stream that begins and then carries an error event
+// ({"type":"error","code",...}), coded as the status's error would be.
+func (w responsesWire) ErrorEvent(status int) (string, []byte) {
+	code := map[int]string{400: "invalid_request_error", 503: "server_error"}[status]
+	return "text/event-stream", fmt.Appendf(nil, "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":%s}\n\n"+
+		"event: error\ndata: {\"type\":\"error\",\"sequence_number\":1,\"code\":%q,\"message\":%q,\"param\":null}\n\n", w.response(modeltest.Reply{}, "in_progress"), code, http.StatusText(status))
+}
+
 func (responsesWire) Parse(body []byte) (modeltest.Seen, error) {
 	var r struct {
 		Instructions string `json:"instructions"`
 		Stream       bool   `json:"stream"`
 		Tools        []struct {
-			Name string `json:"name"`
+			Name   string `json:"name"`
+			Strict bool   `json:"strict"`
 		} `json:"tools"`
+		Text struct {
+			Format struct {
+				Schema json.RawMessage `json:"schema"`
+			} `json:"format"`
+		} `json:"text"`
 		Input []struct {
 			Type             string `json:"type"`
 			Role             string `json:"role"`
@@ -93,6 +114,14 @@ func (responsesWire) Parse(body []byte) (modeltest.Seen, error) {
 	s := modeltest.Seen{System: r.Instructions, Stream: r.Stream}
 	for _, t := range r.Tools {
 		s.Tools = append(s.Tools, t.Name)
+		if t.Strict {
+			s.StrictTools = append(s.StrictTools, t.Name)
+		}
+	}
+	if sc := r.Text.Format.Schema; len(sc) > 0 {
+		var b bytes.Buffer
+		json.Compact(&b, sc)
+		s.OutputSchema = b.String()
 	}
 	for _, it := range r.Input {
 		switch {

@@ -18,7 +18,7 @@ import (
 // carrying usage (stream_options.include_usage), then "data: [DONE]".
 type wire struct{}
 
-var _ modeltest.Wire = wire{}
+var _ modeltest.ErrorEventWire = wire{}
 
 func finishReason(r modeltest.Reply) string {
 	if len(r.Calls) > 0 {
@@ -51,8 +51,12 @@ func (wire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
 		if r.Thinking != "" {
 			toolCalls += `,"reasoning_content":` + jsonString(r.Thinking)
 		}
-		return "application/json", fmt.Appendf(nil, `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":null%s},"logprobs":null,"finish_reason":%q}],"usage":%s,"system_fingerprint":"fp_1"}`,
-			content, toolCalls, finishReason(r), usageJSON(r))
+		refusal := "null"
+		if r.Refusal != "" {
+			refusal = jsonString(r.Refusal)
+		}
+		return "application/json", fmt.Appendf(nil, `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":%s,"refusal":%s%s},"logprobs":null,"finish_reason":%q}],"usage":%s,"system_fingerprint":"fp_1"}`,
+			content, refusal, toolCalls, finishReason(r), usageJSON(r))
 	}
 	var b bytes.Buffer
 	chunk := func(choices string) {
@@ -65,6 +69,9 @@ func (wire) Reply(r modeltest.Reply, stream bool) (string, []byte) {
 	}
 	for _, part := range halves(r.Text) {
 		delta(`{"content":` + jsonString(part) + `}`)
+	}
+	for _, part := range halves(r.Refusal) {
+		delta(`{"refusal":` + jsonString(part) + `}`)
 	}
 	for i, c := range r.Calls {
 		delta(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":%s,"type":"function","function":{"name":%s,"arguments":""}}]}`, i, jsonString(c.ID), jsonString(c.Name)))
@@ -110,6 +117,15 @@ func (wire) Error(status int) []byte {
 	return fmt.Appendf(nil, `{"error":{"message":%q,"type":%q,"param":null,"code":null}}`, http.StatusText(status), typ)
 }
 
+// ErrorEvent is a stream that begins and then carries an error object in a
+// data line, as OpenAI and compatible servers (Groq, OpenRouter) send one,
+// typed as the status's error would be.
+func (wire) ErrorEvent(status int) (string, []byte) {
+	e := map[int]string{400: `{"message":"Bad Request","type":"invalid_request_error","code":null}`, 503: `{"message":"Service Unavailable","type":"server_error","code":503}`}[status]
+	return "text/event-stream", []byte("data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"gpt-test\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n" +
+		"data: {\"error\":" + e + "}\n\n")
+}
+
 type wireRequest struct {
 	Model               string `json:"model"`
 	MaxTokens           int    `json:"max_tokens"`
@@ -124,8 +140,14 @@ type wireRequest struct {
 			Name        string          `json:"name"`
 			Description string          `json:"description"`
 			Parameters  json.RawMessage `json:"parameters"`
+			Strict      bool            `json:"strict"`
 		} `json:"function"`
 	} `json:"tools"`
+	ResponseFormat struct {
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
 	Messages []struct {
 		Role             string  `json:"role"`
 		Content          any     `json:"content"`
@@ -149,6 +171,14 @@ func (wire) Parse(body []byte) (modeltest.Seen, error) {
 	s := modeltest.Seen{Stream: r.Stream}
 	for _, t := range r.Tools {
 		s.Tools = append(s.Tools, t.Function.Name)
+		if t.Function.Strict {
+			s.StrictTools = append(s.StrictTools, t.Function.Name)
+		}
+	}
+	if sc := r.ResponseFormat.JSONSchema.Schema; len(sc) > 0 {
+		var b bytes.Buffer
+		json.Compact(&b, sc)
+		s.OutputSchema = b.String()
 	}
 	for _, m := range r.Messages {
 		text, _ := m.Content.(string)
