@@ -36,8 +36,8 @@ func TestConformance(t *testing.T) {
 			srv := modeltest.Serve(t, wire{}, turns)
 			return newTest(t, srv, o), srv
 		},
-		OutputSchema: true, // claude-sonnet-4-5 has structured outputs
-		StrictTools:  true,
+		OutputSchema:         true, // claude-sonnet-4-5 has structured outputs
+		StrictTools:          true,
 		Streams:              true,
 		Alternates:           true,
 		MalformedNeedsStream: true,
