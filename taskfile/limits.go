@@ -60,7 +60,7 @@ var limitFields = []string{"requests_per_minute", "tokens_per_minute", "max_in_f
 func (p *parser) providerLimits(n *yaml.Node, where string) map[string]limit.Limits {
 	out := map[string]limit.Limits{}
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n, "%s must be a mapping of providers (anthropic, openai, openai-compatible:BASE_URL) to their limits", where)
+		p.errorf(n, "%s must be a mapping of providers (anthropic, openai, gemini, openai-compatible:BASE_URL) to their limits", where)
 		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {

@@ -737,17 +737,17 @@ func TestSelfJudgedGate(t *testing.T) {
 func TestModelChainAndProviderLimitsProblems(t *testing.T) {
 	data := `goal: g
 checks: [{equals: a}]
-model: [anthropic:claude-sonnet-4-5, gemini:pro, anthropic:claude-sonnet-4-5]
+model: [anthropic:claude-sonnet-4-5, mistral:large, anthropic:claude-sonnet-4-5]
 provider_limits:
   anthropic: {requests_per_minute: 0, tokens: 5}
   bedrock: {max_in_flight: 2}
   openai: 3
 `
 	_, err := taskfile.Parse([]byte(data), "dir/bad.yaml")
-	want := `dir/bad.yaml:3: model: unknown model "gemini:pro"; options: ` + provider.Options + `
+	want := `dir/bad.yaml:3: model: unknown model "mistral:large"; options: ` + provider.Options + `
 dir/bad.yaml:5: provider_limits.anthropic.requests_per_minute must be at least 1, got 0
 dir/bad.yaml:5: unknown field "tokens" in provider_limits.anthropic (known: requests_per_minute, tokens_per_minute, max_in_flight)
-dir/bad.yaml:6: provider_limits: unknown provider "bedrock" for limits: use anthropic, openai or openai-compatible:BASE_URL
+dir/bad.yaml:6: provider_limits: unknown provider "bedrock" for limits: use anthropic, openai, gemini or openai-compatible:BASE_URL
 dir/bad.yaml:7: provider_limits.openai must be a mapping`
 	if err == nil {
 		t.Fatal("no problems")

@@ -86,12 +86,12 @@ func (l Limits) String() string {
 // openai-compatible:BASE_URL (each compatible server has its own).
 func CheckProvider(name string) error {
 	switch {
-	case name == "anthropic", name == "openai":
+	case name == "anthropic", name == "openai", name == "gemini":
 		return nil
 	case strings.HasPrefix(name, "openai-compatible:") && len(name) > len("openai-compatible:"):
 		return nil
 	}
-	return fmt.Errorf("unknown provider %q for limits: use anthropic, openai or openai-compatible:BASE_URL", name)
+	return fmt.Errorf("unknown provider %q for limits: use anthropic, openai, gemini or openai-compatible:BASE_URL", name)
 }
 
 // Config configures a Registry. The zero value means defaults.

@@ -20,7 +20,8 @@ func TestParseFlag(t *testing.T) {
 		{"anthropic", "", limit.Limits{}, "want PROVIDER:FIELD=N"},
 		{"anthropic:rpm=5,max_in_flight=0,max_in_flight=2", "", limit.Limits{}, `unknown field "rpm" (known: requests_per_minute, tokens_per_minute, max_in_flight); max_in_flight must be a whole number of at least 1, got "0"`},
 		{"anthropic:max_in_flight=2,max_in_flight=3", "", limit.Limits{}, "max_in_flight is given twice"},
-		{"gemini:max_in_flight=2", "", limit.Limits{}, `unknown provider "gemini"`},
+		{"gemini:max_in_flight=2", "gemini", limit.Limits{MaxInFlight: 2}, ""},
+		{"bedrock:max_in_flight=2", "", limit.Limits{}, `unknown provider "bedrock"`},
 	}
 	for _, tt := range tests {
 		p, l, err := limit.ParseFlag(tt.in)
