@@ -1,12 +1,19 @@
 package gemini
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/modeltest"
 	"github.com/ratchetloop/ratchet/model/price"
+	"github.com/ratchetloop/ratchet/model/retry"
 )
 
 const testModel = "gemini-2.5-flash"
@@ -40,4 +47,27 @@ func TestConformance(t *testing.T) {
 			return p.Cost(u), ok
 		},
 	})
+}
+
+// A 429 naming a per-day quota is a spent quota: failed at once, saying
+// so; a per-minute one is a rate limit, retried.
+func TestQuotaSpent(t *testing.T) {
+	const perDay = `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]}}`
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(429)
+		io.WriteString(w, perDay)
+	}))
+	defer srv.Close()
+	m, err := New(Config{Model: testModel, APIKey: "k", BaseURL: srv.URL, NoEnv: true, Retry: retry.Config{MaxAttempts: 3, Sleep: func(context.Context, time.Duration) error { return nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("hi")}}}})
+	ae, ok := err.(*model.APIError)
+	if !ok || ae.Kind != model.ErrQuota || ae.Temporary() || n != 1 || !strings.Contains(ae.Fix, "quota") {
+		t.Errorf("error %v after %d requests; want one request and a spent quota that says so", err, n)
+	}
 }

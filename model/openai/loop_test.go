@@ -17,6 +17,18 @@ func TestLoop30(t *testing.T) {
 	modeltest.Loop(t, newTest(t, srv, modeltest.Options{APIKey: "k"}, false), srv, steps)
 }
 
+// TestLoop30Responses: the same loop through the Responses API, each call
+// id in its function_call and its function_call_output.
+func TestLoop30Responses(t *testing.T) {
+	const steps = 30
+	srv := modeltest.Serve(t, responsesWire{}, modeltest.LoopTurns(steps))
+	m, err := New(Config{Model: testModel, APIKey: "k", BaseURL: srv.URL + "/v1", Responses: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	modeltest.Loop(t, m, srv, steps)
+}
+
 // BenchmarkRequest30 measures building and encoding the request of a loop's
 // 30th step (61 messages).
 func BenchmarkRequest30(b *testing.B) {

@@ -30,6 +30,9 @@ func TestCost(t *testing.T) {
 		{"anthropic", "claude-sonnet-4-5-0", model.Usage{InputTokens: 1000}, 0, false},
 		{"openai", "llama3.1:8b", model.Usage{InputTokens: 1000}, 0, false},
 		{"anthropic", "gpt-4o", model.Usage{InputTokens: 1000}, 0, false}, // the provider is part of the key
+		// Gemini 2.5 Flash: $0.30/M in, $2.50/M out (thinking included), $0.03/M cached.
+		{"gemini", "gemini-2.5-flash", model.Usage{InputTokens: 1_000_000, OutputTokens: 1_000_000, CacheReadTokens: 1_000_000}, 300_000 + 2_500_000 + 30_000, true},
+		{"gemini", "gemini-1.5-flash", model.Usage{InputTokens: 1000}, 0, false},
 	}
 	for _, tt := range tests {
 		got := Fill(tt.provider, tt.model, tt.u)

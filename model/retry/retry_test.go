@@ -213,8 +213,10 @@ func TestOutcomeSaysWhy(t *testing.T) {
 }
 
 // A 429 that says the quota is spent (OpenAI's insufficient_quota, body as
-// its API reference documents it) is returned at once: waiting does not
-// refill a balance. A plain 429 is retried.
+// its API reference documents it; Gemini's RESOURCE_EXHAUSTED naming a
+// per-day quota in its QuotaFailure, as its rate-limit documentation shows
+// it) is returned at once: waiting does not refill a balance. A plain 429,
+// and Gemini's per-minute one, are retried.
 func TestQuotaSpentIsNotRetried(t *testing.T) {
 	for _, tc := range []struct {
 		body     string
@@ -222,6 +224,9 @@ func TestQuotaSpentIsNotRetried(t *testing.T) {
 	}{
 		{`{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`, 1},
 		{`{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, 3},
+		{`{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier","quotaValue":"50"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"43s"}]}}`, 1},
+		{`{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier","quotaValue":"10"}]}]}}`, 3},
+		{`{"error":{"code":429,"message":"Your prepayment credits are depleted. Please go to AI Studio to manage your project and billing.","status":"RESOURCE_EXHAUSTED"}}`, 1},
 	} {
 		n := 0
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
