@@ -120,9 +120,9 @@ func bytesDecoder(t testing.TB) func([]byte) ([]*genai.GenerateContentResponse, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(b []byte) ([]*genai.GenerateContentResponse, error) {
+	return func(b []byte) (out []*genai.GenerateContentResponse, err error) {
+		defer noPanic(&err) // as Generate does
 		body = b
-		var out []*genai.GenerateContentResponse
 		for r, err := range client.Models.GenerateContentStream(context.Background(), "m", []*genai.Content{{Role: "user", Parts: []*genai.Part{{Text: "x"}}}}, nil) {
 			if err != nil {
 				return nil, err

@@ -179,7 +179,8 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		return model.Response{}, &model.APIError{Provider: Provider, Kind: model.ErrBadRequest, Message: err.Error(), Err: err}
 	}
 	var resp model.Response
-	out, err := m.transport.Do(ctx, func(ctx context.Context) error {
+	out, err := m.transport.Do(ctx, func(ctx context.Context) (err error) {
+		defer noPanic(&err)
 		a := &assembler{}
 		if m.cfg.Stream {
 			onText := model.HooksFrom(ctx).OnText
@@ -211,6 +212,21 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		resp.Usage.Cost, resp.Usage.CostKnown = m.price.Cost(resp.Usage), true
 	}
 	return resp, nil
+}
+
+// malformedReply is a reply the SDK could not read: its converters index
+// a reply's JSON without checking its types, so that a server's
+// `"candidates": ""` panics inside it. A server's reply must not crash
+// ratchet: the panic becomes this error.
+type malformedReply struct{ why string }
+
+func (e *malformedReply) Error() string { return "the reply does not parse: " + e.why }
+
+// noPanic turns a panic in the SDK into a *malformedReply in *err.
+func noPanic(err *error) {
+	if p := recover(); p != nil {
+		*err = &malformedReply{fmt.Sprint(p)}
+	}
 }
 
 // streamError sorts an error met inside a stream: an error event that a
@@ -537,7 +553,11 @@ func kindOf(ae genai.APIError) model.ErrorKind {
 // apiError turns an SDK or transport error into a *model.APIError.
 func (m *Model) apiError(err error) *model.APIError {
 	var ae genai.APIError
-	if !errors.As(err, &ae) {
+	var bad *malformedReply
+	switch {
+	case errors.As(err, &bad):
+		return &model.APIError{Provider: Provider, Kind: model.ErrServer, Message: bad.Error(), Err: err}
+	case !errors.As(err, &ae):
 		return retry.TransportError(Provider, err)
 	}
 	e := &model.APIError{Provider: Provider, Kind: kindOf(ae), Message: cmp.Or(ae.Message, ae.Status), Err: err}

@@ -71,3 +71,29 @@ func TestQuotaSpent(t *testing.T) {
 		t.Errorf("error %v after %d requests; want one request and a spent quota that says so", err, n)
 	}
 }
+
+// A reply the SDK cannot read (its converters panic on `"candidates": ""`)
+// is an error of the call, whole or streamed: a server cannot crash
+// ratchet.
+func TestMalformedReplyIsAnError(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if stream {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "data: {\"candidates\": \"\"}\r\n\r\n")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"candidates": ""}`)
+		}))
+		m, err := New(Config{Model: testModel, APIKey: "k", BaseURL: srv.URL, NoEnv: true, Stream: stream, Retry: retry.Config{MaxAttempts: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("hi")}}}})
+		srv.Close()
+		if ae, ok := err.(*model.APIError); !ok || ae.Kind != model.ErrServer || !strings.Contains(ae.Message, "does not parse") {
+			t.Errorf("stream %v: error %v, want a server error saying the reply does not parse", stream, err)
+		}
+	}
+}
