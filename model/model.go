@@ -3,7 +3,8 @@
 //
 // The types are plain data so that the loop core can build requests and read
 // replies without I/O. Providers live in subpackages named after what they
-// wrap (model/scripted, model/anthropic, model/openai); model/provider turns
+// wrap (model/scripted, model/anthropic, model/openai, model/gemini);
+// model/provider turns
 // a model string into one.
 package model
 
@@ -46,8 +47,10 @@ const (
 // Block is one piece of a message. Which fields are set depends on Type:
 // Text uses Text; ToolUse uses ID, Name and Input; ToolResult uses ID, Text
 // and IsError; Thinking uses Text, Signature and Name (the reply field an
-// OpenAI-compatible server sent it in, to send it back in); RedactedThinking
-// uses Signature.
+// OpenAI-compatible server sent it in, to send it back in, or
+// "openai-responses" for a Responses API reasoning item); RedactedThinking
+// uses Signature. Gemini also seals Text and ToolUse blocks: its thought
+// signature is on the part it chose, and goes back on it.
 //
 // A provider sends an assistant turn's thinking blocks back as it received
 // them, signatures byte for byte: Anthropic refuses a tool loop's next
@@ -65,7 +68,8 @@ type Block struct {
 	Input   json.RawMessage `json:"input,omitempty"`
 	IsError bool            `json:"is_error,omitempty"`
 	// Signature is opaque provider data that must go back verbatim (see
-	// Thinking and RedactedThinking).
+	// Thinking and RedactedThinking; Gemini's thought signature, base64, on
+	// any block; the Responses API's encrypted reasoning).
 	Signature string `json:"signature,omitempty"`
 }
 
