@@ -4,8 +4,7 @@
 // The types are plain data so that the loop core can build requests and read
 // replies without I/O. Providers live in subpackages named after what they
 // wrap (model/scripted, model/anthropic, model/openai, model/gemini);
-// model/provider turns
-// a model string into one.
+// model/provider turns a model string into one.
 package model
 
 import (
