@@ -305,7 +305,7 @@ func (p *parser) top(n *yaml.Node) {
 		return
 	}
 	var goal *yaml.Node
-	var checks *yaml.Node
+	var checks, waits *yaml.Node
 	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review", "provider_limits", "output_schema", "reasoning"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "reasoning":
@@ -366,11 +366,17 @@ func (p *parser) top(n *yaml.Node) {
 		case "budget":
 			p.budget(v)
 		case "progress":
-			p.fields(v, "progress", []string{"window", "patience"}, func(key string, v *yaml.Node) {
-				if key == "window" {
+			p.fields(v, "progress", []string{"window", "patience", "waits", "max_waits"}, func(key string, v *yaml.Node) {
+				switch key {
+				case "window":
 					p.f.Progress.Window = p.int(v, "progress.window", 2)
-				} else {
+				case "patience":
 					p.f.Progress.Patience = p.int(v, "progress.patience", 1)
+				case "waits":
+					waits = v
+					p.f.Progress.Waits = p.strList(v, "progress.waits")
+				case "max_waits":
+					p.f.Progress.MaxWaits = p.int(v, "progress.max_waits", 1)
 				}
 			})
 		case "escalate":
@@ -396,6 +402,9 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	if p.f.Subagents != nil {
 		p.checkSubagents()
+	}
+	if waits != nil {
+		p.checkWaits(waits)
 	}
 	p.checkStrengthFields()
 	p.checkHoldouts()
@@ -652,6 +661,26 @@ func (p *parser) strList(n *yaml.Node, field string) []string {
 		out = append(out, p.str(c, field+" item"))
 	}
 	return out
+}
+
+// checkWaits reports a name in progress.waits that is no tool of the task.
+// With MCP servers the names of their tools are known only once they are
+// running, so only the built-in tools' names can be told apart.
+func (p *parser) checkWaits(n *yaml.Node) {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for i, name := range p.f.Progress.Waits {
+		switch {
+		case i >= len(items) || items[i].Kind != yaml.ScalarNode: // reported by strList
+		case slices.Contains(p.f.Tools, name):
+		case slices.Contains(ToolNames, name):
+			p.errorf(items[i], "progress.waits: %s is not among the task's tools (add it to tools:)", name)
+		case len(p.f.MCP) == 0:
+			p.errorf(items[i], "progress.waits: %q is not one of the task's tools (%s) and there is no MCP server to offer it", name, strings.Join(p.f.Tools, ", "))
+		}
+	}
 }
 
 // tools reads the tool list, reporting unknown and repeated names.
