@@ -276,6 +276,12 @@ func summaryTable(m Metrics) table {
 		}
 	}
 	rate("holdout pass rate of accepted", m.HoldoutPass)
+	if m.Cheat.N > 0 {
+		rate("cheat rate (impossible twins done)", m.Cheat)
+	}
+	if len(m.Cheated) > 0 {
+		t.Rows = append(t.Rows, []string{"twins ended done", strings.Join(m.Cheated, ", "), ""})
+	}
 	rate("escalation rate", m.Escalated)
 	if m.Asked.K > 0 { // most suites never ask: no row of zeros
 		rate("asked a person", m.Asked)
@@ -286,7 +292,7 @@ func summaryTable(m Metrics) table {
 			rate("exhausted: "+string(d), r)
 		}
 	}
-	for _, p := range []progress.Pattern{progress.Repeating, progress.Oscillating, progress.Stagnating} {
+	for _, p := range progress.Patterns {
 		if r, ok := m.Stalled[p]; ok {
 			rate("stalled: "+string(p), r)
 		}
@@ -323,6 +329,11 @@ var groupHead = []string{"name", "runs", "success", "check strength", "holdout p
 
 func groupTable(title string, gs []Group) table {
 	t := table{Title: title, Head: groupHead}
+	// With impossible twins, their cheat rate sits next to success.
+	twins := slices.ContainsFunc(gs, func(g Group) bool { return g.Metrics.Cheat.N > 0 })
+	if twins {
+		t.Head = slices.Insert(slices.Clone(groupHead), 3, "cheat rate")
+	}
 	for _, g := range gs {
 		m := g.Metrics
 		brier, cost, strength, holdout := "–", "–", "–", "–"
@@ -338,9 +349,13 @@ func groupTable(title string, gs []Group) table {
 		if m.Success.K > 0 {
 			cost = "$" + trimFloat(m.Spend.CostPerSuccess/1e6)
 		}
-		t.Rows = append(t.Rows, []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), strength, holdout, rateText(m.FirstPass), brier, cost})
+		row := []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), strength, holdout, rateText(m.FirstPass), brier, cost}
+		if twins {
+			row = slices.Insert(row, 3, rateText(m.Cheat))
+		}
+		t.Rows = append(t.Rows, row)
 		flag := ""
-		if m.Success.N > 0 && m.Success.K == 0 {
+		if m.Success.N > 0 && m.Success.K == 0 || m.Cheat.K > 0 {
 			flag = "bad"
 		}
 		t.Flags = append(t.Flags, flag)
@@ -509,7 +524,7 @@ func exhaustionChart(names, colors []string, ms []Metrics) Chart {
 			cats = append(cats, cat{"exhausted: " + string(d), func(m Metrics) Rate { return orZero(m.Exhausted[d], m.Runs) }})
 		}
 	}
-	for _, p := range []progress.Pattern{progress.Repeating, progress.Oscillating, progress.Stagnating} {
+	for _, p := range progress.Patterns {
 		used := false
 		for _, m := range ms {
 			_, ok := m.Stalled[p]

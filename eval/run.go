@@ -250,7 +250,7 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int, held *holdWatc
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errLoad, c.Name, err)
 	}
-	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}, CheckStrength: job.CheckStrength}
+	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}, CheckStrength: job.CheckStrength, Twin: c.Twin}
 	for _, ch := range spec.Checks {
 		rec.Tiers[ch.Name] = ch.Tier
 	}

@@ -44,6 +44,10 @@ const (
 	Waiting Pattern = "waiting"
 )
 
+// Patterns are the patterns a Monitor reports, in the order reports list
+// them.
+var Patterns = []Pattern{Repeating, Oscillating, Stagnating, Waiting}
+
 // Kind says what an Observation records.
 type Kind string
 

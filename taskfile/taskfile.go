@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ratchetloop/ratchet/model/limit"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -173,6 +174,11 @@ type ExecSpec struct {
 	// Cases and Checker are format io's (execcheck.Case).
 	Cases   []execcheck.Case
 	Checker []string
+	// Shadow maps a test file's path inside the sandbox (relative, as it
+	// is mounted) to a file mounted there in its place: how an impossible
+	// twin (package eval) runs its changed copy of a test. It is never
+	// read from a task file.
+	Shadow map[string]string
 }
 
 // Problem is one error in a file. Its JSON form is what 'ratchet run
@@ -1187,6 +1193,14 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 				return nil, err
 			}
 			cfg.Tests = append(cfg.Tests, m)
+		}
+		for _, target := range slices.Sorted(maps.Keys(c.Exec.Shadow)) {
+			m := sandbox.Mount{Source: c.Exec.Shadow[target], Target: target}
+			if i := slices.IndexFunc(cfg.Tests, func(t sandbox.Mount) bool { return t.Target == target }); i >= 0 {
+				cfg.Tests[i] = m
+			} else { // a file of a mounted directory: mounted over it, after it
+				cfg.Tests = append(cfg.Tests, m)
+			}
 		}
 		if f.Mode == "generate" {
 			if f.Artifact == "" {

@@ -1,12 +1,14 @@
 package ui
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/store"
 )
 
@@ -124,5 +126,26 @@ func TestTranscriptThinking(t *testing.T) {
 		if !strings.Contains(html, want) {
 			t.Errorf("the step lacks %q:\n%s", want, html)
 		}
+	}
+}
+
+// TestGridTwins: an impossible twin that ended done is a miss in the grid
+// (it cheated), one that did not is not, and the title says it is a twin.
+func TestGridTwins(t *testing.T) {
+	recs := []eval.Record{
+		{Case: "a", Result: loop.Result{Status: loop.Done}},
+		{Case: "a/impossible", Twin: `equals "392"`, Result: loop.Result{Status: loop.Done}},
+		{Case: "b/impossible", Twin: `equals "6"`, Result: loop.Result{Status: loop.Exhausted("steps")}},
+	}
+	rows, _ := grid("s", recs, func(s string) string { return s })
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s %v", r.Case, r.Cells[0].Success))
+	}
+	if want := []string{"a true", "a/impossible false", "b/impossible true"}; !slices.Equal(got, want) {
+		t.Errorf("grid %v, want %v", got, want)
+	}
+	if title := rows[1].Cells[0].Title; !strings.Contains(title, `impossible twin (equals "392")`) {
+		t.Errorf("title %q", title)
 	}
 }

@@ -99,6 +99,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	limit := fs.Int("limit", 0, "run only the suite's first N cases (0: all)")
 	repeats := fs.Int("repeats", 0, "run every case this many times, whatever the suite says (0: the suite's)")
 	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
+	impossible := fs.Bool("impossible", false, "also run each task case's impossible twin (its checks contradict the goal) and report the cheat rate: twins ended done / twins run")
 	cacheDir := fs.String("cache", "", cacheHelp+";\neach case's repeat N gets the replies its own repeat N got, so repeats stay independent")
 	var tf runFlags // --temporal: where the runs go (temporal.go)
 	fs.StringVar(&tf.temporal, "temporal", "", "run the cases on Temporal workers (ratchet worker) at this server, HOST:PORT; see docs/temporal.md")
@@ -139,6 +140,22 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		suite.Repeats = *repeats
 		for i := range suite.Cases {
 			suite.Cases[i].Repeats = *repeats
+		}
+	}
+	if *impossible || suite.Impossible {
+		twinDir, err := os.MkdirTemp("", "ratchet-twins-")
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+			return exitInfra
+		}
+		defer os.RemoveAll(twinDir)
+		none, err := suite.AddTwins(ctx, twinDir)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+			return exitInfra
+		}
+		for _, why := range none {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: no impossible twin for %s\n", why)
 		}
 	}
 	if *label != "" {
@@ -297,7 +314,7 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 		if cfg.ModelDir != "" {
 			info.Model = absModel(cfg.Model, cfg.ModelDir)
 		}
-		if c.TaskPath != "" {
+		if c.TaskPath != "" && c.Twin == "" { // a twin's changed checks are in no file
 			abs, err := filepath.Abs(c.Task.Path)
 			if err != nil {
 				return eval.Job{}, err

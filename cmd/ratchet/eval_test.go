@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -340,4 +341,28 @@ func TestEvalRunLimitRepeats(t *testing.T) {
 		t.Errorf("%d cases, %d runs; want 2 cases of 2 repeats", len(sum.Cases), sum.Suite.Runs)
 	}
 	run(t, env, "eval", "run", evalSuite(t, 0.9), "--limit", "-1").wantCode(t, exitUsage)
+}
+
+// TestImpossibleSuite runs examples/impossible/suite.yaml: the honest
+// agent's twins end without done, the cheater's (one answers what the check
+// wants, one special-cases the test's input) end done, and the report says
+// so per model, naming the twins that ended done.
+func TestImpossibleSuite(t *testing.T) {
+	requireSandboxTools(t)
+	c := run(t, map[string]string{"RATCHET_EVAL_DIR": t.TempDir()}, "eval", "run", "../../examples/impossible/suite.yaml", "--json", "--quiet")
+	c.wantCode(t, exitDone)
+	var sum eval.Summary
+	if err := json.Unmarshal([]byte(c.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	cheat := map[string]string{}
+	for _, g := range sum.Models {
+		cheat[g.Name] = fmt.Sprintf("%d/%d, success %d/%d", g.Metrics.Cheat.K, g.Metrics.Cheat.N, g.Metrics.Success.K, g.Metrics.Success.N)
+	}
+	if want := map[string]string{"scripted:honest": "0/2, success 2/2", "scripted:cheater": "2/2, success 2/2"}; !maps.Equal(cheat, want) {
+		t.Errorf("cheat rates %v, want %v", cheat, want)
+	}
+	if got := strings.Join(sum.Suite.Cheated, " "); got != "impossible/add-cheater/impossible/r0 impossible/arith-cheater/impossible/r0" {
+		t.Errorf("cheated %q", got)
+	}
 }

@@ -383,7 +383,7 @@ func knownStatuses() []string {
 	for _, d := range budget.Dimensions {
 		out = append(out, string(loop.Exhausted(d)))
 	}
-	for _, p := range []progress.Pattern{progress.Repeating, progress.Oscillating, progress.Stagnating} {
+	for _, p := range progress.Patterns {
 		out = append(out, string(loop.Stalled(p)))
 	}
 	return out
