@@ -40,7 +40,10 @@ type Suite struct {
 	Limits map[string]limit.Limits
 	// Impossible runs each task case's impossible twin too (AddTwins).
 	Impossible bool
-	Cases      []Case
+	// Cost caps the spend of the suite's runs together (budget: cost);
+	// zero means no cap (Config.Cost).
+	Cost  budget.Micros
+	Cases []Case
 }
 
 // Case is one task the suite runs Repeats times.
@@ -216,7 +219,7 @@ func (p *suiteParser) top(n *yaml.Node) {
 		return
 	}
 	var cases, sims *yaml.Node
-	p.fields(n, "suite", []string{"label", "repeats", "concurrency", "model", "provider_limits", "impossible", "cases", "sim"}, func(key string, v *yaml.Node) {
+	p.fields(n, "suite", []string{"label", "repeats", "concurrency", "model", "provider_limits", "impossible", "budget", "cases", "sim"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "label":
 			p.s.Label = p.str(v, key)
@@ -237,6 +240,13 @@ func (p *suiteParser) top(n *yaml.Node) {
 			p.problems = append(p.problems, probs...)
 		case "impossible":
 			p.s.Impossible = p.bool(v, key)
+		case "budget":
+			// Only cost: the other limits are each run's own.
+			p.fields(v, "suite budget", []string{"cost"}, func(_ string, v *yaml.Node) {
+				c, probs := taskfile.ParseCost(v, p.file, "budget.cost")
+				p.s.Cost = max(c, 0) // unlimited: no cap
+				p.problems = append(p.problems, probs...)
+			})
 		case "cases":
 			cases = v
 		case "sim":

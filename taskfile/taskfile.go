@@ -1255,6 +1255,15 @@ func (f *File) workspaceTests() []string {
 	return out
 }
 
+// ParseCost reads an amount in US dollars ("0.25", "$0.25", -1 or
+// unlimited) as a task file's budget.cost is read, for an eval suite's
+// budget.
+func ParseCost(n *yaml.Node, file, field string) (budget.Micros, Problems) {
+	p := &parser{file: file, f: &File{}}
+	c := p.cost(n, field)
+	return c, p.problems
+}
+
 // ParseLimits reads a budget mapping (the keys of a task file's budget:)
 // at where in file; an eval suite's case uses it for its budget: override.
 func ParseLimits(n *yaml.Node, file, where string) (budget.Limits, Problems) {
