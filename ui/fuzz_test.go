@@ -149,3 +149,20 @@ func TestGridTwins(t *testing.T) {
 		t.Errorf("title %q", title)
 	}
 }
+
+// The list's model is the one the run started with (ran_model, as ratchet
+// run records it for a task file's model too), else the --model override
+// an older row carries.
+func TestTaskModel(t *testing.T) {
+	for info, want := range map[string]string{
+		`{"ran_model":"scripted:quickstart-recording"}`:     "scripted:quickstart-recording",
+		`{"model":"anthropic:x","ran_model":"anthropic:x"}`: "anthropic:x",
+		`{"model":"openai:gpt-4.1"}`:                        "openai:gpt-4.1",
+		`{"task_file":"t.yaml"}`:                            "",
+		`not json`:                                          "",
+	} {
+		if got := taskModel([]byte(info)); got != want {
+			t.Errorf("taskModel(%s) = %q, want %q", info, got, want)
+		}
+	}
+}

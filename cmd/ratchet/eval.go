@@ -326,12 +326,14 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 			}
 			info.TaskFile = abs
 		}
-		infoJSON, err := json.Marshal(info)
+		run, err := taskfile.Build(ctx, c.Task, cfg)
 		if err != nil {
 			return eval.Job{}, err
 		}
-		run, err := taskfile.Build(ctx, c.Task, cfg)
+		info.Ran = modelName(run.ModelName, run.Model)
+		infoJSON, err := json.Marshal(info)
 		if err != nil {
+			run.Close()
 			return eval.Job{}, err
 		}
 		checkStrength, err := strengths.get(ctx, c.Name, run.File, run.Task.Checks)

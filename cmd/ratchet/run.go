@@ -34,6 +34,7 @@ import (
 
 type runFlags struct {
 	model         string
+	ran           string // the model the run starts with, as ls and the UI show it (taskInfo.Ran)
 	json          bool
 	quiet         bool
 	log           string
@@ -222,6 +223,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	defer built.Close()
+	f.ran = modelName(built.ModelName, built.Model)
 	db, err := m.openStore(ctx, f.db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
