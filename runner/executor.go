@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/ratchetloop/ratchet/loop"
@@ -63,6 +64,9 @@ func NewExecutor(task *Task, cfg *Config) (*Executor, loop.Spec, error) {
 
 // init is NewExecutor on x, which a run holds by value.
 func (x *Executor) init(task *Task, cfg *Config) (loop.Spec, error) {
+	if cfg.Redactor == nil && !cfg.NoRedaction {
+		cfg.Redactor = redact.New(redact.FromEnviron(os.Environ())...)
+	}
 	if cfg.Model == nil {
 		return loop.Spec{}, errors.New("runner: no model configured")
 	}
