@@ -119,7 +119,12 @@ func (m *Machine) closeTurn(d budget.Dimension) {
 		spent, over = budget.Time, true
 	}
 	if over {
-		m.end(Exhausted(d), fmt.Sprintf("%s budget spent and no room left for a closing turn (%s also spent)", d, spent))
+		reason := fmt.Sprintf("%s budget spent and no room left for a closing turn (%s also spent)", d, spent)
+		if left, ok := budget.Remaining(m.spec.Budget, m.st.Usage, d); ok && left > 0 && (d == budget.InputTokens || d == budget.TotalTokens) {
+			// Not spent: the request itself is larger than what is left.
+			reason = fmt.Sprintf("the next request (about %d input tokens) does not fit in the %s left of the %s budget (%s), not even as a closing turn", est, budget.Format(d, left), d, used)
+		}
+		m.end(Exhausted(d), reason)
 		return
 	}
 	maxOut := int64(m.spec.Policy.ClosingOutputTokens)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ratchetloop/ratchet/model/limit"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -223,12 +224,26 @@ var ToolNames = []string{"list_files", "read_file", "write_file", "edit_file", "
 
 // Load reads and parses the task file at path.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	// Read one byte past the cap to tell a file at the cap from a larger one.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, Problems{{File: path, Msg: fmt.Sprintf("the task file is larger than %d KiB; keep long texts (a goal's material) in the workspace, where tools read them", MaxFileBytes>>10)}}
+	}
 	return Parse(data, path)
 }
+
+// MaxFileBytes bounds a task file. Its goal and instructions go into every
+// request, so a larger one would spend a run's token budget on its first
+// call.
+const MaxFileBytes = 1 << 20
 
 // Parse parses task file data; path names it in errors and anchors relative
 // paths.

@@ -852,3 +852,21 @@ func TestHoldoutTestsOutsideWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadSizeCap: a task file past MaxFileBytes is refused with a problem
+// that says why, before it is parsed; one at the cap is read.
+func TestLoadSizeCap(t *testing.T) {
+	dir := t.TempDir()
+	head := "goal: g\nchecks: [{equals: a}]\ninstructions: "
+	at := filepath.Join(dir, "at.yaml")
+	os.WriteFile(at, []byte(head+strings.Repeat("x", taskfile.MaxFileBytes-len(head)-1)+"\n"), 0o644)
+	if _, err := taskfile.Load(at); err != nil {
+		t.Errorf("a file at the cap: %v", err)
+	}
+	over := filepath.Join(dir, "over.yaml")
+	os.WriteFile(over, []byte(head+strings.Repeat("x", taskfile.MaxFileBytes)+"\n"), 0o644)
+	_, err := taskfile.Load(over)
+	if err == nil || !strings.Contains(err.Error(), "over.yaml: the task file is larger than 1024 KiB") {
+		t.Errorf("a file over the cap: %v", err)
+	}
+}
