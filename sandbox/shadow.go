@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ratchetloop/ratchet/internal/wsread"
 )
 
 // runnerModules are modules that a workspace file must not replace: the
@@ -248,7 +250,7 @@ func isKey(m map[string]string, k string) bool {
 // fileContains reports whether the regular file p contains s in its first
 // megabyte.
 func fileContains(p, s string) bool {
-	f, err := openRegular(p)
+	f, _, err := wsread.OpenPath(p)
 	if err != nil {
 		return false
 	}

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ratchetloop/ratchet/internal/wsread"
 )
 
 // workspace is the host side of one run:
@@ -453,7 +455,7 @@ func digest(p string) string {
 	case !fi.Mode().IsRegular():
 		return "special"
 	}
-	f, err := openRegular(p)
+	f, _, err := wsread.OpenPath(p)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -527,21 +529,6 @@ func (w *workspace) readReport() (data []byte, problem string) {
 		return nil, fmt.Sprintf("larger than the %d MiB limit (not read)", MaxReport>>20)
 	}
 	return data, ""
-}
-
-// openRegular opens p for reading only if it is a regular file, without
-// following a final symlink and without blocking on a FIFO.
-func openRegular(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	return f, nil
 }
 
 // treeDigests returns the digests of everything below root, keyed like
