@@ -23,6 +23,12 @@ func treeDiff(a, b string) (diff, error) {
 	if err != nil {
 		return diff{}, err
 	}
+	return entryDiff(old, cur), nil
+}
+
+// entryDiff diffs the entries old (the start) against cur (the end), each
+// sorted by path.
+func entryDiff(old, cur []entry) diff {
 	var d diff
 	var out strings.Builder
 	i, j := 0, 0
@@ -46,7 +52,7 @@ func treeDiff(a, b string) (diff, error) {
 		}
 	}
 	d.text = out.String()
-	return d, nil
+	return d
 }
 
 func pathOf(x, y *entry) string {

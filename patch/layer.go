@@ -1,0 +1,182 @@
+package patch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/ratchetloop/ratchet/internal/wsread"
+	"github.com/ratchetloop/ratchet/layer"
+)
+
+// maxLayerRead bounds what a layer's diff reads of the original and the
+// upper layer together: past it the patch is dropped (Take's Problem) and
+// the changes stay in the upper layer.
+const maxLayerRead = 64 << 20
+
+// BeginLayer starts a run on a layer over original (see package layer):
+// nothing is copied; the run works in the layer's view (Start.Copy) and
+// its patch is read from the upper layer. uid and gid are the sandbox's
+// (zero: 65534). The fingerprint is a stat of every entry of the original
+// (path, kind, mode, size, modification time, link target), which reads
+// no file. It wraps layer.ErrUnsupported where no layer can be mounted;
+// the caller then copies with Begin.
+func BeginLayer(ctx context.Context, original string, uid, gid int) (*Start, error) {
+	original, err := filepath.Abs(original)
+	if err != nil {
+		return nil, err
+	}
+	root, err := os.MkdirTemp("", "ratchet-workspace-")
+	if err != nil {
+		return nil, err
+	}
+	l, err := layer.New(original, filepath.Join(root, "layer"), uid, gid)
+	if err != nil {
+		os.RemoveAll(root)
+		return nil, err
+	}
+	fp, err := statFingerprint(original)
+	if err != nil {
+		l.Remove()
+		os.RemoveAll(root)
+		return nil, err
+	}
+	// Not Git: the diff is ours, in git's extended format, not git diff output.
+	return &Start{Original: original, Copy: l.Merged(), Fingerprint: fp, Layer: l}, nil
+}
+
+// layerDiff diffs the view of l against its original, reading only what
+// the upper layer names (see layer.Changes): the original's entries at
+// each changed path against the upper layer's. Directories skipDir names
+// are left out, as from a tree diff.
+func layerDiff(l *layer.Layer) (diff, error) {
+	changes, err := l.Changes()
+	if err != nil {
+		return diff{}, err
+	}
+	lower, err := os.OpenRoot(l.Original)
+	if err != nil {
+		return diff{}, err
+	}
+	defer lower.Close()
+	upper, err := os.OpenRoot(l.Upper())
+	if err != nil {
+		return diff{}, err
+	}
+	defer upper.Close()
+	r := &treeReader{left: maxLayerRead}
+	var old, cur []entry
+	for _, c := range changes {
+		if skipped(c.Path) {
+			continue
+		}
+		if old, err = r.subtree(lower, c.Path, old); err != nil {
+			return diff{}, err
+		}
+		if c.Removed {
+			continue
+		}
+		if cur, err = r.subtree(upper, c.Path, cur); err != nil {
+			return diff{}, err
+		}
+	}
+	byPath := func(a, b entry) int { return strings.Compare(a.rel, b.rel) }
+	slices.SortFunc(old, byPath)
+	slices.SortFunc(cur, byPath)
+	return entryDiff(old, cur), nil
+}
+
+// skipped says whether a directory on rel's way is one skipDir leaves out.
+func skipped(rel string) bool {
+	return slices.ContainsFunc(strings.Split(rel, "/"), skipDir)
+}
+
+// treeReader reads entries of a tree within a byte budget.
+type treeReader struct{ left int64 }
+
+// subtree appends the entries at rel below root (rel itself, or all below
+// it when it is a directory) to out: files and links, never following a
+// link; whiteouts and other special files have no content and are left
+// out. Nothing at rel appends nothing.
+func (r *treeReader) subtree(root *os.Root, rel string, out []entry) ([]entry, error) {
+	if _, err := root.Lstat(filepath.FromSlash(rel)); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return out, nil
+	}
+	err := fs.WalkDir(root.FS(), rel, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != rel && skipDir(d.Name()) {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		e := entry{rel: p}
+		switch t := d.Type(); {
+		case t&fs.ModeSymlink != 0:
+			target, err := root.Readlink(filepath.FromSlash(p))
+			if err != nil {
+				return err
+			}
+			e.mode, e.data = fs.ModeSymlink|0o777, []byte(target)
+		case t.IsRegular():
+			data, perm, err := wsread.File(root, p, r.left)
+			var tl *wsread.TooLargeError
+			switch {
+			case errors.Is(err, wsread.ErrNotRegular):
+				return nil
+			case errors.As(err, &tl):
+				return fmt.Errorf("the changes hold more than %d MiB; they are in %s", maxLayerRead>>20, root.Name())
+			case err != nil:
+				return err
+			}
+			r.left -= int64(len(data))
+			e.mode, e.data = perm, data
+		default:
+			return nil
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+// statFingerprint hashes what a stat of every entry of dir says (but what
+// skipDir leaves out): path, kind and permissions, size, modification time
+// and a link's target. It reads no file, so it costs the same for a
+// workspace of a megabyte and of a gigabyte of the same file count.
+func statFingerprint(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != dir && skipDir(d.Name()) {
+			return fs.SkipDir
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		link := ""
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			link, _ = os.Readlink(p)
+		}
+		fmt.Fprintf(h, "%q %v %d %d %q\n", filepath.ToSlash(rel), fi.Mode(), fi.Size(), fi.ModTime().UnixNano(), link)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "stat:" + hex.EncodeToString(h.Sum(nil)), nil
+}
