@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/ratchetloop/ratchet/internal/wsread"
+	"github.com/ratchetloop/ratchet/layer"
 )
 
 // workspace is the host side of one run:
@@ -47,6 +48,10 @@ type workspace struct {
 	guards []guard
 	// notes are problems found while preparing (a planted __pycache__).
 	notes []string
+	// layer is Spec.Layer, bound at dir; scaffold are the mount points
+	// made in its view for the run, parents first, removed after it.
+	layer    *layer.Layer
+	scaffold []string
 }
 
 // staged is one Mount, copied and hashed.
@@ -97,7 +102,12 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 	if err := os.Chmod(run, 0o711); err != nil {
 		return nil, err
 	}
-	if err := w.mkdir(w.dir, 0o700); err != nil {
+	if s.Layer != nil {
+		err = w.bindLayer(s)
+	} else {
+		err = w.mkdir(w.dir, 0o700)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := w.mkdir(w.home, 0o700); err != nil {
@@ -134,7 +144,10 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 		if st.sums, st.isDir, err = copyTree(m.Source, st.copy); err != nil {
 			return nil, fmt.Errorf("sandbox: mount %s: %w", m.Source, err)
 		}
-		if !unsafe {
+		// A file the layer has at the target is mounted over, never
+		// truncated to make a mount point.
+		_, lerr := os.Lstat(w.abs(m.Target))
+		if !unsafe && (w.layer == nil || lerr != nil) {
 			// The mount point: an empty file or directory.
 			if st.isDir {
 				err = w.mkdir(w.abs(m.Target), 0o755)
@@ -167,6 +180,7 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 		if err := os.Mkdir(w.abs(rel), 0o555); err != nil {
 			return nil, err
 		}
+		w.scaffolded(w.abs(rel))
 		if err := w.addGuard(rel, true, true); err != nil {
 			return nil, err
 		}
@@ -235,6 +249,7 @@ func (w *workspace) mkdir(p string, mode os.FileMode) error {
 	if err := os.Mkdir(p, mode); err != nil {
 		return err
 	}
+	w.scaffolded(p)
 	if err := os.Chmod(p, mode); err != nil { // past the umask
 		return err
 	}
@@ -274,6 +289,7 @@ func (w *workspace) writeFile(rel string, data []byte, exec bool) error {
 	if err := os.WriteFile(p, data, mode); err != nil {
 		return fmt.Errorf("sandbox: file %s: %w", rel, err)
 	}
+	w.scaffolded(p)
 	if err := os.Chmod(p, mode); err != nil {
 		return err
 	}
