@@ -107,10 +107,17 @@ type treeReader struct{ left int64 }
 // link; whiteouts and other special files have no content and are left
 // out. Nothing at rel appends nothing.
 func (r *treeReader) subtree(root *os.Root, rel string, out []entry) ([]entry, error) {
-	if _, err := root.Lstat(filepath.FromSlash(rel)); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	fi, err := root.Lstat(filepath.FromSlash(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return out, nil
+	case err != nil:
+		return out, err
+	case !fi.IsDir():
+		// Not walked: fs.WalkDir stats (follows) the top of its walk.
+		return r.add(root, rel, fi.Mode().Type(), out)
 	}
-	err := fs.WalkDir(root.FS(), rel, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(root.FS(), rel, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -120,34 +127,40 @@ func (r *treeReader) subtree(root *os.Root, rel string, out []entry) ([]entry, e
 			}
 			return nil
 		}
-		e := entry{rel: p}
-		switch t := d.Type(); {
-		case t&fs.ModeSymlink != 0:
-			target, err := root.Readlink(filepath.FromSlash(p))
-			if err != nil {
-				return err
-			}
-			e.mode, e.data = fs.ModeSymlink|0o777, []byte(target)
-		case t.IsRegular():
-			data, perm, err := wsread.File(root, p, r.left)
-			var tl *wsread.TooLargeError
-			switch {
-			case errors.Is(err, wsread.ErrNotRegular):
-				return nil
-			case errors.As(err, &tl):
-				return fmt.Errorf("the changes hold more than %d MiB; they are in %s", maxLayerRead>>20, root.Name())
-			case err != nil:
-				return err
-			}
-			r.left -= int64(len(data))
-			e.mode, e.data = perm, data
-		default:
-			return nil
-		}
-		out = append(out, e)
-		return nil
+		out, err = r.add(root, p, d.Type(), out)
+		return err
 	})
 	return out, err
+}
+
+// add appends the entry rel of type t to out: a link with its target, a
+// regular file with its content; anything else has none and is left out.
+func (r *treeReader) add(root *os.Root, rel string, t fs.FileMode, out []entry) ([]entry, error) {
+	e := entry{rel: rel}
+	switch {
+	case t&fs.ModeSymlink != 0:
+		target, err := root.Readlink(filepath.FromSlash(rel))
+		if err != nil {
+			return out, err
+		}
+		e.mode, e.data = fs.ModeSymlink|0o777, []byte(target)
+	case t.IsRegular():
+		data, perm, err := wsread.File(root, rel, r.left)
+		var tl *wsread.TooLargeError
+		switch {
+		case errors.Is(err, wsread.ErrNotRegular):
+			return out, nil
+		case errors.As(err, &tl):
+			return out, fmt.Errorf("the changes hold more than %d MiB; they are in %s", maxLayerRead>>20, root.Name())
+		case err != nil:
+			return out, err
+		}
+		r.left -= int64(len(data))
+		e.mode, e.data = perm, data
+	default:
+		return out, nil
+	}
+	return append(out, e), nil
 }
 
 // statFingerprint hashes what a stat of every entry of dir says (but what
