@@ -323,3 +323,9 @@ func (l *Layer) Changes() ([]Change, error) {
 	})
 	return out, err
 }
+
+// Mounted says whether the view is mounted at Merged.
+func (l *Layer) Mounted() bool {
+	var m, d unix.Stat_t
+	return unix.Stat(l.Merged(), &m) == nil && unix.Stat(l.Dir, &d) == nil && m.Dev != d.Dev
+}

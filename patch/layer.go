@@ -49,15 +49,18 @@ func BeginLayer(ctx context.Context, original string, uid, gid int) (*Start, err
 		os.RemoveAll(root)
 		return nil, err
 	}
-	// Not Git: the diff is ours, in git's extended format, not git diff output.
-	return &Start{Original: original, Copy: l.Merged(), Fingerprint: fp, Layer: l}, nil
+	return &Start{Original: original, Copy: l.Merged(), Git: isGit(original), Fingerprint: fp, Layer: l}, nil
 }
 
 // layerDiff diffs the view of l against its original, reading only what
 // the upper layer names (see layer.Changes): the original's entries at
 // each changed path against the upper layer's. Directories skipDir names
-// are left out, as from a tree diff.
-func layerDiff(l *layer.Layer) (diff, error) {
+// are left out, as from a tree diff. For a git workspace (git) the diff
+// has git's index lines and leaves out what the original's .gitignore
+// files and info/exclude ignore, as git diff would (git check-ignore,
+// with a private git directory: nothing of the workspace's configuration
+// runs); a .gitignore the run changed does not count.
+func layerDiff(ctx context.Context, l *layer.Layer, git bool) (diff, error) {
 	changes, err := l.Changes()
 	if err != nil {
 		return diff{}, err
@@ -88,10 +91,39 @@ func layerDiff(l *layer.Layer) (diff, error) {
 			return diff{}, err
 		}
 	}
+	if git {
+		if old, cur, err = withoutIgnored(ctx, l.Original, old, cur); err != nil {
+			return diff{}, err
+		}
+	}
 	byPath := func(a, b entry) int { return strings.Compare(a.rel, b.rel) }
 	slices.SortFunc(old, byPath)
 	slices.SortFunc(cur, byPath)
-	return entryDiff(old, cur), nil
+	return entryDiff(old, cur, git), nil
+}
+
+// withoutIgnored drops the entries that the git work tree original
+// ignores.
+func withoutIgnored(ctx context.Context, original string, old, cur []entry) ([]entry, []entry, error) {
+	tmp, err := os.MkdirTemp("", "ratchet-ignore-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	g, err := newGit(ctx, tmp, original)
+	if err != nil {
+		return nil, nil, err
+	}
+	var paths []string
+	for _, e := range slices.Concat(old, cur) {
+		paths = append(paths, e.rel)
+	}
+	ign, err := g.ignored(ctx, original, paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	drop := func(e entry) bool { return ign[e.rel] }
+	return slices.DeleteFunc(old, drop), slices.DeleteFunc(cur, drop), nil
 }
 
 // skipped says whether a directory on rel's way is one skipDir leaves out.

@@ -152,7 +152,7 @@ func Take(ctx context.Context, s Start) loop.Patch {
 		// The view is gone once the run ends; the upper layer holds the
 		// changed files at their paths.
 		p.Copy = s.Layer.Upper()
-		d, err = layerDiff(s.Layer)
+		d, err = layerDiff(ctx, s.Layer, s.Git)
 	case s.Git:
 		d, err = gitDiff(ctx, s)
 	default:

@@ -61,3 +61,15 @@ func (w *workspace) unscaffold() {
 		os.Remove(p) // a directory that is not empty stays
 	}
 }
+
+// LayerIDs reports the uid and gid a layer must show its owner as (see
+// layer.New) for r to run commands on it (Spec.Layer), and false when r
+// cannot: it is not root's, it is the unsafe backend, or it is not a
+// Runner of this package.
+func LayerIDs(r Runner) (uid, gid int, ok bool) {
+	rr, isOurs := r.(*runner)
+	if !isOurs || !rr.ids.root || rr.b.name() == IsolationUnsafe {
+		return 0, 0, false
+	}
+	return rr.ids.uid, rr.ids.gid, true
+}

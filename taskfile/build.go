@@ -7,9 +7,11 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/limit"
@@ -19,6 +21,7 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/tool"
+	"github.com/ratchetloop/ratchet/tool/command"
 	"github.com/ratchetloop/ratchet/tool/mcp"
 )
 
@@ -143,6 +146,10 @@ type builder struct {
 	// original and testRoot are Env's: where the workspace was copied
 	// from and its tests are read from.
 	original, testRoot string
+	// sbx is run_command's sandbox (see sandbox).
+	sbx     sandbox.Runner
+	sbxErr  error
+	sbxDone bool
 }
 
 func (b *builder) defaults() {
@@ -253,17 +260,23 @@ func (b *builder) workspace(ctx context.Context, f *File) error {
 	switch {
 	case b.cfg.Start != nil:
 		b.run.Start = b.cfg.Start
+		if l := b.cfg.Start.Layer; l != nil && !l.Mounted() {
+			// A resumed run's layer: its changes are in the upper layer.
+			if err := l.Mount(); err != nil {
+				return fmt.Errorf("%s: copy_workspace: the run's layer %s: %w", f.Path, l.Dir, err)
+			}
+			b.run.closers = append(b.run.closers, func() { l.Unmount() })
+		}
 	case b.cfg.Workspace != "":
 		f.Workspace = b.cfg.Workspace
 		return nil
 	case f.CopyWorkspace:
-		s, err := patch.Begin(ctx, f.Workspace)
+		s, err := b.begin(ctx, f)
 		if err != nil {
 			return fmt.Errorf("%s: copy_workspace: %w", f.Path, err)
 		}
-		if !b.cfg.KeepCopy {
-			b.run.closers = append(b.run.closers, func() { os.RemoveAll(s.Dir()) })
-		}
+		keep := b.cfg.KeepCopy
+		b.run.closers = append(b.run.closers, func() { s.End(keep) })
 		b.run.Start, b.run.Copied = s, true
 	default:
 		return nil
@@ -272,6 +285,34 @@ func (b *builder) workspace(ctx context.Context, f *File) error {
 	// the agent cannot reach.
 	b.original, f.Workspace = b.run.Start.Original, b.run.Start.Copy
 	return nil
+}
+
+// begin starts a copy_workspace run: on a layer over the workspace where
+// one can be mounted (as root) and, with run_command, where its sandbox
+// can run on it; otherwise on a copy (patch.Begin).
+func (b *builder) begin(ctx context.Context, f *File) (*patch.Start, error) {
+	uid, gid, ok := 0, 0, true
+	if slices.Contains(f.Tools, command.Name) {
+		if r, err := b.sandbox(); err == nil {
+			uid, gid, ok = sandbox.LayerIDs(r)
+		}
+	}
+	if ok {
+		s, err := patch.BeginLayer(ctx, f.Workspace, uid, gid)
+		if !errors.Is(err, layer.ErrUnsupported) {
+			return s, err
+		}
+	}
+	return patch.Begin(ctx, f.Workspace)
+}
+
+// sandbox is Config.Sandbox, called once.
+func (b *builder) sandbox() (sandbox.Runner, error) {
+	if !b.sbxDone {
+		b.sbx, b.sbxErr = b.cfg.Sandbox()
+		b.sbxDone = true
+	}
+	return b.sbx, b.sbxErr
 }
 
 // snapshotTests copies the exec checks' tests inside a workspace the agent

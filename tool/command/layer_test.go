@@ -55,14 +55,14 @@ func TestLayerGitLinksModes(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		testenv.Missing(t, "git")
 	}
-	orig := workspace(t, map[string]string{"calc.py": "def add(a, b):\n    return a - b\n", "run.sh": "#!/bin/sh\necho run\n"})
+	orig := workspace(t, map[string]string{"calc.py": "def add(a, b):\n    return a - b\n", "run.sh": "#!/bin/sh\necho run\n", ".gitignore": "build/\n"})
 	os.Chmod(filepath.Join(orig, "run.sh"), 0o755)
 	os.MkdirAll(filepath.Join(orig, "node_modules", "pkg"), 0o755)
 	os.WriteFile(filepath.Join(orig, "node_modules", "pkg", "cli.js"), []byte("x\n"), 0o755)
 	os.MkdirAll(filepath.Join(orig, "node_modules", ".bin"), 0o755)
 	os.Symlink("../pkg/cli.js", filepath.Join(orig, "node_modules", ".bin", "pkg"))
 	gitIn(t, orig, "init", "-q")
-	gitIn(t, orig, "add", "calc.py", "run.sh")
+	gitIn(t, orig, "add", "calc.py", "run.sh", ".gitignore")
 	gitIn(t, orig, "commit", "-qm", "first")
 	head := gitIn(t, orig, "rev-parse", "HEAD")
 	testDir := t.TempDir()
@@ -71,7 +71,7 @@ func TestLayerGitLinksModes(t *testing.T) {
 	ctx := context.Background()
 	out := call(t, ctx, tl, cmd{Command: `set -e; readlink node_modules/.bin/pkg; test -x run.sh && ./run.sh; cat tests/test_calc.py
 git status --porcelain; git log --oneline | wc -l; git show --stat HEAD | head -1
-sed -i 's/a - b/a + b/' calc.py; git diff --stat; git -c user.name=a -c user.email=a@a commit -qam fix; git log --oneline | wc -l`})
+sed -i 's/a - b/a + b/' calc.py; git diff --stat; git -c user.name=a -c user.email=a@a commit -qam fix; git log --oneline | wc -l; mkdir build; echo o > build/out.o`})
 	for _, want := range []string{"../pkg/cli.js", "run\n", "def test(): pass", "?? node_modules/", "commit ", "calc.py | 2 +-", "\n1\n", "\n2", "exit status 0"} {
 		if !strings.Contains(out.Output, want) {
 			t.Errorf("output lacks %q:\n%s", want, out.Output)
@@ -90,7 +90,9 @@ sed -i 's/a - b/a + b/' calc.py; git diff --stat; git -c user.name=a -c user.ema
 		t.Errorf("the test's mount point was left in the layer")
 	}
 	p := patch.Take(ctx, *s)
-	if p.Problem != "" || !strings.Contains(p.Diff, "+    return a + b") || strings.Contains(p.Diff, ".git/") || strings.Contains(p.Diff, "tests/") {
+	// git diff's shape (index lines), and what .gitignore ignores left out.
+	if p.Problem != "" || !p.Git || !strings.Contains(p.Diff, "+    return a + b") || !strings.Contains(p.Diff, "\nindex ") ||
+		strings.Contains(p.Diff, ".git/") || strings.Contains(p.Diff, "tests/") || strings.Contains(p.Diff, "build/") {
 		t.Errorf("patch: %+v", p)
 	}
 	// The patch applies to the original, as ratchet apply does.
