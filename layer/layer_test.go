@@ -12,7 +12,10 @@ import (
 	"github.com/ratchetloop/ratchet/internal/testenv"
 )
 
-const testUID = 61999
+// testUID is the uid the layer maps the original's owner to: none of the
+// uids other packages' tests run sandboxes as (their tests count its
+// processes).
+const testUID = 61997
 
 // newLayer mounts a layer over a fresh original holding files, or ends the
 // test with testenv.Missing where none can be mounted.
