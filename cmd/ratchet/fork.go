@@ -110,7 +110,9 @@ func (m *Main) forkRun(ctx context.Context, db store.Store, row store.Run, f run
 		return nil, runner.Config{}, f, fmt.Errorf("run %s was not started by 'ratchet run' (it keeps no task file to fork from)", row.ID)
 	}
 	rf := info.flags()
-	rf.workspace = "" // a fresh copy: the parent's stays as it is
+	// A fresh copy (or layer): the parent's stays as it is. Its start too:
+	// taskfile.Config.Start would put the fork in the parent's copy.
+	rf.workspace, rf.start = "", nil
 	rf.json, rf.quiet, rf.noWait, rf.db = f.json, f.quiet, f.noWait, f.db
 	if f.model != "" {
 		rf.model = f.model

@@ -199,3 +199,51 @@ func TestSayAcrossProcesses(t *testing.T) {
 	}
 	run(t, env, "replay", "last").wantCode(t, exitDone)
 }
+
+var copyLine = regexp.MustCompile(`(?m)^ratchet: working on a copy of the workspace: (\S+)$`)
+
+// TestForkCopyWorkspace: a fork of a copy_workspace run gets a fresh copy
+// (on a layer as root), never the parent's: the parent's copy keeps what
+// its steps wrote, and the fork's holds nothing its own history did not
+// write (the copied steps' appends do not run again).
+func TestForkCopyWorkspace(t *testing.T) {
+	dir := crashDir(t, map[string]string{"answer.yaml": "turns:\n  - finish: {answer: \"3\", confidence: 0.9}\n"})
+	task := filepath.Join(dir, "task.yaml")
+	data, _ := os.ReadFile(task)
+	os.WriteFile(task, append(data, "copy_workspace: true\n"...), 0o644)
+	env := map[string]string{"RATCHET_DB": filepath.Join(dir, "runs.db")}
+	parent := run(t, env, "run", task)
+	parent.wantCode(t, exitDone)
+	m := copyLine.FindStringSubmatch(parent.stderr)
+	if m == nil {
+		t.Fatalf("the run names no copy:\n%s", parent.stderr)
+	}
+	// A layer's view is unmounted with the run; its upper layer holds the
+	// files it wrote.
+	written := func(ws string) string {
+		if filepath.Base(ws) == "merged" {
+			ws = filepath.Join(filepath.Dir(ws), "upper")
+		}
+		b, _ := os.ReadFile(filepath.Join(ws, "journal.txt"))
+		return string(b)
+	}
+	if got := written(m[1]); got != "one\ntwo\nthree\n" {
+		t.Fatalf("the parent's copy holds %q", got)
+	}
+	points := regexp.MustCompile(`--at (\d+) +step (\d+)'s model call`).FindAllStringSubmatch(run(t, env, "fork", "last").stderr, -1)
+	if len(points) < 4 {
+		t.Fatalf("fork points: %v", points)
+	}
+	c := run(t, env, "fork", "last", "--at", points[3][1], "--model", "scripted:"+filepath.Join(dir, "answer.yaml"))
+	c.wantCode(t, exitDone)
+	fm := copyLine.FindStringSubmatch(c.stderr)
+	if fm == nil || fm[1] == m[1] {
+		t.Fatalf("the fork works in %v, the parent in %s:\n%s", fm, m[1], c.stderr)
+	}
+	if got := written(m[1]); got != "one\ntwo\nthree\n" {
+		t.Errorf("the fork changed the parent's copy: %q", got)
+	}
+	if got := written(fm[1]); got != "" {
+		t.Errorf("the fork's fresh copy holds %q", got)
+	}
+}
