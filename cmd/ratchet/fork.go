@@ -26,8 +26,9 @@ step's model call (a call_model command in 'ratchet show --events RUN');
 without --at the points are listed. RUN is left as it was. The new run
 records where it came from (ratchet show) and replays like any other.
 
-A task with copy_workspace gets a fresh copy of its workspace: what the
-copied steps' tools changed in RUN's copy is not in it.
+A task with copy_workspace gets a fresh copy (or, as root, a fresh layer)
+of its workspace: what the copied steps' tools changed in RUN's copy is not
+in it, and RUN's copy is not touched.
 
 Flags:
 `
@@ -136,7 +137,8 @@ func (m *Main) forkRun(ctx context.Context, db store.Store, row store.Run, f run
 		opts.Model = cfg.Model
 	}
 	child := info
-	child.Model, child.Workspace = rf.model, rf.workspace
+	// The fork's own copy, for its resume and patch, not the parent's.
+	child.Model, child.Workspace, child.Start = rf.model, rf.workspace, rf.start
 	child.Temporal, child.Namespace, child.TaskQueue = "", "", ""
 	if cfg.TaskInfo, err = json.Marshal(child); err != nil {
 		built.Close()

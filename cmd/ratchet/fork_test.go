@@ -246,4 +246,21 @@ func TestForkCopyWorkspace(t *testing.T) {
 	if got := written(fm[1]); got != "" {
 		t.Errorf("the fork's fresh copy holds %q", got)
 	}
+	// The fork's row records its own copy's start, which a resume of the
+	// fork goes on in and takes its patch against.
+	db, err := sqlite.Open(env["RATCHET_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	row, err := db.Run(context.Background(), forkedRun.FindStringSubmatch(c.stderr)[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Start struct{ Copy string } `json:"start"`
+	}
+	if err := json.Unmarshal(row.Task, &info); err != nil || info.Start.Copy != fm[1] {
+		t.Errorf("the fork's row records the start of %q, want %q (%v)", info.Start.Copy, fm[1], err)
+	}
 }
