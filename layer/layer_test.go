@@ -181,3 +181,46 @@ func TestLayerNotRoot(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 }
+
+// TestLayerSnapshot: a layer started from a snapshot (NewFrom) shows the
+// workspace as it was when the snapshot was taken, not as it is later:
+// removals (whiteouts), a recreated directory (opaque), a link, a mode.
+func TestLayerSnapshot(t *testing.T) {
+	l := newLayer(t, map[string]string{"a.txt": "a\n", "gone.txt": "g\n", "x.sh": "echo\n", "d/old.txt": "o\n"})
+	asSandbox(t, l, `echo more >> a.txt && rm gone.txt && chmod +x x.sh && rm -r d && mkdir d && echo n > d/n.txt && ln -s a.txt link`)
+	want, err := l.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Snapshot("7"); err != nil {
+		t.Fatal(err)
+	}
+	asSandbox(t, l, `echo later > later.txt && echo later >> a.txt`)
+	dir := t.TempDir()
+	reachable(t, dir)
+	f, err := NewFrom(l, "7", filepath.Join(dir, "fork"), testUID, testUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Remove()
+	got, err := f.Changes()
+	if err != nil || !cmp.Equal(got, want) {
+		t.Errorf("the fork's changes %v (%v), want %v", got, err, want)
+	}
+	for rel, wantData := range map[string]string{"a.txt": "a\nmore\n", "d/n.txt": "n\n", "link": "a\nmore\n"} {
+		if data, err := os.ReadFile(filepath.Join(f.Merged(), rel)); string(data) != wantData {
+			t.Errorf("%s in the fork: %q, %v", rel, data, err)
+		}
+	}
+	for _, rel := range []string{"gone.txt", "d/old.txt", "later.txt"} {
+		if _, err := os.Lstat(filepath.Join(f.Merged(), rel)); err == nil {
+			t.Errorf("%s is in the fork's view", rel)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(f.Merged(), "x.sh")); err != nil || fi.Mode()&0o100 == 0 {
+		t.Errorf("x.sh in the fork: %v, %v", fi, err)
+	}
+	// The fork's commands may change what it got from the snapshot.
+	os.Chmod(f.Dir, 0o711)
+	asSandbox(t, f, "echo f >> a.txt")
+}

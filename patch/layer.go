@@ -34,11 +34,22 @@ func BeginLayer(ctx context.Context, original string, uid, gid int) (*Start, err
 	if err != nil {
 		return nil, err
 	}
+	return beginLayer(original, func(dir string) (*layer.Layer, error) { return layer.New(original, dir, uid, gid) })
+}
+
+// BeginFork is BeginLayer for a fork from the point snapshot of the run on
+// layer from (layer.Snapshot): the new layer starts as from's was there,
+// and its patch holds from's changes up to that point too.
+func BeginFork(ctx context.Context, from *layer.Layer, snapshot string, uid, gid int) (*Start, error) {
+	return beginLayer(from.Original, func(dir string) (*layer.Layer, error) { return layer.NewFrom(from, snapshot, dir, uid, gid) })
+}
+
+func beginLayer(original string, mount func(dir string) (*layer.Layer, error)) (*Start, error) {
 	root, err := os.MkdirTemp("", "ratchet-workspace-")
 	if err != nil {
 		return nil, err
 	}
-	l, err := layer.New(original, filepath.Join(root, "layer"), uid, gid)
+	l, err := mount(filepath.Join(root, "layer"))
 	if err != nil {
 		os.RemoveAll(root)
 		return nil, err

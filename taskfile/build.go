@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/ratchetloop/ratchet/budget"
@@ -16,6 +17,7 @@ import (
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/model/provider"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
@@ -58,6 +60,12 @@ type Config struct {
 	// of the run that made it): the run works in Start.Copy and its patch
 	// is taken against Start. It overrides Workspace.
 	Start *patch.Start
+	// ForkOf, when set, is the layer of the run a copy_workspace run forks
+	// from, and ForkAt the entry it forks after: the fork's layer starts
+	// from the snapshot the parent kept there (Run.Runner), else from the
+	// original, as a fresh copy does.
+	ForkOf *layer.Layer
+	ForkAt int64
 	// KeepCopy keeps the copy that copy_workspace makes after Close, so
 	// that its result can be inspected; by default Close removes it.
 	KeepCopy bool
@@ -109,9 +117,31 @@ func (r *Run) Runner() runner.Config {
 			p := patch.Take(ctx, *s)
 			return &p
 		}
+		if s.Layer != nil {
+			cfg.Observers = []observe.Observer{snapshots(s.Layer)}
+		}
 	}
 	return cfg
 }
+
+// snapshots keeps the layer's change set at every step's model call, the
+// points a fork may start from (runner.ForkPoints), so that a fork there
+// starts from the workspace as it was (Config.ForkOf). Observers are
+// called in order as the entry is logged, before the call is made: every
+// tool of the steps before it has ended, and none of the next has begun.
+// A snapshot that cannot be taken (more than 256 MiB of changes) is
+// skipped: a fork from there starts from the original.
+func snapshots(l *layer.Layer) observe.Observer {
+	return observe.Func(func(e observe.Entry) {
+		c := e.Command
+		if c == nil || c.Type != loop.CallModel || c.Request == nil || c.Request.Purpose != model.PurposeStep {
+			return
+		}
+		l.Snapshot(snapshotName(e.Seq))
+	})
+}
+
+func snapshotName(seq int64) string { return strconv.FormatInt(seq, 10) }
 
 // Close releases what the run holds: its MCP servers, its workspace and,
 // unless Config.KeepCopy, the workspace copy. It is safe to call twice.
@@ -295,6 +325,12 @@ func (b *builder) begin(ctx context.Context, f *File) (*patch.Start, error) {
 	if slices.Contains(f.Tools, command.Name) {
 		if r, err := b.sandbox(); err == nil {
 			uid, gid, ok = sandbox.LayerIDs(r)
+		}
+	}
+	if from := b.cfg.ForkOf; ok && from != nil && from.HasSnapshot(snapshotName(b.cfg.ForkAt)) {
+		s, err := patch.BeginFork(ctx, from, snapshotName(b.cfg.ForkAt), uid, gid)
+		if !errors.Is(err, layer.ErrUnsupported) {
+			return s, err
 		}
 	}
 	if ok {

@@ -26,9 +26,11 @@ step's model call (a call_model command in 'ratchet show --events RUN');
 without --at the points are listed. RUN is left as it was. The new run
 records where it came from (ratchet show) and replays like any other.
 
-A task with copy_workspace gets a fresh copy (or, as root, a fresh layer)
-of its workspace: what the copied steps' tools changed in RUN's copy is not
-in it, and RUN's copy is not touched.
+A task with copy_workspace gets a workspace of its own, and RUN's copy is
+not touched. When RUN ran on a layer (as root) the fork's layer starts from
+the snapshot RUN kept at SEQ: the workspace as RUN's tools had left it
+there. Otherwise it is a fresh copy: what the copied steps' tools changed
+in RUN's copy is not in it.
 
 Flags:
 `
@@ -114,6 +116,10 @@ func (m *Main) forkRun(ctx context.Context, db store.Store, row store.Run, f run
 	// A fresh copy (or layer): the parent's stays as it is. Its start too:
 	// taskfile.Config.Start would put the fork in the parent's copy.
 	rf.workspace, rf.start = "", nil
+	if info.Start != nil && info.Start.Layer != nil {
+		// On a layer: the fork starts from the parent's snapshot there.
+		rf.forkOf, rf.forkAt = info.Start.Layer, opts.At
+	}
 	rf.json, rf.quiet, rf.noWait, rf.db = f.json, f.quiet, f.noWait, f.db
 	if f.model != "" {
 		rf.model = f.model

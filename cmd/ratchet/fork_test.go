@@ -202,10 +202,12 @@ func TestSayAcrossProcesses(t *testing.T) {
 
 var copyLine = regexp.MustCompile(`(?m)^ratchet: working on a copy of the workspace: (\S+)$`)
 
-// TestForkCopyWorkspace: a fork of a copy_workspace run gets a fresh copy
-// (on a layer as root), never the parent's: the parent's copy keeps what
-// its steps wrote, and the fork's holds nothing its own history did not
-// write (the copied steps' appends do not run again).
+// TestForkCopyWorkspace: a fork of a copy_workspace run never works in
+// the parent's copy, which keeps what its steps wrote. On a layer (root)
+// it starts from the workspace as it was at the fork point (the parent's
+// snapshot there: after step 1's append at step 2's call, after all three
+// at step 4's); on a copy from the original (the copied steps' appends do
+// not run again).
 func TestForkCopyWorkspace(t *testing.T) {
 	dir := crashDir(t, map[string]string{"answer.yaml": "turns:\n  - finish: {answer: \"3\", confidence: 0.9}\n"})
 	task := filepath.Join(dir, "task.yaml")
@@ -218,6 +220,7 @@ func TestForkCopyWorkspace(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the run names no copy:\n%s", parent.stderr)
 	}
+	parentID := forkedRun.FindStringSubmatch(parent.stderr)[1]
 	// A layer's view is unmounted with the run; its upper layer holds the
 	// files it wrote.
 	written := func(ws string) string {
@@ -230,21 +233,37 @@ func TestForkCopyWorkspace(t *testing.T) {
 	if got := written(m[1]); got != "one\ntwo\nthree\n" {
 		t.Fatalf("the parent's copy holds %q", got)
 	}
-	points := regexp.MustCompile(`--at (\d+) +step (\d+)'s model call`).FindAllStringSubmatch(run(t, env, "fork", "last").stderr, -1)
+	points := regexp.MustCompile(`--at (\d+) +step (\d+)'s model call`).FindAllStringSubmatch(run(t, env, "fork", parentID).stderr, -1)
 	if len(points) < 4 {
 		t.Fatalf("fork points: %v", points)
 	}
-	c := run(t, env, "fork", "last", "--at", points[3][1], "--model", "scripted:"+filepath.Join(dir, "answer.yaml"))
-	c.wantCode(t, exitDone)
-	fm := copyLine.FindStringSubmatch(c.stderr)
-	if fm == nil || fm[1] == m[1] {
-		t.Fatalf("the fork works in %v, the parent in %s:\n%s", fm, m[1], c.stderr)
-	}
-	if got := written(m[1]); got != "one\ntwo\nthree\n" {
-		t.Errorf("the fork changed the parent's copy: %q", got)
-	}
-	if got := written(fm[1]); got != "" {
-		t.Errorf("the fork's fresh copy holds %q", got)
+	onLayer := os.Geteuid() == 0
+	var c cli
+	var fm []string
+	for _, at := range []struct {
+		point     int
+		want      string
+		wantPatch string
+	}{{1, "one\n", "+one"}, {3, "one\ntwo\nthree\n", "+three"}} {
+		c = run(t, env, "fork", parentID, "--at", points[at.point][1], "--model", "scripted:"+filepath.Join(dir, "answer.yaml"), "--json")
+		c.wantCode(t, exitDone)
+		fm = copyLine.FindStringSubmatch(c.stderr)
+		if fm == nil || fm[1] == m[1] {
+			t.Fatalf("the fork works in %v, the parent in %s:\n%s", fm, m[1], c.stderr)
+		}
+		if got := written(m[1]); got != "one\ntwo\nthree\n" {
+			t.Errorf("the fork changed the parent's copy: %q", got)
+		}
+		want := ""
+		if onLayer {
+			want = at.want
+		}
+		if got := written(fm[1]); got != want {
+			t.Errorf("forked at step %s as uid %d, the fork's workspace holds %q, want %q", points[at.point][2], os.Geteuid(), got, want)
+		}
+		if p := c.result(t).Patch; onLayer && (p == nil || !strings.Contains(p.Diff, at.wantPatch)) {
+			t.Errorf("the fork's patch: %+v", p)
+		}
 	}
 	// The fork's row records its own copy's start, which a resume of the
 	// fork goes on in and takes its patch against.
