@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/provider"
@@ -55,6 +56,10 @@ type runFlags struct {
 	taskFile  string
 	workspace string
 	start     *patch.Start
+	// forkOf and forkAt are a fork's parent layer and point
+	// (taskfile.Config.ForkOf).
+	forkOf *layer.Layer
+	forkAt int64
 	// temporal (HOST:PORT), namespace and taskQueue run the task on
 	// Temporal workers instead of in this process (temporal.go).
 	temporal  string
@@ -460,6 +465,8 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		Budget:       f.budget(),
 		Workspace:    f.workspace,
 		Start:        f.start,
+		ForkOf:       f.forkOf,
+		ForkAt:       f.forkAt,
 		KeepCopy:     true,
 		OpenModel:    m.openModel,
 		Sandbox:      m.sandbox(f.unsafeSandbox),
