@@ -167,7 +167,9 @@ func TestTypedCheckOnlyWhereItHolds(t *testing.T) {
 		"array": Func("d", "d", func(context.Context, struct{ A [2]int }) (string, error) { return "", nil }),
 		"string": Func("e", "d", func(context.Context, struct {
 			N int `json:"n,string"`
-		}) (string, error) { return "", nil }),
+		}) (string, error) {
+			return "", nil
+		}),
 		"embedded":  Func("f", "d", func(context.Context, struct{ typedAdd }) (string, error) { return "", nil }),
 		"refined":   Func("g", "d", func(context.Context, typedAdd) (string, error) { return "", nil }, func(i *Info) { i.Schema = json.RawMessage(`{"type":"object"}`) }),
 		"interface": Func("h", "d", func(context.Context, struct{ E error }) (string, error) { return "", nil }),
