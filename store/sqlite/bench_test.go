@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,12 +16,7 @@ import (
 // stepEntries are about what a command batch of a step records: three
 // entries of a few hundred bytes (a command, its event, a note).
 func stepEntries(seq int64) []store.Entry {
-	data := []byte(`{"seq":0,"kind":"event","event":{"type":"tool_result","call":"c1","tool":{"output":"3","outcome":"ok"}},"pad":"` + string(make([]byte, 200)) + `"}`)
-	for i := range data {
-		if data[i] == 0 {
-			data[i] = 'x'
-		}
-	}
+	data := []byte(`{"kind":"event","event":{"type":"tool_result","call":"c1","tool":{"output":"3","outcome":"ok"}},"pad":"` + strings.Repeat("x", 200) + `"}`)
 	es := make([]store.Entry, 3)
 	for i := range es {
 		es[i] = store.Entry{Seq: seq + int64(i), Kind: "event", At: when, Data: data}
