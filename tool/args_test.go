@@ -128,3 +128,25 @@ func TestSchemaRefsLoadNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatByDraft: a schema's "format" is checked as its draft says: an
+// assertion up to draft-07, an annotation from 2019-09 on (and so with no
+// $schema, which means 2020-12).
+func TestFormatByDraft(t *testing.T) {
+	for _, tt := range []struct {
+		draft, want string
+	}{
+		{`"$schema":"http://json-schema.org/draft-07/schema#",`, `tool "f": arguments do not match the schema: $.to: 'x' is not valid email: missing @`},
+		{``, `ok`},
+	} {
+		schema := `{` + tt.draft + `"type":"object","properties":{"to":{"type":"string","format":"email"}}}`
+		reg := mustRegistry(t, &fixed{
+			info: tool.Info{Name: "f", Description: "d", Schema: json.RawMessage(schema)},
+			run:  func(context.Context, json.RawMessage) (string, error) { return "ok", nil },
+		})
+		r := tool.NewExecutor(tool.ExecConfig{}).RunOne(context.Background(), reg, tool.Call{ID: "1", Name: "f", Args: json.RawMessage(`{"to":"x"}`)})
+		if r.Output != tt.want {
+			t.Errorf("schema %s: output %q, want %q", schema, r.Output, tt.want)
+		}
+	}
+}
