@@ -47,6 +47,10 @@ func MaxOutput(bytes, lines int) Option {
 // slice fields also accept null, unknown properties are rejected, and a
 // jsonschema tag becomes the property's description.
 //
+// The arguments are checked by decoding them strictly into In, which is
+// the value fn gets (see prepare); an Option that replaces the schema
+// makes the schema check them instead, and Run decode them again.
+//
 // The output is fn's result as is when Out is string, and compact JSON
 // otherwise. An error from fn is returned unchanged, as an observation for
 // the model.
