@@ -34,7 +34,8 @@ const orderSchema = `{
 		}},
 		"color": {"enum": ["red", "green"]},
 		"n": {"type": "integer", "minimum": 1, "maximum": 10},
-		"2": {"type": "string"}
+		"2": {"type": "string"},
+		"m": {"allOf": [{"minimum": 0}, {"minimum": 0}]}
 	},
 	"required": ["items"],
 	"additionalProperties": false
@@ -67,6 +68,7 @@ func TestArgumentErrors(t *testing.T) {
 		{"raw: enum", "raw", `{"items":[],"color":"blue"}`, `$.color: value must be one of 'red', 'green'`},
 		{"raw: a member named like an index", "raw", `{"items":[],"2":3}`, `$["2"]: got number, want string`},
 		{"raw: missing required", "raw", `{}`, `$: missing property 'items'`},
+		{"raw: one problem found twice, said once", "raw", `{"items":[],"m":-1}`, `$.m: minimum: got -1, want 0`},
 		{"raw: unknown member", "raw", `{"items":[],"z":true}`, `$: additional properties 'z' not allowed`},
 	}
 	e := tool.NewExecutor(tool.ExecConfig{})
