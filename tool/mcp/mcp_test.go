@@ -291,7 +291,7 @@ func TestCalls(t *testing.T) {
 		{name: "schema failure stops before the server", call: tool.Call{Name: "add", Args: json.RawMessage(`{"a":"two","b":3}`)},
 			outcome: tool.OutcomeInvalidArgs, output: `tool "add": arguments do not match the schema`, contains: true},
 		{name: "missing required argument", call: tool.Call{Name: "echo", Args: json.RawMessage(`{}`)},
-			outcome: tool.OutcomeInvalidArgs, output: `"message"`, contains: true},
+			outcome: tool.OutcomeInvalidArgs, output: `$: missing property 'message'`, contains: true},
 		{name: "not JSON", call: tool.Call{Name: "echo", Args: json.RawMessage(`{"message":`)},
 			outcome: tool.OutcomeInvalidArgs, output: "not valid JSON", contains: true},
 		{name: "isError is a tool error", call: tool.Call{Name: "fail"},
