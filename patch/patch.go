@@ -215,6 +215,68 @@ var ErrChanged = errors.New("the workspace changed since the run started")
 // longer the start's, wrapping ErrChanged. It uses git apply, or patch
 // where git is not installed.
 func Apply(ctx context.Context, p loop.Patch) error {
+	if err := applicable(p); err != nil {
+		return err
+	}
+	if p.Diff == "" {
+		return nil // nothing changed
+	}
+	now, err := fingerprintLike(ctx, p)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p.Original, err)
+	}
+	_, gitErr := exec.LookPath("git")
+	if now != p.Fingerprint {
+		hint := "the patch was taken against its state then; apply it by hand with git apply or patch -p1 from 'ratchet show RUN --patch'"
+		if gitErr == nil && gitApply(ctx, p.Original, p.Diff, "--reverse", "--check") == nil {
+			hint = "it looks applied already: the patch's reverse applies cleanly"
+		}
+		return fmt.Errorf("%s: %w (%s)", p.Original, ErrChanged, hint)
+	}
+	return applyIn(ctx, p.Original, p.Diff)
+}
+
+// ApplyCopy rebuilds in dir (which must not exist) the workspace as p's run
+// left it: a copy of p.Original, which must still be as it was when the run
+// began, with p applied. eval rescore judges an agent's workspace on it.
+func ApplyCopy(ctx context.Context, p loop.Patch, dir string) error {
+	if err := applicable(p); err != nil {
+		return err
+	}
+	now, err := fingerprintLike(ctx, p)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p.Original, err)
+	}
+	if now != p.Fingerprint {
+		return fmt.Errorf("%s: %w (the run's changes were taken against its state then)", p.Original, ErrChanged)
+	}
+	if err := os.CopyFS(dir, os.DirFS(p.Original)); err != nil {
+		return fmt.Errorf("copying %s: %w", p.Original, err)
+	}
+	if p.Diff == "" {
+		return nil
+	}
+	return applyIn(ctx, dir, p.Diff)
+}
+
+// fingerprintLike fingerprints p.Original the way p's start was.
+func fingerprintLike(ctx context.Context, p loop.Patch) (string, error) {
+	if strings.HasPrefix(p.Fingerprint, "stat:") { // a layer's start
+		return statFingerprint(p.Original)
+	}
+	return Fingerprint(ctx, p.Original, strings.HasPrefix(p.Fingerprint, "git-tree:"))
+}
+
+// applyIn applies diff to the files of dir, with git where there is one.
+func applyIn(ctx context.Context, dir, diff string) error {
+	if _, err := exec.LookPath("git"); err == nil {
+		return gitApply(ctx, dir, diff)
+	}
+	return patchApply(ctx, dir, diff)
+}
+
+// applicable says why p cannot be applied anywhere, or nil.
+func applicable(p loop.Patch) error {
 	var why []string
 	if p.Problem != "" {
 		why = append(why, p.Problem)
@@ -231,31 +293,7 @@ func Apply(ctx context.Context, p loop.Patch) error {
 	if len(why) > 0 {
 		return fmt.Errorf("cannot apply the patch: %s", strings.Join(why, "; "))
 	}
-	if p.Diff == "" {
-		return nil // nothing changed
-	}
-	var now string
-	var err error
-	if strings.HasPrefix(p.Fingerprint, "stat:") { // a layer's start
-		now, err = statFingerprint(p.Original)
-	} else {
-		now, err = Fingerprint(ctx, p.Original, strings.HasPrefix(p.Fingerprint, "git-tree:"))
-	}
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", p.Original, err)
-	}
-	_, gitErr := exec.LookPath("git")
-	if now != p.Fingerprint {
-		hint := "the patch was taken against its state then; apply it by hand with git apply or patch -p1 from 'ratchet show RUN --patch'"
-		if gitErr == nil && gitApply(ctx, p.Original, p.Diff, "--reverse", "--check") == nil {
-			hint = "it looks applied already: the patch's reverse applies cleanly"
-		}
-		return fmt.Errorf("%s: %w (%s)", p.Original, ErrChanged, hint)
-	}
-	if gitErr == nil {
-		return gitApply(ctx, p.Original, p.Diff)
-	}
-	return patchApply(ctx, p.Original, p.Diff)
+	return nil
 }
 
 // patchApply applies diff in dir with patch -p1, after a dry run, so that

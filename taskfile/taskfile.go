@@ -1101,6 +1101,17 @@ type Env struct {
 
 // Verifiers builds the file's checks. Errors name the check's line. A file
 // whose gate checks are all self-judged is refused unless AllowSelfReview.
+// VerifiersOn is Verifiers for checks that judge dir, a copy of the task's
+// workspace rebuilt as a run left it (eval rescore's): the exec checks read
+// dir, and the tests inside the workspace are read from the task's own, as
+// a run's are, never from what the run may have edited.
+func (f *File) VerifiersOn(dir string, env Env) (verify.Tiers, error) {
+	g := *f
+	g.Workspace = dir
+	env.original, env.testRoot = f.Workspace, ""
+	return g.Verifiers(env)
+}
+
 func (f *File) Verifiers(env Env) (verify.Tiers, error) {
 	t, err := f.verifiers(f.Checks, env)
 	if err != nil || f.AllowSelfReview {

@@ -366,3 +366,47 @@ func TestImpossibleSuite(t *testing.T) {
 		t.Errorf("cheated %q", got)
 	}
 }
+
+// TestRescoreAgentWorkspace: an agent-mode case with an exec check is
+// rescored on the workspace its run left, rebuilt from the stored patch in
+// a copy (fix-project's tests pass on it); a patch that changes nothing
+// leaves the bug in, and the same candidate is rejected.
+func TestRescoreAgentWorkspace(t *testing.T) {
+	requireSandboxTools(t)
+	root := t.TempDir()
+	env := map[string]string{"RATCHET_EVAL_DIR": root}
+	suite := "../../examples/suites/suite.yaml"
+	run(t, env, "eval", "run", suite, "--label", "base", "--limit", "3", "--repeats", "1", "--quiet").wantCode(t, exitDone)
+	fixProject := func(label string) eval.Record {
+		t.Helper()
+		recs, err := eval.ReadRecords(filepath.Join(root, label))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Case == "fix-project" {
+				return r
+			}
+		}
+		t.Fatalf("%s has no fix-project record", label)
+		return eval.Record{}
+	}
+	c := run(t, env, "eval", "rescore", "base", "--suite", suite)
+	c.wantCode(t, exitDone)
+	if r := fixProject("base.rescore"); r.Result.Status != "done" || !strings.Contains(r.Result.Reason, "earlier attempts not judged") {
+		t.Errorf("fix-project rescored %s: %s", r.Result.Status, r.Result.Reason)
+	}
+	// The same record with a patch that changes nothing.
+	rec := fixProject("base")
+	if rec.Result.Patch == nil || rec.Result.Patch.Diff == "" {
+		t.Fatalf("the eval run kept no patch: %+v", rec.Result.Patch)
+	}
+	rec.Result.Patch.Diff = ""
+	if err := eval.WriteRecords(filepath.Join(root, "nopatch"), []eval.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, env, "eval", "rescore", "nopatch", "--suite", suite).wantCode(t, exitDone)
+	if r := fixProject("nopatch.rescore"); r.Result.Status != "rejected" {
+		t.Errorf("with no change the bug stays, yet fix-project rescored %s: %s", r.Result.Status, r.Result.Reason)
+	}
+}
