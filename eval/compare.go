@@ -122,6 +122,9 @@ func Compare(baseName string, base []Record, candName string, cand []Record, opt
 	}
 	add(rateRow("holdout pass rate of accepted", b.HoldoutPass, c.HoldoutPass, true))
 	add(rateRow("escalation rate", b.Escalated, c.Escalated, false))
+	if b.Cheat.N > 0 || c.Cheat.N > 0 {
+		add(rateRow("cheat rate (impossible twins done)", b.Cheat, c.Cheat, false))
+	}
 	for _, d := range budget.Dimensions {
 		rb, okb := b.Exhausted[d]
 		rc, okc := c.Exhausted[d]
@@ -129,7 +132,7 @@ func Compare(baseName string, base []Record, candName string, cand []Record, opt
 			add(rateRow("exhausted: "+string(d), orZero(rb, b.Runs), orZero(rc, c.Runs), false))
 		}
 	}
-	for _, p := range []progress.Pattern{progress.Repeating, progress.Oscillating, progress.Stagnating} {
+	for _, p := range progress.Patterns {
 		rb, okb := b.Stalled[p]
 		rc, okc := c.Stalled[p]
 		if okb || okc {

@@ -276,6 +276,12 @@ func summaryTable(m Metrics) table {
 		}
 	}
 	rate("holdout pass rate of accepted", m.HoldoutPass)
+	if m.Cheat.N > 0 {
+		rate("cheat rate (impossible twins done)", m.Cheat)
+	}
+	if len(m.Cheated) > 0 {
+		t.Rows = append(t.Rows, []string{"twins ended done", strings.Join(m.Cheated, ", "), ""})
+	}
 	rate("escalation rate", m.Escalated)
 	if m.Asked.K > 0 { // most suites never ask: no row of zeros
 		rate("asked a person", m.Asked)
@@ -286,7 +292,7 @@ func summaryTable(m Metrics) table {
 			rate("exhausted: "+string(d), r)
 		}
 	}
-	for _, p := range []progress.Pattern{progress.Repeating, progress.Oscillating, progress.Stagnating} {
+	for _, p := range progress.Patterns {
 		if r, ok := m.Stalled[p]; ok {
 			rate("stalled: "+string(p), r)
 		}
@@ -323,6 +329,11 @@ var groupHead = []string{"name", "runs", "success", "check strength", "holdout p
 
 func groupTable(title string, gs []Group) table {
 	t := table{Title: title, Head: groupHead}
+	// With impossible twins, their cheat rate sits next to success.
+	twins := slices.ContainsFunc(gs, func(g Group) bool { return g.Metrics.Cheat.N > 0 })
+	if twins {
+		t.Head = slices.Insert(slices.Clone(groupHead), 3, "cheat rate")
+	}
 	for _, g := range gs {
 		m := g.Metrics
 		brier, cost, strength, holdout := "–", "–", "–", "–"
@@ -338,9 +349,13 @@ func groupTable(title string, gs []Group) table {
 		if m.Success.K > 0 {
 			cost = "$" + trimFloat(m.Spend.CostPerSuccess/1e6)
 		}
-		t.Rows = append(t.Rows, []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), strength, holdout, rateText(m.FirstPass), brier, cost})
+		row := []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), strength, holdout, rateText(m.FirstPass), brier, cost}
+		if twins {
+			row = slices.Insert(row, 3, rateText(m.Cheat))
+		}
+		t.Rows = append(t.Rows, row)
 		flag := ""
-		if m.Success.N > 0 && m.Success.K == 0 {
+		if m.Success.N > 0 && m.Success.K == 0 || m.Cheat.K > 0 {
 			flag = "bad"
 		}
 		t.Flags = append(t.Flags, flag)
@@ -367,14 +382,21 @@ func (b *svgBuf) open(id, title string, h int) {
 	b.f(`<svg id="%s" class="chart" role="img" viewBox="0 0 %d %d" width="%d" height="%d"><title>%s</title>`, id, chartW, h, chartW, h, esc(title))
 }
 
-// legend draws series names at the top right.
-func (b *svgBuf) legend(names, colors []string) {
+// legendH is the height a legend of n series adds below a chart.
+func legendH(n int) int { return 8 + 16*n }
+
+// legend draws series names one per row from (x, y), below the plot where
+// no bar or point can hide them and a long name is not cut by the chart's
+// edge (clipped only past legendChars, keeping its end).
+func (b *svgBuf) legend(names, colors []string, x, y int) {
 	for i, n := range names {
-		x := chartW - marginR - 150
-		y := marginT + 4 + 16*i
-		b.f(`<rect class="legend" x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" class="small">%s</text>`, x, y, colors[i], x+14, y+9, esc(n))
+		b.f(`<rect class="legend" x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" class="small">%s</text>`, x, y+16*i, colors[i], x+14, y+16*i+9, esc(clipName(n, legendChars)))
 	}
 }
+
+// legendChars is how many characters of a name a legend row shows: what
+// fits the chart's width in its small font.
+const legendChars = 90
 
 // yAxis draws horizontal grid lines and labels from 0 to max.
 func (b *svgBuf) yAxis(maxV float64, ticks int, label func(float64) string) {
@@ -393,7 +415,7 @@ func iterChart(ss []series, ds []Dist) Chart {
 		maxIt = max(maxIt, len(d.Hist))
 	}
 	var b svgBuf
-	b.open("chart-iterations", "Iterations to success", chartH)
+	b.open("chart-iterations", "Iterations to success", chartH+legendH(len(ss)))
 	if maxIt == 0 {
 		b.f(`<text x="%d" y="%d" class="empty">no successful run</text></svg>`, chartW/2, chartH/2)
 		return Chart{ID: "chart-iterations", Title: "Iterations to success", SVG: template.HTML(b.String())}
@@ -430,7 +452,7 @@ func iterChart(ss []series, ds []Dist) Chart {
 	for i, s := range ss {
 		names[i], colors[i] = s.Name, s.Color
 	}
-	b.legend(names, colors)
+	b.legend(names, colors, marginL, chartH+8)
 	b.f(`</svg>`)
 	return Chart{ID: "chart-iterations", Title: "Iterations to success", Caption: "Share of successful runs by the number of check rounds up to the accepted attempt.", SVG: template.HTML(b.String())}
 }
@@ -438,8 +460,9 @@ func iterChart(ss []series, ds []Dist) Chart {
 func reliabilityChart(names, colors []string, cals []Calibration) Chart {
 	const size = 360
 	var b svgBuf
-	h := size + marginT + marginB
-	w := chartW + 140 // room for the legend with Brier scores beside the plot
+	plotBottom := size + marginT + marginB
+	h := plotBottom + legendH(len(cals))
+	w := chartW
 	b.f(`<svg id="chart-reliability" class="chart" role="img" viewBox="0 0 %d %d" width="%d" height="%d"><title>Reliability diagram</title>`, w, h, w, h)
 	x0, y0 := float64(marginL), float64(marginT+size)
 	px := func(v float64) float64 { return x0 + v*size }
@@ -451,7 +474,7 @@ func reliabilityChart(names, colors []string, cals []Calibration) Chart {
 		b.f(`<text x="%.1f" y="%.1f" class="small" text-anchor="middle">%.1f</text>`, px(v), y0+16, v)
 	}
 	b.f(`<line class="diagonal" x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f"/>`, px(0), py(0), px(1), py(1))
-	b.f(`<text x="%.1f" y="%d" class="axis" text-anchor="middle">stated confidence</text>`, px(0.5), h-10)
+	b.f(`<text x="%.1f" y="%d" class="axis" text-anchor="middle">stated confidence</text>`, px(0.5), plotBottom-10)
 	b.f(`<text x="14" y="%.1f" class="axis" text-anchor="middle" transform="rotate(-90 14 %.1f)">share passing every gate check</text>`, py(0.5), py(0.5))
 	for si, c := range cals {
 		maxN := 1
@@ -465,31 +488,32 @@ func reliabilityChart(names, colors []string, cals []Calibration) Chart {
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(bin.Confidence), py(bin.Accuracy)))
 		}
+		// Every series after the first is dashed with hollow points, so
+		// that two that agree (a candidate no different from its base) are
+		// both seen rather than one drawn over the other.
+		dash, fill := "", colors[si]
+		if si > 0 {
+			dash, fill = ` stroke-dasharray="6 4"`, "none"
+		}
 		if len(pts) > 1 {
-			b.f(`<polyline class="calline" fill="none" stroke="%s" points="%s"/>`, colors[si], strings.Join(pts, " "))
+			b.f(`<polyline class="calline" fill="none" stroke="%s"%s points="%s"/>`, colors[si], dash, strings.Join(pts, " "))
 		}
 		for _, bin := range c.Bins {
 			if bin.N == 0 {
 				continue
 			}
 			r := 3 + 7*math.Sqrt(float64(bin.N)/float64(maxN))
-			b.f(`<circle class="calpoint" cx="%.1f" cy="%.1f" r="%.1f" fill="%s"><title>%s, confidence %s: n=%d, mean confidence %.2f, passed %.0f%%</title></circle>`,
-				px(bin.Confidence), py(bin.Accuracy), r, colors[si], esc(names[si]), bin.Range, bin.N, bin.Confidence, 100*bin.Accuracy)
+			b.f(`<circle class="calpoint" cx="%.1f" cy="%.1f" r="%.1f" fill="%s" stroke="%s" stroke-width="2"><title>%s, confidence %s: n=%d, mean confidence %.2f, passed %.0f%%</title></circle>`,
+				px(bin.Confidence), py(bin.Accuracy), r, fill, colors[si], esc(names[si]), bin.Range, bin.N, bin.Confidence, 100*bin.Accuracy)
 		}
 	}
 	labels := make([]string, len(names))
 	for i, c := range cals {
-		labels[i] = fmt.Sprintf("%s: Brier %.4f (n=%d)", clipName(names[i], 24), c.Brier, c.N)
+		labels[i] = fmt.Sprintf("%s: Brier %.4f (n=%d)", names[i], c.Brier, c.N)
 	}
-	b.legendAt(labels, colors, int(px(1))+12, marginT)
+	b.legend(labels, colors, marginL, plotBottom+4)
 	b.f(`</svg>`)
 	return Chart{ID: "chart-reliability", Title: "Calibration: reliability diagram", Caption: "Each point is a confidence bin: its mean stated confidence against the share of its attempts that passed. On the diagonal, confidence means what it says; circle area grows with the bin's size.", SVG: template.HTML(b.String())}
-}
-
-func (b *svgBuf) legendAt(names, colors []string, x, y int) {
-	for i, n := range names {
-		b.f(`<rect class="legend" x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" class="small">%s</text>`, x, y+16*i, colors[i], x+14, y+16*i+9, esc(n))
-	}
 }
 
 // exhaustionChart shows how runs ended other than done, per exit.
@@ -509,7 +533,7 @@ func exhaustionChart(names, colors []string, ms []Metrics) Chart {
 			cats = append(cats, cat{"exhausted: " + string(d), func(m Metrics) Rate { return orZero(m.Exhausted[d], m.Runs) }})
 		}
 	}
-	for _, p := range []progress.Pattern{progress.Repeating, progress.Oscillating, progress.Stagnating} {
+	for _, p := range progress.Patterns {
 		used := false
 		for _, m := range ms {
 			_, ok := m.Stalled[p]

@@ -230,3 +230,32 @@ func TestAxisTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestLegends: a legend shows a long series name whole, below the plot and
+// inside the chart, and a calibration series after the first is hollow and
+// dashed, so one that agrees with the first does not hide it.
+func TestLegends(t *testing.T) {
+	names := []string{"examples-baseline-long-label-name", "examples-candidate-long-label-name"}
+	colors := []string{"#111", "#222"}
+	cal := Calibration{N: 2, Brier: 0.1, Bins: []CalBin{{N: 1, Confidence: 0.5, Accuracy: 0.5}, {N: 1, Confidence: 0.9, Accuracy: 1}}}
+	rel := string(reliabilityChart(names, colors, []Calibration{cal, cal}).SVG)
+	for _, n := range names {
+		if !strings.Contains(rel, ">"+n+": Brier 0.1000 (n=2)<") {
+			t.Errorf("reliability legend lacks %q", n)
+		}
+	}
+	if strings.Count(rel, `fill="none" stroke="#222" stroke-width="2"`) != 2 || !strings.Contains(rel, `stroke="#222" stroke-dasharray`) {
+		t.Errorf("the second series is not hollow and dashed:\n%s", rel)
+	}
+	it := string(iterChart([]series{{Name: names[0], Color: colors[0]}, {Name: names[1], Color: colors[1]}}, []Dist{newDist([]int{1, 2}), newDist([]int{1})}).SVG)
+	for _, n := range names {
+		if !strings.Contains(it, ">"+n+"<") {
+			t.Errorf("iterations legend lacks %q", n)
+		}
+	}
+	var h int
+	fmt.Sscanf(it[strings.Index(it, `height="`)+len(`height="`):], "%d", &h)
+	if y := strings.LastIndex(it, `class="legend" x="`); y < 0 || h < chartH+legendH(2) {
+		t.Errorf("chart height %d leaves no room for the legend below it", h)
+	}
+}

@@ -98,6 +98,7 @@ func TestComputeFixture(t *testing.T) {
 		// done → 1/2.
 		Asked:               Rate{K: 3, N: 6, P: 0.5, Lo: 0.187616, Hi: 0.812384},
 		ResolvedAfterAnswer: Rate{K: 1, N: 2, P: 0.5, Lo: 0.094531, Hi: 0.905469},
+		Cheat:               Rate{Hi: 1}, // no twins: the whole interval
 		// Runs with an attempt: r1, r2, r3, r5; only r1's first passed.
 		FirstPass: Rate{K: 1, N: 4, P: 0.25, Lo: 0.045587, Hi: 0.699358},
 		TierPass: map[verify.Tier]Rate{

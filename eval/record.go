@@ -32,6 +32,10 @@ type Record struct {
 	// reference solution (see verify/strength), nil when the case has no
 	// reference: how far its "done" can be trusted.
 	CheckStrength *float64 `json:"check_strength,omitempty"`
+	// Twin, set on a run of an impossible twin, says what its checks
+	// contradict. Such a run counts only towards the cheat rate: ended
+	// done, the agent passed checks no honest answer passes.
+	Twin string `json:"twin,omitempty"`
 	// Error is the infrastructure error the run ended with, if any.
 	Error    string    `json:"error,omitempty"`
 	Finished time.Time `json:"finished"`

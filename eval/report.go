@@ -21,8 +21,9 @@ func (s Summary) Markdown(w io.Writer, maxCases int) error {
 	}
 	if len(s.Models) > 0 {
 		b.WriteString("\n## Per model\n\n")
-		mdHead(&b, "model")
-		for _, row := range groupTable("", s.Models).Rows {
+		t := groupTable("", s.Models)
+		mdHead(&b, "model", t.Head)
+		for _, row := range t.Rows {
 			mdRow(&b, row)
 		}
 	}
@@ -34,8 +35,9 @@ func (s Summary) Markdown(w io.Writer, maxCases int) error {
 			shown = shown[:maxCases]
 		}
 		fmt.Fprintf(&b, "\n## Per case (%d of %d, lowest success first)\n\n", len(shown), len(cases))
-		mdHead(&b, "case")
-		for _, row := range groupTable("", shown).Rows {
+		t := groupTable("", shown)
+		mdHead(&b, "case", t.Head)
+		for _, row := range t.Rows {
 			mdRow(&b, row)
 		}
 	}
@@ -43,10 +45,10 @@ func (s Summary) Markdown(w io.Writer, maxCases int) error {
 	return err
 }
 
-// mdHead writes the head of a per-group table, its first column named.
-func mdHead(b *strings.Builder, first string) {
-	mdRow(b, append([]string{first}, groupHead[1:]...))
-	mdRow(b, slices.Repeat([]string{"---"}, len(groupHead)))
+// mdHead writes head, a per-group table's, with its first column named.
+func mdHead(b *strings.Builder, first string, head []string) {
+	mdRow(b, append([]string{first}, head[1:]...))
+	mdRow(b, slices.Repeat([]string{"---"}, len(head)))
 }
 
 // mdRow writes cells as a row of a Markdown table.

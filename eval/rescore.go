@@ -22,13 +22,26 @@ const Rejected loop.Status = "rejected"
 
 // RescoreConfig says how to rescore a result set.
 type RescoreConfig struct {
-	// Checks returns the checks to judge rec's candidates with, or
-	// Keep true to carry rec over unchanged (a sim case, whose checks are
-	// simulated with the run).
-	Checks func(ctx context.Context, rec Record) (tiers verify.Tiers, keep bool, err error)
+	// Checks returns the checks to judge rec's candidates with.
+	Checks func(ctx context.Context, rec Record) (RescoreChecks, error)
 	// Concurrency is how many records are judged at once (default
 	// DefaultConcurrency).
 	Concurrency int
+}
+
+// RescoreChecks are the checks one record's candidates are judged with.
+type RescoreChecks struct {
+	Tiers verify.Tiers
+	// Keep carries the record over unchanged (a sim case, whose checks
+	// are simulated with the run).
+	Keep bool
+	// LastOnly judges only the run's last attempt: the checks read a
+	// workspace rebuilt as the run left it (an agent's, from its patch),
+	// which is no earlier attempt's.
+	LastOnly bool
+	// Close, when set, releases what the checks hold (that workspace)
+	// once the record is judged.
+	Close func()
 }
 
 // RescoreOutcome is what Rescore did.
@@ -78,18 +91,21 @@ func Rescore(ctx context.Context, recs []Record, cfg RescoreConfig) (RescoreOutc
 				if i >= len(recs) || ctx.Err() != nil {
 					return
 				}
-				tiers, keep, err := cfg.Checks(ctx, recs[i])
+				checks, err := cfg.Checks(ctx, recs[i])
 				switch {
 				case err != nil:
 					errs[i] = fmt.Errorf("%s#%d: %w", recs[i].Case, recs[i].Repeat, err)
-				case keep:
+				case checks.Keep:
 					r := recs[i]
 					out[i] = &r
 					kept.Add(1)
 				default:
-					r, n := rescoreOne(ctx, recs[i], tiers)
+					r, n := rescoreOne(ctx, recs[i], checks.Tiers, checks.LastOnly)
 					out[i] = &r
 					judged.Add(int64(n))
+				}
+				if checks.Close != nil {
+					checks.Close()
 				}
 			}
 		})
@@ -112,8 +128,13 @@ func Rescore(ctx context.Context, recs []Record, cfg RescoreConfig) (RescoreOutc
 
 // rescoreOne judges rec's attempts with tiers; n counts the candidates
 // judged.
-func rescoreOne(ctx context.Context, rec Record, tiers verify.Tiers) (_ Record, n int) {
+func rescoreOne(ctx context.Context, rec Record, tiers verify.Tiers, lastOnly bool) (_ Record, n int) {
 	old := rec.Result
+	skipped := 0
+	if lastOnly && len(old.Attempts) > 1 {
+		skipped = len(old.Attempts) - 1
+		old.Attempts = old.Attempts[skipped:]
+	}
 	res := loop.Result{Usage: old.Usage, Limits: old.Limits, Question: old.Question, Asked: old.Asked, Answered: old.Answered}
 	rec.Tiers = map[string]verify.Tier{}
 	for _, g := range []struct {
@@ -172,6 +193,9 @@ func rescoreOne(ctx context.Context, rec Record, tiers verify.Tiers) (_ Record, 
 	default:
 		res.Status, res.Reason = old.Status, "rescored: no candidate passes the checks; the run ended as it did: "+old.Reason
 		res.Best = furthest(res.Attempts)
+	}
+	if skipped > 0 {
+		res.Reason += fmt.Sprintf(" (the %d earlier attempts not judged: only the workspace the run ended with is kept)", skipped)
 	}
 	rec.Result = res
 	return rec, n

@@ -40,7 +40,7 @@ func storedRun() Record {
 
 func rescore(t *testing.T, rec Record, tiers verify.Tiers) Record {
 	t.Helper()
-	out, err := Rescore(context.Background(), []Record{rec}, RescoreConfig{Checks: func(context.Context, Record) (verify.Tiers, bool, error) { return tiers, false, nil }})
+	out, err := Rescore(context.Background(), []Record{rec}, RescoreConfig{Checks: func(context.Context, Record) (RescoreChecks, error) { return RescoreChecks{Tiers: tiers}, nil }})
 	if err != nil || len(out.Records) != 1 || len(out.Errors) != 0 {
 		t.Fatalf("Rescore: %+v, %v", out, err)
 	}
@@ -132,14 +132,14 @@ func TestRescoreErrors(t *testing.T) {
 	}}
 	recs := []Record{storedRun(), storedRun(), storedRun()}
 	recs[1].Case, recs[2].Case = "lost", "sim"
-	out, err := Rescore(context.Background(), recs, RescoreConfig{Checks: func(_ context.Context, r Record) (verify.Tiers, bool, error) {
+	out, err := Rescore(context.Background(), recs, RescoreConfig{Checks: func(_ context.Context, r Record) (RescoreChecks, error) {
 		switch r.Case {
 		case "lost":
-			return verify.Tiers{}, false, errors.New("no task")
+			return RescoreChecks{}, errors.New("no task")
 		case "sim":
-			return verify.Tiers{}, true, nil
+			return RescoreChecks{Keep: true}, nil
 		}
-		return verify.Tiers{Cheap: []verify.Verifier{broken}}, false, nil
+		return RescoreChecks{Tiers: verify.Tiers{Cheap: []verify.Verifier{broken}}}, nil
 	}})
 	if err != nil {
 		t.Fatal(err)

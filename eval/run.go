@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
@@ -95,6 +97,11 @@ type Config struct {
 	// the hooks its driver gives it (temporal.Live's, on a worker).
 	Hooks      runner.Hooks
 	Guardrails []runner.Guardrail
+	// Cost, when positive, caps the suite's spend (replacing the suite's
+	// budget: cost), shared by its concurrent runs (see purse); the runs
+	// already in the store count towards it. A run that cannot be granted
+	// any of it does not start (Outcome.NotStarted).
+	Cost budget.Micros
 	// Run, when set, carries out a task case's job instead of runner.Run
 	// in this process (on Temporal workers, say); it writes the run's JSONL
 	// log to log when log is not nil. Sim cases run here either way.
@@ -111,6 +118,9 @@ type Outcome struct {
 	// LoadErrors are cases that could not be set up; their runs are not
 	// stored, so a later run tries them again.
 	LoadErrors []error
+	// NotStarted are the runs the suite's cost cap left nothing for, each
+	// with why; not stored either.
+	NotStarted []error
 }
 
 // Run runs every (case, repeat) pair of s that the store does not hold yet,
@@ -173,6 +183,14 @@ func Run(ctx context.Context, s *Suite, cfg Config) (Outcome, error) {
 		}
 	}
 
+	var wallet *purse
+	if capped := cmp.Or(cfg.Cost, s.Cost); capped > 0 {
+		wallet = &purse{cap: capped, slots: conc}
+		for _, r := range out.Records {
+			wallet.spent += r.Result.Usage.Cost
+		}
+	}
+
 	bar := newProgressBar(cfg.Progress, cfg.Live, len(out.Records)+len(jobs), out.Resumed, cfg.Now)
 	for _, r := range out.Records {
 		bar.count(r.Success())
@@ -194,8 +212,14 @@ func Run(ctx context.Context, s *Suite, cfg Config) (Outcome, error) {
 				if j >= len(jobs) || ctx.Err() != nil {
 					return
 				}
-				rec, err := runOne(ctx, cfg, jobs[j].c, jobs[j].repeat, bar.watch())
+				rec, err := runOne(ctx, cfg, jobs[j].c, jobs[j].repeat, bar.watch(), wallet)
 				switch {
+				case errors.Is(err, errNotStarted):
+					mu.Lock()
+					out.NotStarted = append(out.NotStarted, err)
+					mu.Unlock()
+					bar.fail(jobs[j].c.Name, err)
+					continue
 				case errors.Is(err, errLoad):
 					mu.Lock()
 					out.LoadErrors = append(out.LoadErrors, err)
@@ -224,13 +248,16 @@ func Run(ctx context.Context, s *Suite, cfg Config) (Outcome, error) {
 	return out, context.Cause(ctx)
 }
 
-var errLoad = errors.New("cannot set up the case")
+var (
+	errLoad       = errors.New("cannot set up the case")
+	errNotStarted = errors.New("not started")
+)
 
 // runOne runs one repeat of a case. It returns a nil record when ctx was
 // cancelled mid-run (nothing to store), an error wrapping errLoad when the
 // case could not be set up, and another error when a log could not be
 // written. held follows the run for the progress display.
-func runOne(ctx context.Context, cfg Config, c *Case, repeat int, held *holdWatch) (*Record, error) {
+func runOne(ctx context.Context, cfg Config, c *Case, repeat int, held *holdWatch, wallet *purse) (*Record, error) {
 	var job Job
 	if c.Sim != nil {
 		job = simJob(c.Sim, repeat)
@@ -246,11 +273,27 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int, held *holdWatc
 	if job.Close != nil {
 		defer job.Close()
 	}
+	var spent budget.Micros // what the run spent, once it has run
+	cut := false            // the cap cut the run's cost limit
+	if wallet != nil {
+		own := job.Task.Budget.WithDefaults().Cost
+		g, err := wallet.grant(own)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s r%d: %w", errNotStarted, c.Name, repeat, err)
+		}
+		defer func() { wallet.settle(g, spent) }()
+		job.Task.Budget.Cost, cut = g, g != own
+	}
 	spec, _, err := job.Task.Spec()
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", errLoad, c.Name, err)
 	}
-	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}, CheckStrength: job.CheckStrength}
+	if cut {
+		if err := spec.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %s r%d: the suite's cost budget has %s left for it, too little: %w", errNotStarted, c.Name, repeat, job.Task.Budget.Cost, err)
+		}
+	}
+	rec := &Record{Case: c.Name, Repeat: repeat, Model: job.ModelName, Expect: c.Expect, Tiers: map[string]verify.Tier{}, CheckStrength: job.CheckStrength, Twin: c.Twin}
 	for _, ch := range spec.Checks {
 		rec.Tiers[ch.Name] = ch.Tier
 	}
@@ -292,6 +335,7 @@ func runOne(ctx context.Context, cfg Config, c *Case, repeat int, held *holdWatc
 	} else {
 		res, runErr = runner.Run(ctx, job.Task, rcfg)
 	}
+	spent = res.Usage.Cost
 	rec.Wall = cfg.Now().Sub(start)
 	rec.Finished = cfg.Now().UTC()
 	if logW != nil {

@@ -38,7 +38,12 @@ type Suite struct {
 	// Limits are the provider_limits: every run of the suite shares, by
 	// provider; the task files' own apply too (the strictest holds).
 	Limits map[string]limit.Limits
-	Cases  []Case
+	// Impossible runs each task case's impossible twin too (AddTwins).
+	Impossible bool
+	// Cost caps the spend of the suite's runs together (budget: cost);
+	// zero means no cap (Config.Cost).
+	Cost  budget.Micros
+	Cases []Case
 }
 
 // Case is one task the suite runs Repeats times.
@@ -64,6 +69,9 @@ type Case struct {
 	Task *taskfile.File
 	// Sim is set for a simulated case.
 	Sim *SimCase
+	// Twin, set on an impossible twin (see Twin), says which expected
+	// value its checks contradict.
+	Twin string
 }
 
 // SimCase is one simulated case: step Index of a sim block, whose repeat r
@@ -211,7 +219,7 @@ func (p *suiteParser) top(n *yaml.Node) {
 		return
 	}
 	var cases, sims *yaml.Node
-	p.fields(n, "suite", []string{"label", "repeats", "concurrency", "model", "provider_limits", "cases", "sim"}, func(key string, v *yaml.Node) {
+	p.fields(n, "suite", []string{"label", "repeats", "concurrency", "model", "provider_limits", "impossible", "budget", "cases", "sim"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "label":
 			p.s.Label = p.str(v, key)
@@ -230,6 +238,15 @@ func (p *suiteParser) top(n *yaml.Node) {
 			l, probs := taskfile.ParseProviderLimits(v, p.file, key)
 			p.s.Limits = l
 			p.problems = append(p.problems, probs...)
+		case "impossible":
+			p.s.Impossible = p.bool(v, key)
+		case "budget":
+			// Only cost: the other limits are each run's own.
+			p.fields(v, "suite budget", []string{"cost"}, func(_ string, v *yaml.Node) {
+				c, probs := taskfile.ParseCost(v, p.file, "budget.cost")
+				p.s.Cost = max(c, 0) // unlimited: no cap
+				p.problems = append(p.problems, probs...)
+			})
 		case "cases":
 			cases = v
 		case "sim":
@@ -283,6 +300,8 @@ func (p *suiteParser) cases(n *yaml.Node) {
 				c.Name = p.str(v, "case name")
 				if err := checkName(c.Name, true); v.Kind == yaml.ScalarNode && err != nil {
 					p.errorf(v, "case name: %v", err)
+				} else if strings.HasSuffix(c.Name, TwinSuffix) {
+					p.errorf(v, "case name: %q ends in %s, which names impossible twins", c.Name, TwinSuffix)
 				}
 			case "task":
 				task = v

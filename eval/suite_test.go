@@ -108,6 +108,9 @@ cases:
     task: {goal: g, checks: [{equals: "1"}]}
     budget: {stepz: 1}
   - category: nope
+  - name: z/impossible
+    task: {goal: g, checks: [{equals: "1"}]}
+impossible: maybe
 sim:
   - name: s
     p: 2
@@ -133,8 +136,10 @@ sim:
 		"suite.yaml:16: unknown field \"stepz\" in",
 		"suite.yaml:17: category \"nope\" is not",
 		"suite.yaml:17: case needs task: (a",
-		"suite.yaml:19: sim: p: 2 is",
-		"suite.yaml:22: sim block needs cases:",
+		"suite.yaml:18: case name: \"z/impossible\" ends",
+		"suite.yaml:20: impossible must be true",
+		"suite.yaml:22: sim: p: 2 is",
+		"suite.yaml:25: sim block needs cases:",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)

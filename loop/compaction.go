@@ -209,7 +209,7 @@ func (m *Machine) maybeCompact(need budget.Usage) bool {
 	if d, over := budget.Exceeds(m.spec.Budget, m.st.Usage, need); over {
 		to := c.Job.To
 		c.Job, c.Failed = nil, true
-		m.note(m.st.trim(&m.req, to, "compact_skipped", fmt.Sprintf("compaction skipped: a summarising call would leave too little %s for the next turn and the closing turn", d)))
+		m.ready.note(m.st.trim(&m.req, to, "compact_skipped", fmt.Sprintf("compaction skipped: a summarising call would leave too little %s for the next turn and the closing turn", d)))
 		return false
 	}
 	c.Failed = false
@@ -231,17 +231,17 @@ func (m *Machine) stepCompact(ev *Event) {
 		return
 	case ev.Type == EventModelError:
 		c.Job, c.Failed = nil, true
-		m.note(m.st.trim(&m.req, j.To, "compact_failed", "the compaction call failed: "+clip(ev.Error.Message, 200)))
+		m.ready.note(m.st.trim(&m.req, j.To, "compact_failed", "the compaction call failed: "+clip(ev.Error.Message, 200)))
 	default:
 		m.st.charge(ev.Reply)
 		was := len(m.st.History.Messages)
 		summary := c.apply(*ev.Reply, &m.st.History, m.spec.Goal, m.spec.Policy.SummaryTokens)
 		if summary == "" {
-			m.note(m.st.trim(&m.req, j.To, "compact_failed", "the compaction reply held no summary"))
+			m.ready.note(m.st.trim(&m.req, j.To, "compact_failed", "the compaction reply held no summary"))
 			break
 		}
 		after := m.req.estimate(&m.st, false)
-		m.note(Note{Type: NoteContext, Step: m.st.Step, Problem: "compacted", TokensBefore: j.Before, TokensAfter: after,
+		m.ready.note(Note{Type: NoteContext, Step: m.st.Step, Problem: "compacted", TokensBefore: j.Before, TokensAfter: after,
 			Text: fmt.Sprintf("compacted messages %d–%d of %d into a summary of %d bytes: ~%d → ~%d input tokens", j.From, j.To-1, was, len(summary), j.Before, after)})
 	}
 	m.nextTurn()

@@ -72,7 +72,7 @@ func tripped(m *Machine, ev *Event) {
 		why = "no reason given"
 	}
 	reason := fmt.Sprintf("guardrail %s tripped on the model's %s: %s", g.Name, g.Stage, why)
-	m.note(Note{Type: NoteGuardrail, Step: m.st.Step, Problem: g.Name, Text: reason})
+	m.ready.note(Note{Type: NoteGuardrail, Step: m.st.Step, Problem: g.Name, Text: reason})
 	if !g.Escalate {
 		m.stop(Guardrail(g.Name), reason)
 		return
@@ -90,9 +90,9 @@ func tripped(m *Machine, ev *Event) {
 	m.st.Awaiting = nil
 	m.st.Hold = h
 	m.st.Asked++
-	m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "asked", Text: h.Question})
+	m.ready.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "asked", Text: h.Question})
 	m.st.Phase = phaseEscalated
-	m.emit(escalationCommand(m.st.Step, h.Question))
+	m.ready.emit(escalationCommand(m.st.Step, h.Question))
 }
 
 // letThrough carries on after a person said continue to a guardrail's
@@ -106,6 +106,6 @@ func letThrough(m *Machine, h *hold) {
 		m.st.Overridden = append(m.st.Overridden, h.Guardrail)
 	}
 	for _, c := range m.Pending() {
-		m.emit(c)
+		m.ready.emit(c)
 	}
 }

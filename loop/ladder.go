@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"strings"
@@ -45,7 +46,7 @@ func (r rung) note(step int, text string) Note {
 // observe feeds the monitor key, the fingerprint of o, and reports the rung
 // reached when it fires.
 func (l *ladder) observe(key progress.Key, o progress.Observation, cfg progress.Config) (rung, bool) {
-	pat := l.Monitor.Observe(key)
+	pat := l.Monitor.See(key, o)
 	if pat == progress.None {
 		return rung{}, false
 	}
@@ -88,6 +89,8 @@ func describe(p progress.Pattern, cfg progress.Config, o progress.Observation) s
 		return fmt.Sprintf("the last %d steps were identical: %s, with the same result", cfg.Window, last)
 	case progress.Oscillating:
 		return fmt.Sprintf("the run is alternating between two states; the latest step was %s", last)
+	case progress.Waiting:
+		return fmt.Sprintf("the last %d polls saw no change; the latest was %s", cmp.Or(cfg.MaxWaits, progress.DefaultMaxWaits), last)
 	default:
 		return fmt.Sprintf("the last %d steps produced nothing new; the latest was %s", cfg.Patience, last)
 	}

@@ -49,6 +49,26 @@ func TestLadderClimbs(t *testing.T) {
 	}
 }
 
+// A poll of a declared tool that sees no change is waiting: the ladder fires
+// only after MaxWaits of them, and says they were polls.
+func TestLadderWaits(t *testing.T) {
+	cfg := progress.Config{Waits: []string{"job_status"}, MaxWaits: 5}
+	l := ladder{Monitor: progress.NewMonitor(cfg)}
+	o := progress.Observation{Kind: progress.Action, Calls: []progress.Call{{Tool: "job_status", Args: []byte(`{"id":7}`), Result: "running"}}}
+	for i := range cfg.MaxWaits {
+		if r, fired := l.observe(progress.DefaultKey(o), o, cfg); fired {
+			t.Fatalf("poll %d fired %s: %s", i+1, r.Pattern, r.What)
+		}
+	}
+	r, fired := l.observe(progress.DefaultKey(o), o, cfg)
+	if !fired || r.Pattern != progress.Waiting || r.Rung != progress.Reflect {
+		t.Fatalf("after %d polls: fired %v, %s %s", cfg.MaxWaits+1, fired, r.Pattern, r.Rung)
+	}
+	if want := `the last 5 polls saw no change; the latest was calling job_status {"id":7}`; r.What != want {
+		t.Errorf("what = %q, want %q", r.What, want)
+	}
+}
+
 // The escalation question names the best attempt's failing check when
 // there is one, else the goal.
 func TestEscalationQuestion(t *testing.T) {
@@ -58,5 +78,18 @@ func TestEscalationQuestion(t *testing.T) {
 	}
 	if q := escalation("stuck", nil, "add two numbers"); !strings.Contains(q, `Its goal: "add two numbers"`) {
 		t.Errorf("question %q", q)
+	}
+}
+
+// A negative max_waits is a problem of the spec; zero takes the default.
+func TestSpecMaxWaits(t *testing.T) {
+	spec := Spec{Goal: "g", Checks: []Check{{Name: "facts", Tier: verify.Cheap}}}
+	spec.Policy.Progress.MaxWaits = -1
+	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "progress.max_waits: -1 is below 0") {
+		t.Errorf("Validate = %v", err)
+	}
+	spec.Policy.Progress.MaxWaits = 0
+	if err := spec.Validate(); err != nil {
+		t.Errorf("Validate with the default = %v", err)
 	}
 }

@@ -288,9 +288,10 @@ func (m *Machine) Pending() []Command {
 	return nil
 }
 
-func (m *Machine) emit(c Command) { m.ready.Commands = append(m.ready.Commands, c) }
+// emit and note add to what the step hands the driver.
+func (r *Ready) emit(c Command) { r.Commands = append(r.Commands, c) }
 
-func (m *Machine) note(ns ...Note) { m.ready.Notes = append(m.ready.Notes, ns...) }
+func (r *Ready) note(ns ...Note) { r.Notes = append(r.Notes, ns...) }
 
 // stop ends the run with status s and its Result.
 func (m *Machine) stop(s Status, reason string) {
@@ -324,7 +325,7 @@ func (m *Machine) stop(s Status, reason string) {
 	m.st.Result = res
 	m.st.Phase = phaseStopped
 	m.st.Awaiting = nil
-	m.emit(Command{Type: Finish, ID: "end", Result: res})
+	m.ready.emit(Command{Type: Finish, ID: "end", Result: res})
 }
 
 // end ends the run with s for reason, unless a person is to be asked
@@ -348,9 +349,9 @@ func (m *Machine) end(s Status, reason string) {
 	m.st.Awaiting = nil
 	m.st.Hold = h
 	m.st.Asked++
-	m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "asked", Text: h.Question})
+	m.ready.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "asked", Text: h.Question})
 	m.st.Phase = phaseEscalated
-	m.emit(escalationCommand(m.st.Step, h.Question))
+	m.ready.emit(escalationCommand(m.st.Step, h.Question))
 }
 
 // --- snapshots ---

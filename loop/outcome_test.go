@@ -2,9 +2,11 @@ package loop_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/verify"
@@ -41,5 +43,28 @@ func TestStepCopiesToolOutcome(t *testing.T) {
 		if b.Type == model.ToolResult && b.Text != "result of "+b.ID {
 			t.Errorf("tool result for %s = %q, want %q", b.ID, b.Text, "result of "+b.ID)
 		}
+	}
+}
+
+// TestRequestLargerThanBudget: a first request larger than the token budget
+// ends the run at once, with a reason that says the request does not fit,
+// not that the budget was spent.
+func TestRequestLargerThanBudget(t *testing.T) {
+	spec := loop.Spec{
+		Goal:   strings.Repeat("a long goal ", 4000), // about 12,000 tokens
+		Checks: []loop.Check{{Name: "c", Tier: verify.Cheap}},
+		Budget: budget.Limits{TotalTokens: 5000},
+	}
+	m, err := loop.New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver(t, m)(loop.Event{Type: loop.EventStart, At: time.Unix(0, 0)})
+	res, ok := m.Result()
+	if !ok || res.Status != loop.Exhausted(budget.TotalTokens) {
+		t.Fatalf("result %v %+v", ok, res)
+	}
+	if !strings.Contains(res.Reason, "the next request (about ") || !strings.Contains(res.Reason, "does not fit in the 5000 left of the total_tokens budget") {
+		t.Errorf("reason %q", res.Reason)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
@@ -95,7 +96,8 @@ func (m *Machine) handle(ev *Event) {
 	}
 	switch m.st.Phase {
 	case phaseNew:
-		m.stepNew(ev)
+		m.st.begin(ev.At, m.spec)
+		m.nextTurn()
 	case phaseTurn:
 		m.stepTurn(ev)
 	case phaseClosing:
@@ -117,17 +119,17 @@ func (m *Machine) handle(ev *Event) {
 	}
 }
 
-// stepNew starts the run: the goal is the history's first message.
-func (m *Machine) stepNew(ev *Event) {
-	m.st.Start = ev.At
-	if steps := m.spec.Budget.Steps; steps > 0 {
+// begin starts the run at the time at: the goal is the history's first
+// message.
+func (st *state) begin(at time.Time, spec Spec) {
+	st.Start = at
+	if steps := spec.Budget.Steps; steps > 0 {
 		// Room for a tool loop's two messages a step, up to a point: a
 		// logged request keeps the history array it was built on, so
 		// every doubling would leave a copy alive.
-		m.st.History.Messages = make([]model.Message, 0, min(2*steps+2, 256))
+		st.History.Messages = make([]model.Message, 0, min(2*steps+2, 256))
 	}
-	m.st.History.append(model.Message{Role: model.User, Content: []model.Block{model.TextBlock(m.spec.Goal)}})
-	m.nextTurn()
+	st.History.append(model.Message{Role: model.User, Content: []model.Block{model.TextBlock(spec.Goal)}})
 }
 
 // stepTurn takes the reply to a step, or its failure; a call cut off by
@@ -170,7 +172,7 @@ func (m *Machine) stepTools(ev *Event) {
 		for _, share := range ev.Child.ByModel { // charged, so counted among the run's
 			m.st.ByModel = addModelShare(m.st.ByModel, share)
 		}
-		m.note(note)
+		m.ready.note(note)
 		id, out = m.st.Calls[i].ID, res
 	}
 	// Copied: a driver may reuse the value it pointed at for the next.
@@ -190,7 +192,7 @@ func (m *Machine) stepApproval(ev *Event) {
 	if ok, why := a.answer(ev); ok {
 		c.Approved = true
 	} else {
-		m.note(refuse(c, "denied", fmt.Sprintf("tool %q not run: %s", c.Name, why), m.st.Step))
+		m.ready.note(refuse(c, "denied", fmt.Sprintf("tool %q not run: %s", c.Name, why), m.st.Step))
 	}
 	m.dispatchTools(false)
 }
@@ -215,8 +217,8 @@ func (m *Machine) stepEscalated(ev *Event) {
 		case r.Problem != "":
 			m.st.Answered-- // an answer not understood is asked again, not counted
 			h.Problem = r.Problem
-			m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "not_understood", Text: r.Problem})
-			m.emit(escalationCommand(m.st.Step, h.question()))
+			m.ready.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "not_understood", Text: r.Problem})
+			m.ready.emit(escalationCommand(m.st.Step, h.question()))
 		case r.Stop:
 			m.stop(h.Status, h.Reason+"; a person was asked and said stop")
 		default:
@@ -225,7 +227,7 @@ func (m *Machine) stepEscalated(ev *Event) {
 			for _, x := range r.Raise {
 				m.spec.Budget.Set(x.Dim, x.To)
 			}
-			m.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "raised", Text: "a person " + r.describe()})
+			m.ready.note(Note{Type: NoteEscalation, Step: m.st.Step, Problem: "raised", Text: "a person " + r.describe()})
 			if h.Interrupted != nil {
 				letThrough(m, h)
 				return
@@ -257,6 +259,6 @@ func (m *Machine) resume() {
 		m.st.Suspended, m.st.Result = nil, nil
 	}
 	for _, c := range m.Pending() {
-		m.emit(c)
+		m.ready.emit(c)
 	}
 }

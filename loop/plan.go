@@ -280,7 +280,7 @@ func (m *Machine) stepPlanCheck(ev *Event) {
 	}
 	m.st.Usage.Cost += v.Cost
 	text, note := p.verdict(v, m.spec.Policy.MaxFeedbackBytes/2, m.st.Step)
-	m.note(note)
+	m.ready.note(note)
 	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
 	m.nextTurn()
 }

@@ -317,7 +317,7 @@ func statedNote(stated bool) string {
 // it; closing says it is the closing turn's.
 func (m *Machine) submit(answer string, conf float64, finishID, how string, closing bool) {
 	n := m.st.addAttempt(answer, conf, false)
-	m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
+	m.ready.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
 	m.st.Search = &search{FinishID: finishID, Cands: []int{n}, Closing: closing}
 	pol := m.spec.Policy
 	if (pol.HighStakes || conf < pol.ConfidenceThreshold) && !closing && m.sample() {
@@ -368,11 +368,11 @@ func (m *Machine) stepSample(ev *Event) {
 		} else {
 			n := m.st.addAttempt(answer, conf, true)
 			m.st.Search.Cands = append(m.st.Search.Cands, n)
-			m.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d, an alternative (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
+			m.ready.note(Note{Type: NoteAttempt, Step: m.st.Step, Attempt: n, Text: fmt.Sprintf("attempt %d, an alternative (confidence %.2f%s): %s", n, conf, how, clip(answer, 200))})
 		}
 	}
 	if problem != "" {
-		m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "sample_dropped", Text: "alternative " + ev.Call + " dropped: " + problem})
+		m.ready.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "sample_dropped", Text: "alternative " + ev.Call + " dropped: " + problem})
 	}
 	if len(m.st.Awaiting) == 0 {
 		m.follow(m.st.Search.start(m.st.Attempts, m.spec.Checks))
@@ -418,7 +418,7 @@ func (m *Machine) follow(v judgement) {
 			keep = 0
 		}
 		for _, j := range s.started {
-			m.emit(s.command(j, m.st.Attempts, m.spec.Checks, m.st.deadline(m.spec.Budget.Time, keep)))
+			m.ready.emit(s.command(j, m.st.Attempts, m.spec.Checks, m.st.deadline(m.spec.Budget.Time, keep)))
 		}
 		s.started = nil
 	case accepted:
@@ -432,7 +432,7 @@ func (m *Machine) follow(v judgement) {
 		s.conclude(m.st.Attempts)
 		a := m.st.Attempts[s.mostInformative(m.st.Attempts)-1]
 		fb := feedback(a, m.st.Attempts[:a.N-1], m.spec.Policy.MaxFeedbackBytes, m.spec.Mode)
-		m.note(Note{Type: NoteRejected, Step: m.st.Step, Attempt: a.N, Text: fb})
+		m.ready.note(Note{Type: NoteRejected, Step: m.st.Step, Attempt: a.N, Text: fb})
 		m.st.answerSearch(fb)
 		if s.Closing {
 			m.end(exhausted(m.st.Closing, fmt.Sprintf("the closing attempt %d failed %s", a.N, strings.Join(a.Failing(), ", "))))

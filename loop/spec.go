@@ -251,6 +251,9 @@ func (s *Spec) validatePolicy(add func(format string, args ...any)) {
 	if p.Progress.Patience < 1 {
 		add("progress.patience: %d is below 1", p.Progress.Patience)
 	}
+	if p.Progress.MaxWaits < 0 {
+		add("progress.max_waits: %d is below 0 (0 takes the default, %d)", p.Progress.MaxWaits, progress.DefaultMaxWaits)
+	}
 	if !(p.ConfidenceThreshold > 0 && p.ConfidenceThreshold <= 1) {
 		add("policy.confidence_threshold: %v is not in (0, 1]", p.ConfidenceThreshold)
 	}

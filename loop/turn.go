@@ -81,7 +81,7 @@ func (m *Machine) nextTurn() {
 	if p := &m.st.Plan; p.Due {
 		p.startCheck()
 		m.st.Phase = phasePlanCheck
-		m.emit(p.command(m.st.deadline(m.spec.Budget.Time, m.spec.Policy.Reserve.Time)))
+		m.ready.emit(p.command(m.st.deadline(m.spec.Budget.Time, m.spec.Policy.Reserve.Time)))
 		return
 	}
 	need := m.req.turnNeed(&m.st)
@@ -108,7 +108,7 @@ func (m *Machine) closeTurn(d budget.Dimension) {
 		tmpl = closingGeneratePrompt
 	}
 	text := fmt.Sprintf(strings.TrimSpace(tmpl), used)
-	m.note(Note{Type: NoteClosing, Step: m.st.Step, Text: text, Problem: string(d)})
+	m.ready.note(Note{Type: NoteClosing, Step: m.st.Step, Text: text, Problem: string(d)})
 	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
 	m.st.flushOutbox()
 
@@ -120,7 +120,12 @@ func (m *Machine) closeTurn(d budget.Dimension) {
 		spent, over = budget.Time, true
 	}
 	if over {
-		m.end(Exhausted(d), fmt.Sprintf("%s budget spent and no room left for a closing turn (%s also spent)", d, spent))
+		reason := fmt.Sprintf("%s budget spent and no room left for a closing turn (%s also spent)", d, spent)
+		if left, ok := budget.Remaining(m.spec.Budget, m.st.Usage, d); ok && left > 0 && (d == budget.InputTokens || d == budget.TotalTokens) {
+			// Not spent: the request itself is larger than what is left.
+			reason = fmt.Sprintf("the next request (about %d input tokens) does not fit in the %s left of the %s budget (%s), not even as a closing turn", est, budget.Format(d, left), d, used)
+		}
+		m.end(Exhausted(d), reason)
 		return
 	}
 	maxOut := int64(m.spec.Policy.ClosingOutputTokens)
@@ -161,7 +166,7 @@ func (m *Machine) callModel(p model.Purpose, n, maxOut int, keep time.Duration) 
 		m.st.Usage.Steps++
 	}
 	for _, id := range ids {
-		m.emit(m.req.command(&m.st, id))
+		m.ready.emit(m.req.command(&m.st, id))
 	}
 }
 
@@ -215,7 +220,7 @@ func (m *Machine) onReply(r *model.Response, closing bool) {
 	m.st.Calls = calls
 	for _, c := range calls {
 		if c.From != "" {
-			m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "duplicate_call_id", Text: renamedText(c.From, c.ID)})
+			m.ready.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "duplicate_call_id", Text: renamedText(c.From, c.ID)})
 		}
 	}
 	finishes := 0
@@ -235,10 +240,10 @@ func (m *Machine) onReply(r *model.Response, closing bool) {
 				m.st.Calls[i].Result = &ToolOutcome{Output: text, IsError: true, Outcome: "protocol"}
 			}
 		}
-		m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "tools_and_finish", Text: text})
+		m.ready.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: "tools_and_finish", Text: text})
 	}
 	if !closing {
-		m.note(m.st.answerCoreTools(&m.spec)...)
+		m.ready.note(m.st.answerCoreTools(&m.spec)...)
 	}
 	m.dispatchTools(closing)
 }
@@ -355,7 +360,7 @@ func (m *Machine) onFinish(closing bool) {
 	}
 	m.st.Outbox = append(m.st.Outbox, renamed(m.st.Calls)...)
 	m.st.Calls = m.st.Calls[:0]
-	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
+	m.ready.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 	if closing {
 		m.end(exhausted(m.st.Closing, "the closing reply's finish was malformed ("+problem+")"))
 		return
@@ -367,7 +372,7 @@ func (m *Machine) onFinish(closing bool) {
 
 // malformed answers a reply that broke the protocol with an observation.
 func (m *Machine) malformed(problem, text string, closing bool) {
-	m.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
+	m.ready.note(Note{Type: NoteObservation, Step: m.st.Step, Problem: problem, Text: text})
 	m.st.Outbox = append(m.st.Outbox, model.TextBlock(text))
 	if closing {
 		m.end(exhausted(m.st.Closing, "the closing reply did not finish ("+problem+")"))
@@ -396,11 +401,11 @@ func (m *Machine) dispatchTools(closing bool) {
 		rule, problem, text := m.req.screen(c, budgetLeft == 0, closing)
 		switch {
 		case problem != "":
-			m.note(refuse(c, problem, text, m.st.Step))
+			m.ready.note(refuse(c, problem, text, m.st.Step))
 		case rule != nil && rule.Action == Ask:
 			m.st.Approval = newApproval(c, rule)
 			m.st.Phase = phaseApproval
-			m.emit(m.st.Approval.command(m.st.Step, *c))
+			m.ready.emit(m.st.Approval.command(m.st.Step, *c))
 			return
 		case c.Name == SpawnTool && m.spec.Policy.Subagents != nil:
 			spawns = append(spawns, i)
@@ -414,7 +419,7 @@ func (m *Machine) dispatchTools(closing bool) {
 	}
 	m.st.Usage.ToolCalls += ran
 	if len(spawns) > 0 {
-		m.note(m.st.Children.spawn(m.st.Calls, spawns, &m.spec, m.st.Usage, m.req.turnNeed(&m.st), m.st.Step)...)
+		m.ready.note(m.st.Children.spawn(m.st.Calls, spawns, &m.spec, m.st.Usage, m.req.turnNeed(&m.st), m.st.Step)...)
 	}
 	cmds := m.st.toolCommands(m.st.deadline(m.spec.Budget.Time, m.spec.Policy.Reserve.Time))
 	if len(cmds) == 0 {
@@ -456,18 +461,18 @@ func (m *Machine) observe(o progress.Observation) bool {
 	case !fired:
 		return true
 	case r.Inject != "":
-		m.note(r.note(m.st.Step, r.Inject))
+		m.ready.note(r.note(m.st.Step, r.Inject))
 		m.st.Outbox = append(m.st.Outbox, model.TextBlock(r.Inject))
 		return true
 	case !m.spec.Policy.Escalate:
-		m.note(r.note(m.st.Step, "stopped: "+r.What))
+		m.ready.note(r.note(m.st.Step, "stopped: "+r.What))
 		m.stop(Stalled(r.Pattern), fmt.Sprintf("stopped making progress after two interventions: %s", r.What))
 		return false
 	}
 	m.st.Question = escalation(r.What, best(m.st.Attempts), m.spec.Goal)
 	m.st.Asked++
-	m.note(r.note(m.st.Step, "escalated: "+m.st.Question))
+	m.ready.note(r.note(m.st.Step, "escalated: "+m.st.Question))
 	m.st.Phase = phaseEscalated
-	m.emit(escalationCommand(m.st.Step, m.st.Question))
+	m.ready.emit(escalationCommand(m.st.Step, m.st.Question))
 	return false
 }

@@ -3,6 +3,7 @@ package patch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -45,6 +46,15 @@ func (g gitRepo) run(ctx context.Context, work string, env []string, args ...str
 
 // runInput is run with stdin read from in.
 func (g gitRepo) runInput(ctx context.Context, in io.Reader, work string, env []string, args ...string) ([]byte, error) {
+	cmd, stdout, stderr := g.command(ctx, in, work, env, args...)
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// command is the git command run and runInput run.
+func (g gitRepo) command(ctx context.Context, in io.Reader, work string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	argv := append([]string{
 		"-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.autocrlf=false",
 		"-c", "core.quotePath=true", "-c", "diff.noprefix=false", "-c", "diff.mnemonicPrefix=false",
@@ -60,10 +70,29 @@ func (g gitRepo) runInput(ctx context.Context, in io.Reader, work string, env []
 	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(stderr.String()))
+	return cmd, &stdout, &stderr
+}
+
+// ignored returns which of paths the .gitignore files of work tree work
+// (and the exclude file g was made with) leave out. git check-ignore
+// exits 1 when none is.
+func (g gitRepo) ignored(ctx context.Context, work string, paths []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(paths) == 0 {
+		return out, nil
 	}
-	return stdout.Bytes(), nil
+	cmd, stdout, stderr := g.command(ctx, strings.NewReader(strings.Join(paths, "\x00")+"\x00"), work, nil, "check-ignore", "--stdin", "-z", "--no-index")
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
+		return nil, fmt.Errorf("git check-ignore: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	for p := range bytes.SplitSeq(stdout.Bytes(), []byte{0}) {
+		if len(p) > 0 {
+			out[string(p)] = true
+		}
+	}
+	return out, nil
 }
 
 // tree writes the tree git would commit from work tree work (every file

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/loop"
 )
 
@@ -49,6 +50,10 @@ type Start struct {
 	Tree string `json:"tree,omitempty"`
 	// Fingerprint is the original's state at the start (see Fingerprint).
 	Fingerprint string `json:"fingerprint"`
+	// Layer, set by BeginLayer, is the run's layer over Original: Copy is
+	// its view, Base is unused, and the patch is read from its upper
+	// layer.
+	Layer *layer.Layer `json:"layer,omitempty"`
 }
 
 // Begin copies the workspace original into a new directory under the
@@ -100,9 +105,29 @@ func (s *Start) begin(ctx context.Context) error {
 	return nil
 }
 
-// Dir is the directory Begin made, holding the copy and the start: remove
-// it to remove both.
-func (s *Start) Dir() string { return filepath.Dir(s.Copy) }
+// Dir is the directory Begin or BeginLayer made, holding the copy and the
+// start (or the layer): End removes it.
+func (s *Start) Dir() string {
+	if s.Layer != nil {
+		return filepath.Dir(s.Layer.Dir)
+	}
+	return filepath.Dir(s.Copy)
+}
+
+// End releases the workspace once the run is over: a layer's view is
+// unmounted, and unless keep everything is removed (a kept layer's
+// changes stay in its upper layer).
+func (s *Start) End(keep bool) error {
+	if s.Layer != nil {
+		if err := s.Layer.Unmount(); err != nil {
+			return err // never remove through a live view
+		}
+	}
+	if keep {
+		return nil
+	}
+	return os.RemoveAll(s.Dir())
+}
 
 // isGit says whether dir is the root of a git work tree that the git
 // command can diff.
@@ -122,16 +147,22 @@ func Take(ctx context.Context, s Start) loop.Patch {
 		d   diff
 		err error
 	)
-	if s.Git {
+	switch {
+	case s.Layer != nil:
+		// The view is gone once the run ends; the upper layer holds the
+		// changed files at their paths.
+		p.Copy = s.Layer.Upper()
+		d, err = layerDiff(ctx, s.Layer, s.Git)
+	case s.Git:
 		d, err = gitDiff(ctx, s)
-	} else {
+	default:
 		d, err = treeDiff(s.Base, s.Copy)
 	}
 	switch {
 	case err != nil:
 		p.Problem = "the workspace could not be diffed: " + err.Error()
 	case len(d.text) > MaxDiff:
-		p.Problem = fmt.Sprintf("the diff is %d MiB, more than the %d MiB kept; the changes are in the copy %s", len(d.text)>>20, MaxDiff>>20, s.Copy)
+		p.Problem = fmt.Sprintf("the diff is %d MiB, more than the %d MiB kept; the changes are in the copy %s", len(d.text)>>20, MaxDiff>>20, p.Copy)
 		p.Files, p.Binary = d.files, d.binary
 	default:
 		p.Diff, p.Files, p.Binary = d.text, d.files, d.binary
@@ -184,6 +215,68 @@ var ErrChanged = errors.New("the workspace changed since the run started")
 // longer the start's, wrapping ErrChanged. It uses git apply, or patch
 // where git is not installed.
 func Apply(ctx context.Context, p loop.Patch) error {
+	if err := applicable(p); err != nil {
+		return err
+	}
+	if p.Diff == "" {
+		return nil // nothing changed
+	}
+	now, err := fingerprintLike(ctx, p)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p.Original, err)
+	}
+	_, gitErr := exec.LookPath("git")
+	if now != p.Fingerprint {
+		hint := "the patch was taken against its state then; apply it by hand with git apply or patch -p1 from 'ratchet show RUN --patch'"
+		if gitErr == nil && gitApply(ctx, p.Original, p.Diff, "--reverse", "--check") == nil {
+			hint = "it looks applied already: the patch's reverse applies cleanly"
+		}
+		return fmt.Errorf("%s: %w (%s)", p.Original, ErrChanged, hint)
+	}
+	return applyIn(ctx, p.Original, p.Diff)
+}
+
+// ApplyCopy rebuilds in dir (which must not exist) the workspace as p's run
+// left it: a copy of p.Original, which must still be as it was when the run
+// began, with p applied. eval rescore judges an agent's workspace on it.
+func ApplyCopy(ctx context.Context, p loop.Patch, dir string) error {
+	if err := applicable(p); err != nil {
+		return err
+	}
+	now, err := fingerprintLike(ctx, p)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p.Original, err)
+	}
+	if now != p.Fingerprint {
+		return fmt.Errorf("%s: %w (the run's changes were taken against its state then)", p.Original, ErrChanged)
+	}
+	if err := os.CopyFS(dir, os.DirFS(p.Original)); err != nil {
+		return fmt.Errorf("copying %s: %w", p.Original, err)
+	}
+	if p.Diff == "" {
+		return nil
+	}
+	return applyIn(ctx, dir, p.Diff)
+}
+
+// fingerprintLike fingerprints p.Original the way p's start was.
+func fingerprintLike(ctx context.Context, p loop.Patch) (string, error) {
+	if strings.HasPrefix(p.Fingerprint, "stat:") { // a layer's start
+		return statFingerprint(p.Original)
+	}
+	return Fingerprint(ctx, p.Original, strings.HasPrefix(p.Fingerprint, "git-tree:"))
+}
+
+// applyIn applies diff to the files of dir, with git where there is one.
+func applyIn(ctx context.Context, dir, diff string) error {
+	if _, err := exec.LookPath("git"); err == nil {
+		return gitApply(ctx, dir, diff)
+	}
+	return patchApply(ctx, dir, diff)
+}
+
+// applicable says why p cannot be applied anywhere, or nil.
+func applicable(p loop.Patch) error {
 	var why []string
 	if p.Problem != "" {
 		why = append(why, p.Problem)
@@ -200,25 +293,7 @@ func Apply(ctx context.Context, p loop.Patch) error {
 	if len(why) > 0 {
 		return fmt.Errorf("cannot apply the patch: %s", strings.Join(why, "; "))
 	}
-	if p.Diff == "" {
-		return nil // nothing changed
-	}
-	now, err := Fingerprint(ctx, p.Original, strings.HasPrefix(p.Fingerprint, "git-tree:"))
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", p.Original, err)
-	}
-	_, gitErr := exec.LookPath("git")
-	if now != p.Fingerprint {
-		hint := "the patch was taken against its state then; apply it by hand with git apply or patch -p1 from 'ratchet show RUN --patch'"
-		if gitErr == nil && gitApply(ctx, p.Original, p.Diff, "--reverse", "--check") == nil {
-			hint = "it looks applied already: the patch's reverse applies cleanly"
-		}
-		return fmt.Errorf("%s: %w (%s)", p.Original, ErrChanged, hint)
-	}
-	if gitErr == nil {
-		return gitApply(ctx, p.Original, p.Diff)
-	}
-	return patchApply(ctx, p.Original, p.Diff)
+	return nil
 }
 
 // patchApply applies diff in dir with patch -p1, after a dry run, so that

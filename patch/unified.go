@@ -2,6 +2,8 @@ package patch
 
 import (
 	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -23,6 +25,13 @@ func treeDiff(a, b string) (diff, error) {
 	if err != nil {
 		return diff{}, err
 	}
+	return entryDiff(old, cur, false), nil
+}
+
+// entryDiff diffs the entries old (the start) against cur (the end), each
+// sorted by path; index adds git's index lines (the blobs' hashes), as git
+// diff --full-index writes them.
+func entryDiff(old, cur []entry, index bool) diff {
 	var d diff
 	var out strings.Builder
 	i, j := 0, 0
@@ -41,12 +50,12 @@ func treeDiff(a, b string) (diff, error) {
 		}
 		rel := pathOf(x, y)
 		d.files = append(d.files, rel)
-		if fileDiff(&out, rel, x, y) {
+		if fileDiff(&out, rel, x, y, index) {
 			d.binary = append(d.binary, rel)
 		}
 	}
 	d.text = out.String()
-	return d, nil
+	return d
 }
 
 func pathOf(x, y *entry) string {
@@ -59,7 +68,7 @@ func pathOf(x, y *entry) string {
 // fileDiff writes the diff of one file, x its start and y its end (nil for
 // a file created or deleted). It reports whether the file is named only:
 // binary content, or a link.
-func fileDiff(w *strings.Builder, rel string, x, y *entry) (named bool) {
+func fileDiff(w *strings.Builder, rel string, x, y *entry, index bool) (named bool) {
 	a, b := quote("a/"+rel), quote("b/"+rel)
 	fmt.Fprintf(w, "diff --git %s %s\n", a, b)
 	switch {
@@ -82,6 +91,13 @@ func fileDiff(w *strings.Builder, rel string, x, y *entry) (named bool) {
 	link := (x != nil && isLink(x.mode)) || (y != nil && isLink(y.mode))
 	if bytes.Equal(before, after) && !link {
 		return false // a mode change, or an empty file created or deleted
+	}
+	if index {
+		fmt.Fprintf(w, "index %s..%s", blobHash(x), blobHash(y))
+		if x != nil && y != nil && gitMode(x.mode) == gitMode(y.mode) {
+			fmt.Fprintf(w, " %s", gitMode(x.mode))
+		}
+		w.WriteString("\n")
 	}
 	if link || isBinary(before) || isBinary(after) {
 		fmt.Fprintf(w, "Binary files %s and %s differ\n", a, b)
@@ -164,6 +180,18 @@ func isBinary(data []byte) bool {
 func isLink(m fs.FileMode) bool { return m&fs.ModeSymlink != 0 }
 
 // gitMode is a file's mode as git writes it: 100644, 100755 or 120000.
+// blobHash is the git object name of e's content (a link's target), or
+// git's null name when there is no e.
+func blobHash(e *entry) string {
+	if e == nil {
+		return strings.Repeat("0", 40)
+	}
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(e.data))
+	h.Write(e.data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 func gitMode(m fs.FileMode) string {
 	switch {
 	case isLink(m):

@@ -1,13 +1,17 @@
 // Package progress notices a loop that has stopped making progress.
 //
 // A progress key fingerprints only what represents progress: for an action,
-// the tool, its canonical arguments and a hash of its result; for an attempt,
-// the set of failing checks and the candidate's hash. The Monitor watches the
+// the tool, its canonical arguments and a hash of its result, with what
+// changes between two runs of the same command blanked (durations, times,
+// addresses, fresh temporary names); for an attempt, the set of failing
+// checks and the hash of the candidate without surrounding space. The Monitor watches the
 // stream of keys and reports a Pattern:
 //
 //   - repeating: the last Window keys are all equal;
 //   - oscillating: the last four keys alternate A B A B;
-//   - stagnating: Patience keys in a row brought nothing never seen before.
+//   - stagnating: Patience keys in a row brought nothing never seen before;
+//   - waiting: MaxWaits steps that only polled tools declared in Config.Waits
+//     saw no change (such steps are otherwise neither repeats nor stagnation).
 //
 // When a pattern fires, the caller climbs the intervention Ladder: reflect,
 // then widen, then stop (stall or escalate). Everything here is pure.
@@ -15,10 +19,12 @@ package progress
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -34,7 +40,13 @@ const (
 	Repeating   Pattern = "repeating"
 	Oscillating Pattern = "oscillating"
 	Stagnating  Pattern = "stagnating"
+	// Waiting: Config.MaxWaits polls of declared tools saw no change.
+	Waiting Pattern = "waiting"
 )
+
+// Patterns are the patterns a Monitor reports, in the order reports list
+// them.
+var Patterns = []Pattern{Repeating, Oscillating, Stagnating, Waiting}
 
 // Kind says what an Observation records.
 type Kind string
@@ -82,7 +94,7 @@ func DefaultKey(o Observation) Key {
 	for _, f := range o.Failing {
 		size += 4 + len(f)
 	}
-	b := field(make([]byte, 0, size), []byte(o.Kind))
+	b := field(make([]byte, 0, size), string(o.Kind))
 	switch o.Kind {
 	case Action:
 		calls := o.Calls
@@ -99,22 +111,22 @@ func DefaultKey(o Observation) Key {
 			})
 		}
 		for _, c := range calls {
-			b = field(b, []byte(c.Tool))
+			b = field(b, c.Tool)
 			mark := len(b)
 			b = AppendCanonical(append(b, 0, 0, 0, 0), c.Args)
 			binary.BigEndian.PutUint32(b[mark:], uint32(len(b)-mark-4)) // the length, known now
-			b = field(b, []byte(c.Result))
+			b = field(b, steady(c.Result))
 		}
 	case Attempt:
 		failing := slices.Clone(o.Failing)
 		slices.Sort(failing)
 		for _, f := range failing {
-			b = field(b, []byte(f))
+			b = field(b, f)
 		}
-		b = field(b, []byte{2})
-		b = field(b, []byte(o.Candidate))
+		b = field(b, "\x02")
+		b = field(b, strings.TrimSpace(o.Candidate))
 	default:
-		b = field(b, []byte(o.Problem))
+		b = field(b, o.Problem)
 	}
 	sum := sha256.Sum256(b)
 	var key [24]byte
@@ -122,8 +134,28 @@ func DefaultKey(o Observation) Key {
 	return Key(key[:])
 }
 
+// volatile matches what changes between two runs of the same command while
+// meaning the same: durations (0.004s, 12ms), clock times and timestamps,
+// machine addresses (0x4a1b2c), and the names of fresh temporary directories
+// (go-build2817346511, Python's tmpa1b2c3d4). A rerun that differs only in
+// these is a repeat, not news.
+var volatile = regexp.MustCompile(`\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h)\b` +
+	`|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?` +
+	`|\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b` +
+	`|\b0x[0-9a-fA-F]{4,}\b` +
+	`|\bgo-build\d+|\btmp[a-z0-9_]{8}\b`)
+
+// steady is result with its volatile parts blanked. Every volatile part has
+// a digit, so a result without one skips the expression.
+func steady(result string) string {
+	if !strings.ContainsAny(result, "0123456789") || !volatile.MatchString(result) {
+		return result
+	}
+	return volatile.ReplaceAllLiteralString(result, "#")
+}
+
 // field appends p length-prefixed, so that fields cannot run together.
-func field(b, p []byte) []byte {
+func field(b []byte, p string) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(p)))
 	return append(b, p...)
 }
@@ -136,6 +168,31 @@ type Config struct {
 	// Patience is how many keys in a row without a new one count as
 	// stagnating (default 6).
 	Patience int `json:"patience,omitempty"`
+	// Waits names the tools that are polled or retried by design (a job's
+	// status, a flaky API): a step that calls only these and sees nothing
+	// new is waiting, not repeating. Without it, three identical polls look
+	// exactly like a stuck loop, because from the outside they are one.
+	Waits []string `json:"waits,omitempty"`
+	// MaxWaits is how many waiting steps since anything new fire Waiting
+	// (default 20), so that a job that never finishes still ends the wait.
+	MaxWaits int `json:"max_waits,omitempty"`
+}
+
+// DefaultMaxWaits is MaxWaits when unset. It is applied where it is used,
+// not by WithDefaults, so that a task without Waits records no such field.
+const DefaultMaxWaits = 20
+
+// waiting reports whether o is a step that only called tools in c.Waits.
+func (c Config) waiting(o Observation) bool {
+	if len(c.Waits) == 0 || o.Kind != Action || len(o.Calls) == 0 {
+		return false
+	}
+	for _, call := range o.Calls {
+		if !slices.Contains(c.Waits, call.Tool) {
+			return false
+		}
+	}
+	return true
 }
 
 // WithDefaults fills zero fields.
@@ -159,11 +216,30 @@ type Monitor struct {
 	Seen map[Key]bool `json:"seen"`
 	// SinceNew counts keys observed since the last never-seen key.
 	SinceNew int `json:"since_new"`
+	// Waited counts waiting steps (see Config.Waits) since the last
+	// never-seen key.
+	Waited int `json:"waited,omitempty"`
 }
 
 // NewMonitor returns a monitor with cfg's defaults applied.
 func NewMonitor(cfg Config) Monitor {
 	return Monitor{Config: cfg.WithDefaults(), Seen: map[Key]bool{}}
+}
+
+// See records k, the key of o, and reports the pattern it completes, if any.
+// A waiting step (one that only called tools in Config.Waits) that brings
+// nothing new leaves the recent window and the stagnation count alone and
+// counts towards MaxWaits, where it fires Waiting; one that brings something
+// new is progress like any other.
+func (m *Monitor) See(k Key, o Observation) Pattern {
+	if !m.Config.waiting(o) || !m.Seen[k] {
+		return m.Observe(k)
+	}
+	m.Waited++
+	if m.Waited >= cmp.Or(m.Config.MaxWaits, DefaultMaxWaits) {
+		return Waiting
+	}
+	return None
 }
 
 // Observe records k and reports the pattern it completes, if any.
@@ -178,6 +254,7 @@ func (m *Monitor) Observe(k Key) Pattern {
 	} else {
 		m.Seen[k] = true
 		m.SinceNew = 0
+		m.Waited = 0
 	}
 	if n := m.Config.Window; len(m.Recent) >= n {
 		last := m.Recent[len(m.Recent)-n:]
@@ -203,6 +280,7 @@ func (m *Monitor) Observe(k Key) Pattern {
 func (m *Monitor) Reset() {
 	m.Recent = m.Recent[:0]
 	m.SinceNew = 0
+	m.Waited = 0
 }
 
 func allEqual(ks []Key) bool {

@@ -78,7 +78,7 @@ func TestMonitorDefaults(t *testing.T) {
 	if diff := cmp.Diff(progress.Config{Window: 3, Patience: 6}, m.Config); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
-	if m := progress.NewMonitor(progress.Config{Window: 5, Patience: 2}); m.Config != (progress.Config{Window: 5, Patience: 2}) {
+	if m := progress.NewMonitor(progress.Config{Window: 5, Patience: 2}); !cmp.Equal(m.Config, progress.Config{Window: 5, Patience: 2}) {
 		t.Errorf("set fields were changed: %+v", m.Config)
 	}
 }
@@ -147,6 +147,59 @@ func TestLadder(t *testing.T) {
 	}
 }
 
+// See: polls of a declared tool that see no change are waiting; they fire
+// only after MaxWaits, and any change starts the count again.
+func TestMonitorSee(t *testing.T) {
+	poll := func(result string) (progress.Key, progress.Observation) {
+		o := progress.Observation{Kind: progress.Action, Calls: []progress.Call{{Tool: "status", Args: json.RawMessage(`{}`), Result: result}}}
+		return progress.DefaultKey(o), o
+	}
+	see := func(m *progress.Monitor, results string) string {
+		var out []string
+		for _, r := range strings.Fields(results) {
+			if p := m.See(poll(r)); p == progress.None {
+				out = append(out, "-")
+			} else {
+				out = append(out, string(p))
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	tests := []struct {
+		name    string
+		cfg     progress.Config
+		results string
+		want    string
+	}{
+		{"undeclared polls repeat", progress.Config{}, "q q q", "- - repeating"},
+		{"declared polls wait", progress.Config{Waits: []string{"status"}, MaxWaits: 4}, "q q q q", "- - - -"},
+		{"until MaxWaits", progress.Config{Waits: []string{"status"}, MaxWaits: 4}, "q q q q q", "- - - - waiting"},
+		{"a change starts the count again", progress.Config{Waits: []string{"status"}, MaxWaits: 3}, "q q q r r r r", "- - - - - - waiting"},
+		{"returning to an old state still waits", progress.Config{Waits: []string{"status"}, MaxWaits: 3}, "q r q r q", "- - - - waiting"},
+		{"another tool is not waiting", progress.Config{Waits: []string{"other"}}, "q q q", "- - repeating"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := progress.NewMonitor(tt.cfg)
+			if got := see(&m, tt.results); got != tt.want {
+				t.Errorf("patterns %q, want %q", got, tt.want)
+			}
+		})
+	}
+	// The default MaxWaits, and Reset forgetting the count.
+	m := progress.NewMonitor(progress.Config{Waits: []string{"status"}})
+	if got := see(&m, strings.Repeat("q ", progress.DefaultMaxWaits)); strings.Contains(got, "waiting") {
+		t.Errorf("fired within the default MaxWaits: %s", got)
+	}
+	if got := see(&m, "q"); got != "waiting" {
+		t.Errorf("after the default MaxWaits: %q", got)
+	}
+	m.Reset()
+	if got := see(&m, "q"); got != "-" {
+		t.Errorf("after Reset: %q", got)
+	}
+}
+
 func TestDefaultKey(t *testing.T) {
 	call := func(tool, args, result string) progress.Call {
 		return progress.Call{Tool: tool, Args: json.RawMessage(args), Result: result}
@@ -172,6 +225,16 @@ func TestDefaultKey(t *testing.T) {
 		{"another failing set", attempt("x", "t1"), attempt("x", "t1", "t2"), false},
 		{"failing names cannot pass for the candidate", attempt("", "x"), attempt("x"), false},
 		{"kinds differ", progress.Observation{Kind: progress.Malformed, Problem: "empty_reply"}, progress.Observation{Kind: progress.Attempt, Candidate: "empty_reply"}, false},
+		{"durations are noise", action(call("sh", `{}`, "FAIL\tex/m\t0.004s (12ms)")), action(call("sh", `{}`, "FAIL\tex/m\t1.250s (7ms)")), true},
+		{"timestamps are noise", action(call("sh", `{}`, "2026-12-03T10:14:02Z denied")), action(call("sh", `{}`, "2026-12-04 09:00:59.123+01:00 denied")), true},
+		{"clock times are noise", action(call("sh", `{}`, "[10:14:02] denied")), action(call("sh", `{}`, "[23:59:59] denied")), true},
+		{"addresses are noise", action(call("sh", `{}`, "pc=0x4a1b2c")), action(call("sh", `{}`, "pc=0x4a1d08")), true},
+		{"temporary names are noise", action(call("sh", `{}`, "/tmp/go-build2817/b001/x.go /tmp/tmpa1b2c3d4")), action(call("sh", `{}`, "/tmp/go-build9/b001/x.go /tmp/tmpzz99x_y0")), true},
+		{"other numbers are news", action(call("poll", `{}`, "indexing 10%, 3 files")), action(call("poll", `{}`, "indexing 35%, 3 files")), false},
+		{"a unit must end the word", action(call("sh", `{}`, "12mb, 3min")), action(call("sh", `{}`, "13mb, 4min")), false},
+		{"a number glued to a word is news", action(call("sh", `{}`, "b001 v2s")), action(call("sh", `{}`, "b002 v3s")), false},
+		{"space around a candidate is not", attempt("x = 1\n", "t"), attempt("\nx = 1  ", "t"), true},
+		{"space inside a candidate is", attempt("if x:\n    y", "t"), attempt("if x:\n  y", "t"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -297,3 +297,36 @@ func TestAdmitCompactsArguments(t *testing.T) {
 		t.Errorf("replay: %v", err)
 	}
 }
+
+// TestDefaultRedactorKnowsTheEnvironment: with no Redactor, a run knows the
+// secrets of the process's environment, so a model that echoes a provider
+// key stores [redacted]; NoRedaction opts out.
+func TestDefaultRedactorKnowsTheEnvironment(t *testing.T) {
+	t.Setenv("ACME_API_KEY", canary)
+	stored := func(cfg runner.Config) string {
+		m := &playModel{turns: []playTurn{{pieces: []string{"my key: " + canary}, calls: []model.Block{finishCall("c1", "done")}}}}
+		db := memory.New()
+		cfg.Model, cfg.RunID, cfg.Store = m, "r1", db
+		task := runner.Task{Goal: "g", Checks: verify.Tiers{Cheap: []verify.Verifier{verify.Func{CheckName: "ok", Prov: verify.Validation, Fn: func(context.Context, verify.Candidate) (verify.Verdict, error) {
+			return verify.Verdict{OK: true}, nil
+		}}}}, Budget: budget.Limits{Steps: 3, Time: 10 * time.Second}}
+		if _, err := runner.Run(context.Background(), task, cfg); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := db.Entries(context.Background(), "r1", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, e := range entries {
+			b.Write(e.Data)
+		}
+		return b.String()
+	}
+	if s := stored(runner.Config{}); strings.Contains(s, canary) || !strings.Contains(s, "my key: [redacted]") {
+		t.Errorf("with the default redactor the store holds %s", s)
+	}
+	if s := stored(runner.Config{NoRedaction: true}); !strings.Contains(s, "my key: "+canary) {
+		t.Errorf("with NoRedaction the store holds %s", s)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/ratchetloop/ratchet/loop"
@@ -63,6 +64,9 @@ func NewExecutor(task *Task, cfg *Config) (*Executor, loop.Spec, error) {
 
 // init is NewExecutor on x, which a run holds by value.
 func (x *Executor) init(task *Task, cfg *Config) (loop.Spec, error) {
+	if cfg.Redactor == nil && !cfg.NoRedaction {
+		cfg.Redactor = redact.New(redact.FromEnviron(os.Environ())...)
+	}
 	if cfg.Model == nil {
 		return loop.Spec{}, errors.New("runner: no model configured")
 	}
@@ -185,6 +189,9 @@ func (x *Executor) DecideTools(ctx context.Context, calls []tool.Call, resumed b
 // output caps and timeouts of the executor's config, and returns their
 // results (after AfterTool) in call order.
 func (x *Executor) RunTools(ctx context.Context, calls []tool.Call, sink Sink) []loop.Event {
+	if len(calls) == 1 { // the common case, without a slice of one result
+		return []loop.Event{toolEvent(x.afterTool(ctx, calls[0], x.tools.RunOne(ctx, x.reg, calls[0]), sink))}
+	}
 	events := make([]loop.Event, 0, len(calls))
 	for i, res := range x.tools.Run(ctx, x.reg, calls) {
 		events = append(events, toolEvent(x.afterTool(ctx, calls[i], res, sink)))

@@ -163,8 +163,15 @@ type Config struct {
 	// values, expanded ${VAR}s): each is replaced by [redacted] in every
 	// event before the core, the observers or the store see it, in the
 	// spec's texts, in streamed text and in the errors Run returns. Nil
-	// means no secrets are known.
+	// means the secrets of the process's environment: the values of the
+	// variables whose names look secret (redact.SecretName: *_KEY,
+	// *_TOKEN, *_SECRET, *PASSWORD*, which covers the providers' API keys),
+	// read as the run starts, so that a model that echoes a key cannot put
+	// it in the store or a trace.
 	Redactor *redact.Redactor
+	// NoRedaction turns that default off: with a nil Redactor, nothing is
+	// redacted.
+	NoRedaction bool
 }
 
 // Run carries out task until the loop core finishes it. The Result is

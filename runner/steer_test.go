@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
@@ -182,17 +186,30 @@ func sqliteStore(t *testing.T) store.Store {
 
 // BenchmarkStepDurable measures a step of a run kept in SQLite, whose
 // every command batch commits its entries (fsync) and reads the queue of
-// messages said to the run (Say): the read's share of a step.
+// messages said to the run (Say), against the floor measured in the same
+// run on the same disk: writing a batch's bytes to a file and one
+// fdatasync, taking turns with the runs. x-fsync is the time a command
+// batch takes (the step's time over its appends) over the floor's.
 //
 //	go test ./runner -run '^$' -bench BenchmarkStepDurable -count 6
 func BenchmarkStepDurable(b *testing.B) {
 	const n = 50
 	s, task := stepsScript(b, n, 0), stepsTask(n)
-	db, err := sqlite.Open(filepath.Join(b.TempDir(), "runs.db"))
+	dir := b.TempDir()
+	db, err := sqlite.Open(filepath.Join(dir, "runs.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	counted := &countAppends{Store: db}
+	f, err := os.OpenFile(filepath.Join(dir, "floor"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1500) // about a command batch's entries
+	var floor, runs time.Duration
+	fsyncs := 0
 	i := 0
 	for b.Loop() {
 		i++
@@ -200,10 +217,39 @@ func BenchmarkStepDurable(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res, err := runner.Run(context.Background(), task, runner.Config{Model: m, Store: db, RunID: fmt.Sprint("bench-", i)})
+		start := time.Now()
+		res, err := runner.Run(context.Background(), task, runner.Config{Model: m, Store: counted, RunID: fmt.Sprint("bench-", i)})
 		if err != nil || res.Status != loop.Done {
 			b.Fatalf("%s %v", res.Status, err)
 		}
+		runs += time.Since(start)
+		start = time.Now()
+		for range 10 {
+			if _, err := f.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+				b.Fatal(err)
+			}
+		}
+		floor += time.Since(start)
+		fsyncs += 10
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(n+1)), "ns/step")
+	perBatch := runs.Seconds() / float64(counted.n.Load())
+	perFsync := floor.Seconds() / float64(fsyncs)
+	b.ReportMetric(runs.Seconds()*1e9/float64(b.N*(n+1)), "ns/step")
+	b.ReportMetric(float64(counted.n.Load())/float64(b.N*(n+1)), "appends/step")
+	b.ReportMetric(perFsync*1e6, "fsync-µs")
+	b.ReportMetric(perBatch/perFsync, "x-fsync")
+}
+
+// countAppends counts the appends to the store it wraps.
+type countAppends struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (c *countAppends) Append(ctx context.Context, run string, entries []store.Entry) error {
+	c.n.Add(1)
+	return c.Store.Append(ctx, run, entries)
 }

@@ -33,8 +33,9 @@ import (
 // what the SDK alone costs for the same spans and metrics (sdkFloor): the
 // least any observer could add. Metrics go to a manual reader. It reports the time per step and
 // the spans a run makes, with a model that answers at once (the engine's
-// own cost, against which a span or two per step is large) and one that
-// takes a millisecond (still faster than any real model).
+// own cost, against which a span or two per step is large), one that
+// takes a millisecond (still faster than any real model) and one that
+// takes 50 ms (a fast real model; one run is then 2.5 s).
 //
 //	go test ./runner -run '^$' -bench BenchmarkStepTelemetry -count 10 | tee /tmp/tel.txt; benchstat -col /telemetry /tmp/tel.txt
 func BenchmarkStepTelemetry(b *testing.B) {
@@ -54,7 +55,7 @@ func BenchmarkStepTelemetry(b *testing.B) {
 			b.Fatalf("status %s err %v", res.Status, err)
 		}
 	}
-	for _, latency := range []time.Duration{0, time.Millisecond} {
+	for _, latency := range []time.Duration{0, time.Millisecond, 50 * time.Millisecond} {
 		s := stepsScript(b, n, latency)
 		for _, mode := range []string{"off", "floor", "batch", "unsampled", "otlp"} {
 			b.Run(fmt.Sprintf("latency=%v/telemetry=%s", latency, mode), func(b *testing.B) {

@@ -42,7 +42,13 @@ func (w *workspace) bindCaches(caches []Cache) ([]boundCache, error) {
 		if !filepath.IsAbs(c.Host) {
 			return nil, fmt.Errorf("sandbox: cache %q must be an absolute host path", c.Host)
 		}
-		layer, err := w.layer(c.Host)
+		if w.layer != nil {
+			// The mount point, made here to be removed after the run.
+			if err := w.mkdirAll(t); err != nil {
+				return nil, err
+			}
+		}
+		layer, err := w.cacheLayer(c.Host)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox: cache %s: %w", c.Host, err)
 		}
@@ -72,10 +78,10 @@ func (w *workspace) bindCaches(caches []Cache) ([]boundCache, error) {
 	return out, nil
 }
 
-// layer creates Host (0700, as root owned by root) and the sandbox uid's
+// cacheLayer creates Host (0700, as root owned by root) and the sandbox uid's
 // layer directory in it (owned by that uid, which writes it when filling)
 // and returns the layer.
-func (w *workspace) layer(host string) (string, error) {
+func (w *workspace) cacheLayer(host string) (string, error) {
 	if err := os.MkdirAll(host, 0o700); err != nil {
 		return "", err
 	}

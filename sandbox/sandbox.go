@@ -60,6 +60,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ratchetloop/ratchet/layer"
 )
 
 // Default limits, used for each zero field of Limits.
@@ -215,6 +217,16 @@ type Spec struct {
 	ExtraFiles []*os.File
 	// Stdin is the command's standard input; nil means /dev/null.
 	Stdin []byte
+	// Layer, when set, is the workspace instead of a fresh one holding
+	// Files (which must be empty): the layer's view is bound at the
+	// workspace's path, so the command sees the original's files, links,
+	// modes and .git without a copy, and what it writes lands in the
+	// layer's upper layer (see package layer). Needs root, whose Runner
+	// runs as the layer's UID. The mount points of Mounts and Caches that
+	// the view lacks are made in it for the run and removed after it;
+	// Limits.Disk bounds what the upper layer grows by polling it, as
+	// without root. Not with Keep.
+	Layer *layer.Layer
 }
 
 // Cache is one shared directory; see Spec.Caches.
@@ -453,6 +465,7 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	res := Result{Workspace: ws.dir, Isolation: r.b.name()}
 	defer func() {
+		ws.unscaffold()
 		if !s.Keep {
 			ws.remove()
 		} else {
@@ -502,6 +515,9 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	if !ws.tmpfs {
 		unbounded = append(unbounded, ws.run)
+	}
+	if s.Layer != nil {
+		unbounded = append(unbounded, s.Layer.Upper())
 	}
 	disk := watchDisk(wctx, cancel, unbounded, lim.Disk)
 	start := time.Now()

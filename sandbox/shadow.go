@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ratchetloop/ratchet/internal/wsread"
 )
 
 // runnerModules are modules that a workspace file must not replace: the
@@ -149,19 +151,26 @@ func (r *shadowRules) watchDirs() []string { return sortedKeys(r.importDirs) }
 
 // shadows finds workspace files that interfere with the mounted tests by
 // their placement (see Result.Tampered), and judges the names in created
-// (recorded during the run) that are gone by now.
+// (recorded during the run) that are gone by now. On a layer only the
+// upper layer is looked at: the original's files are the user's, not the
+// run's, and the walk costs the change set, not the workspace (a
+// whiteout, a removal, shadows nothing).
 func (w *workspace) shadows(r *shadowRules, created map[string]bool) []string {
 	var out []string
 	n := 0
-	filepath.WalkDir(w.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == w.dir {
+	top := w.dir
+	if w.layer != nil {
+		top = w.layer.Upper()
+	}
+	filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == top || d.Type()&fs.ModeCharDevice != 0 {
 			return nil
 		}
 		if n++; n > maxWalk {
 			out = append(out, "workspace: more than "+strconv.Itoa(maxWalk)+" entries; the rest was not checked for shadowing")
 			return fs.SkipAll
 		}
-		rel, err := filepath.Rel(w.dir, p)
+		rel, err := filepath.Rel(top, p)
 		if err != nil {
 			return nil
 		}
@@ -248,7 +257,7 @@ func isKey(m map[string]string, k string) bool {
 // fileContains reports whether the regular file p contains s in its first
 // megabyte.
 func fileContains(p, s string) bool {
-	f, err := openRegular(p)
+	f, _, err := wsread.OpenPath(p)
 	if err != nil {
 		return false
 	}

@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/ratchetloop/ratchet/internal/wsread"
+	"github.com/ratchetloop/ratchet/layer"
 )
 
 // workspace is the host side of one run:
@@ -45,6 +48,10 @@ type workspace struct {
 	guards []guard
 	// notes are problems found while preparing (a planted __pycache__).
 	notes []string
+	// layer is Spec.Layer, bound at dir; scaffold are the mount points
+	// made in its view for the run, parents first, removed after it.
+	layer    *layer.Layer
+	scaffold []string
 }
 
 // staged is one Mount, copied and hashed.
@@ -95,7 +102,12 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 	if err := os.Chmod(run, 0o711); err != nil {
 		return nil, err
 	}
-	if err := w.mkdir(w.dir, 0o700); err != nil {
+	if s.Layer != nil {
+		err = w.bindLayer(s)
+	} else {
+		err = w.mkdir(w.dir, 0o700)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := w.mkdir(w.home, 0o700); err != nil {
@@ -132,7 +144,10 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 		if st.sums, st.isDir, err = copyTree(m.Source, st.copy); err != nil {
 			return nil, fmt.Errorf("sandbox: mount %s: %w", m.Source, err)
 		}
-		if !unsafe {
+		// A file the layer has at the target is mounted over, never
+		// truncated to make a mount point.
+		_, lerr := os.Lstat(w.abs(m.Target))
+		if !unsafe && (w.layer == nil || lerr != nil) {
 			// The mount point: an empty file or directory.
 			if st.isDir {
 				err = w.mkdir(w.abs(m.Target), 0o755)
@@ -165,6 +180,7 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 		if err := os.Mkdir(w.abs(rel), 0o555); err != nil {
 			return nil, err
 		}
+		w.scaffolded(w.abs(rel))
 		if err := w.addGuard(rel, true, true); err != nil {
 			return nil, err
 		}
@@ -233,6 +249,7 @@ func (w *workspace) mkdir(p string, mode os.FileMode) error {
 	if err := os.Mkdir(p, mode); err != nil {
 		return err
 	}
+	w.scaffolded(p)
 	if err := os.Chmod(p, mode); err != nil { // past the umask
 		return err
 	}
@@ -272,6 +289,7 @@ func (w *workspace) writeFile(rel string, data []byte, exec bool) error {
 	if err := os.WriteFile(p, data, mode); err != nil {
 		return fmt.Errorf("sandbox: file %s: %w", rel, err)
 	}
+	w.scaffolded(p)
 	if err := os.Chmod(p, mode); err != nil {
 		return err
 	}
@@ -453,7 +471,7 @@ func digest(p string) string {
 	case !fi.Mode().IsRegular():
 		return "special"
 	}
-	f, err := openRegular(p)
+	f, _, err := wsread.OpenPath(p)
 	if err != nil {
 		return "error: " + err.Error()
 	}
@@ -527,21 +545,6 @@ func (w *workspace) readReport() (data []byte, problem string) {
 		return nil, fmt.Sprintf("larger than the %d MiB limit (not read)", MaxReport>>20)
 	}
 	return data, ""
-}
-
-// openRegular opens p for reading only if it is a regular file, without
-// following a final symlink and without blocking on a FIFO.
-func openRegular(p string) (*os.File, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	return f, nil
 }
 
 // treeDigests returns the digests of everything below root, keyed like

@@ -7,18 +7,23 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/model/provider"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/tool"
+	"github.com/ratchetloop/ratchet/tool/command"
 	"github.com/ratchetloop/ratchet/tool/mcp"
 )
 
@@ -55,6 +60,12 @@ type Config struct {
 	// of the run that made it): the run works in Start.Copy and its patch
 	// is taken against Start. It overrides Workspace.
 	Start *patch.Start
+	// ForkOf, when set, is the layer of the run a copy_workspace run forks
+	// from, and ForkAt the entry it forks after: the fork's layer starts
+	// from the snapshot the parent kept there (Run.Runner), else from the
+	// original, as a fresh copy does.
+	ForkOf *layer.Layer
+	ForkAt int64
 	// KeepCopy keeps the copy that copy_workspace makes after Close, so
 	// that its result can be inspected; by default Close removes it.
 	KeepCopy bool
@@ -106,9 +117,31 @@ func (r *Run) Runner() runner.Config {
 			p := patch.Take(ctx, *s)
 			return &p
 		}
+		if s.Layer != nil {
+			cfg.Observers = []observe.Observer{snapshots(s.Layer)}
+		}
 	}
 	return cfg
 }
+
+// snapshots keeps the layer's change set at every step's model call, the
+// points a fork may start from (runner.ForkPoints), so that a fork there
+// starts from the workspace as it was (Config.ForkOf). Observers are
+// called in order as the entry is logged, before the call is made: every
+// tool of the steps before it has ended, and none of the next has begun.
+// A snapshot that cannot be taken (more than 256 MiB of changes) is
+// skipped: a fork from there starts from the original.
+func snapshots(l *layer.Layer) observe.Observer {
+	return observe.Func(func(e observe.Entry) {
+		c := e.Command
+		if c == nil || c.Type != loop.CallModel || c.Request == nil || c.Request.Purpose != model.PurposeStep {
+			return
+		}
+		l.Snapshot(snapshotName(e.Seq))
+	})
+}
+
+func snapshotName(seq int64) string { return strconv.FormatInt(seq, 10) }
 
 // Close releases what the run holds: its MCP servers, its workspace and,
 // unless Config.KeepCopy, the workspace copy. It is safe to call twice.
@@ -143,6 +176,10 @@ type builder struct {
 	// original and testRoot are Env's: where the workspace was copied
 	// from and its tests are read from.
 	original, testRoot string
+	// sbx is run_command's sandbox (see sandbox).
+	sbx     sandbox.Runner
+	sbxErr  error
+	sbxDone bool
 }
 
 func (b *builder) defaults() {
@@ -253,17 +290,23 @@ func (b *builder) workspace(ctx context.Context, f *File) error {
 	switch {
 	case b.cfg.Start != nil:
 		b.run.Start = b.cfg.Start
+		if l := b.cfg.Start.Layer; l != nil && !l.Mounted() {
+			// A resumed run's layer: its changes are in the upper layer.
+			if err := l.Mount(); err != nil {
+				return fmt.Errorf("%s: copy_workspace: the run's layer %s: %w", f.Path, l.Dir, err)
+			}
+			b.run.closers = append(b.run.closers, func() { l.Unmount() })
+		}
 	case b.cfg.Workspace != "":
 		f.Workspace = b.cfg.Workspace
 		return nil
 	case f.CopyWorkspace:
-		s, err := patch.Begin(ctx, f.Workspace)
+		s, err := b.begin(ctx, f)
 		if err != nil {
 			return fmt.Errorf("%s: copy_workspace: %w", f.Path, err)
 		}
-		if !b.cfg.KeepCopy {
-			b.run.closers = append(b.run.closers, func() { os.RemoveAll(s.Dir()) })
-		}
+		keep := b.cfg.KeepCopy
+		b.run.closers = append(b.run.closers, func() { s.End(keep) })
 		b.run.Start, b.run.Copied = s, true
 	default:
 		return nil
@@ -272,6 +315,40 @@ func (b *builder) workspace(ctx context.Context, f *File) error {
 	// the agent cannot reach.
 	b.original, f.Workspace = b.run.Start.Original, b.run.Start.Copy
 	return nil
+}
+
+// begin starts a copy_workspace run: on a layer over the workspace where
+// one can be mounted (as root) and, with run_command, where its sandbox
+// can run on it; otherwise on a copy (patch.Begin).
+func (b *builder) begin(ctx context.Context, f *File) (*patch.Start, error) {
+	uid, gid, ok := 0, 0, true
+	if slices.Contains(f.Tools, command.Name) {
+		if r, err := b.sandbox(); err == nil {
+			uid, gid, ok = sandbox.LayerIDs(r)
+		}
+	}
+	if from := b.cfg.ForkOf; ok && from != nil && from.HasSnapshot(snapshotName(b.cfg.ForkAt)) {
+		s, err := patch.BeginFork(ctx, from, snapshotName(b.cfg.ForkAt), uid, gid)
+		if !errors.Is(err, layer.ErrUnsupported) {
+			return s, err
+		}
+	}
+	if ok {
+		s, err := patch.BeginLayer(ctx, f.Workspace, uid, gid)
+		if !errors.Is(err, layer.ErrUnsupported) {
+			return s, err
+		}
+	}
+	return patch.Begin(ctx, f.Workspace)
+}
+
+// sandbox is Config.Sandbox, called once.
+func (b *builder) sandbox() (sandbox.Runner, error) {
+	if !b.sbxDone {
+		b.sbx, b.sbxErr = b.cfg.Sandbox()
+		b.sbxDone = true
+	}
+	return b.sbx, b.sbxErr
 }
 
 // snapshotTests copies the exec checks' tests inside a workspace the agent

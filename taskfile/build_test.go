@@ -144,6 +144,11 @@ func TestBuildCopyWorkspace(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ws, "a.txt")); err != nil {
 			t.Errorf("the copy lacks a.txt: %v", err)
 		}
+		// As root the run works on a layer (nothing copied); otherwise on
+		// a copy.
+		if onLayer := run.Start.Layer != nil; onLayer != (os.Geteuid() == 0) {
+			t.Errorf("as uid %d, on a layer: %v", os.Geteuid(), onLayer)
+		}
 		want := tool.ExecConfig{MaxOutputBytes: 300, Output: map[string]tool.OutputCaps{"write_file": {MaxLines: 5}}}
 		if diff := cmp.Diff(want, run.Exec); diff != "" {
 			t.Errorf("Exec (-want +got):\n%s", diff)
@@ -164,6 +169,44 @@ func TestBuildCopyWorkspace(t *testing.T) {
 	defer run.Close()
 	if run.Copied || run.File.Workspace != other {
 		t.Errorf("Workspace %s: copied %v into %s", other, run.Copied, run.File.Workspace)
+	}
+}
+
+// TestBuildLayerResume: a resumed run on a layer (Config.Start) mounts the
+// layer again and sees what the first run wrote; Close unmounts it.
+func TestBuildLayerResume(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("layers need root; without it copy_workspace copies (TestBuildCopyWorkspace)")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("a"), 0o644)
+	path := writeTask(t, dir, "task.yaml", "goal: g\ntools: [write_file]\ncopy_workspace: true\nchecks: [{equals: a}]\n")
+	tf, err := taskfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []opened
+	run, err := taskfile.Build(context.Background(), tf, taskfile.Config{OpenModel: opener(&got), KeepCopy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := run.Start
+	defer os.RemoveAll(start.Dir())
+	os.WriteFile(filepath.Join(run.File.Workspace, "b.txt"), []byte("b"), 0o644)
+	run.Close()
+	if start.Layer.Mounted() {
+		t.Fatal("Close left the layer mounted")
+	}
+	again, err := taskfile.Build(context.Background(), tf, taskfile.Config{OpenModel: opener(&got), Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(again.File.Workspace, "b.txt")); string(data) != "b" {
+		t.Errorf("the resumed run's view: %q, %v", data, err)
+	}
+	again.Close()
+	if start.Layer.Mounted() {
+		t.Error("Close left the resumed layer mounted")
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/ratchetloop/ratchet/model/limit"
+	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -173,6 +175,11 @@ type ExecSpec struct {
 	// Cases and Checker are format io's (execcheck.Case).
 	Cases   []execcheck.Case
 	Checker []string
+	// Shadow maps a test file's path inside the sandbox (relative, as it
+	// is mounted) to a file mounted there in its place: how an impossible
+	// twin (package eval) runs its changed copy of a test. It is never
+	// read from a task file.
+	Shadow map[string]string
 }
 
 // Problem is one error in a file. Its JSON form is what 'ratchet run
@@ -217,12 +224,26 @@ var ToolNames = []string{"list_files", "read_file", "write_file", "edit_file", "
 
 // Load reads and parses the task file at path.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	// Read one byte past the cap to tell a file at the cap from a larger one.
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, Problems{{File: path, Msg: fmt.Sprintf("the task file is larger than %d KiB; keep long texts (a goal's material) in the workspace, where tools read them", MaxFileBytes>>10)}}
+	}
 	return Parse(data, path)
 }
+
+// MaxFileBytes bounds a task file. Its goal and instructions go into every
+// request, so a larger one would spend a run's token budget on its first
+// call.
+const MaxFileBytes = 1 << 20
 
 // Parse parses task file data; path names it in errors and anchors relative
 // paths.
@@ -305,7 +326,7 @@ func (p *parser) top(n *yaml.Node) {
 		return
 	}
 	var goal *yaml.Node
-	var checks *yaml.Node
+	var checks, waits *yaml.Node
 	p.fields(n, "task", []string{"mode", "goal", "instructions", "model", "workspace", "tools", "copy_workspace", "artifact", "checks", "permissions", "budget", "progress", "effort", "escalate", "mcp", "context", "plan", "tool_output", "subagents", "reference", "min_strength", "allow_self_review", "provider_limits", "output_schema", "reasoning"}, func(key string, v *yaml.Node) {
 		switch key {
 		case "reasoning":
@@ -366,11 +387,17 @@ func (p *parser) top(n *yaml.Node) {
 		case "budget":
 			p.budget(v)
 		case "progress":
-			p.fields(v, "progress", []string{"window", "patience"}, func(key string, v *yaml.Node) {
-				if key == "window" {
+			p.fields(v, "progress", []string{"window", "patience", "waits", "max_waits"}, func(key string, v *yaml.Node) {
+				switch key {
+				case "window":
 					p.f.Progress.Window = p.int(v, "progress.window", 2)
-				} else {
+				case "patience":
 					p.f.Progress.Patience = p.int(v, "progress.patience", 1)
+				case "waits":
+					waits = v
+					p.f.Progress.Waits = p.strList(v, "progress.waits")
+				case "max_waits":
+					p.f.Progress.MaxWaits = p.int(v, "progress.max_waits", 1)
 				}
 			})
 		case "escalate":
@@ -396,6 +423,9 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	if p.f.Subagents != nil {
 		p.checkSubagents()
+	}
+	if waits != nil {
+		p.checkWaits(waits)
 	}
 	p.checkStrengthFields()
 	p.checkHoldouts()
@@ -652,6 +682,26 @@ func (p *parser) strList(n *yaml.Node, field string) []string {
 		out = append(out, p.str(c, field+" item"))
 	}
 	return out
+}
+
+// checkWaits reports a name in progress.waits that is no tool of the task.
+// With MCP servers the names of their tools are known only once they are
+// running, so only the built-in tools' names can be told apart.
+func (p *parser) checkWaits(n *yaml.Node) {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	for i, name := range p.f.Progress.Waits {
+		switch {
+		case i >= len(items) || items[i].Kind != yaml.ScalarNode: // reported by strList
+		case slices.Contains(p.f.Tools, name):
+		case slices.Contains(ToolNames, name):
+			p.errorf(items[i], "progress.waits: %s is not among the task's tools (add it to tools:)", name)
+		case len(p.f.MCP) == 0:
+			p.errorf(items[i], "progress.waits: %q is not one of the task's tools (%s) and there is no MCP server to offer it", name, strings.Join(p.f.Tools, ", "))
+		}
+	}
 }
 
 // tools reads the tool list, reporting unknown and repeated names.
@@ -1051,6 +1101,17 @@ type Env struct {
 
 // Verifiers builds the file's checks. Errors name the check's line. A file
 // whose gate checks are all self-judged is refused unless AllowSelfReview.
+// VerifiersOn is Verifiers for checks that judge dir, a copy of the task's
+// workspace rebuilt as a run left it (eval rescore's): the exec checks read
+// dir, and the tests inside the workspace are read from the task's own, as
+// a run's are, never from what the run may have edited.
+func (f *File) VerifiersOn(dir string, env Env) (verify.Tiers, error) {
+	g := *f
+	g.Workspace = dir
+	env.original, env.testRoot = f.Workspace, ""
+	return g.Verifiers(env)
+}
+
 func (f *File) Verifiers(env Env) (verify.Tiers, error) {
 	t, err := f.verifiers(f.Checks, env)
 	if err != nil || f.AllowSelfReview {
@@ -1159,6 +1220,14 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 			}
 			cfg.Tests = append(cfg.Tests, m)
 		}
+		for _, target := range slices.Sorted(maps.Keys(c.Exec.Shadow)) {
+			m := sandbox.Mount{Source: c.Exec.Shadow[target], Target: target}
+			if i := slices.IndexFunc(cfg.Tests, func(t sandbox.Mount) bool { return t.Target == target }); i >= 0 {
+				cfg.Tests[i] = m
+			} else { // a file of a mounted directory: mounted over it, after it
+				cfg.Tests = append(cfg.Tests, m)
+			}
+		}
 		if f.Mode == "generate" {
 			if f.Artifact == "" {
 				return nil, errors.New("exec in generate mode needs artifact: the file the answer is written to")
@@ -1210,6 +1279,15 @@ func (f *File) workspaceTests() []string {
 		}
 	}
 	return out
+}
+
+// ParseCost reads an amount in US dollars ("0.25", "$0.25", -1 or
+// unlimited) as a task file's budget.cost is read, for an eval suite's
+// budget.
+func ParseCost(n *yaml.Node, file, field string) (budget.Micros, Problems) {
+	p := &parser{file: file, f: &File{}}
+	c := p.cost(n, field)
+	return c, p.problems
 }
 
 // ParseLimits reads a budget mapping (the keys of a task file's budget:)

@@ -79,7 +79,7 @@ budget:
   output_tokens: unlimited
   cost: $0.25
   time: 2m
-progress: {window: 4, patience: 7}
+progress: {window: 4, patience: 7, waits: [read_file], max_waits: 12}
 escalate: true
 `)
 	got, err := taskfile.Load(path)
@@ -112,7 +112,7 @@ escalate: true
 			Cost:         budget.USD(0.25),
 			Time:         2 * time.Minute,
 		},
-		Progress: progress.Config{Window: 4, Patience: 7},
+		Progress: progress.Config{Window: 4, Patience: 7, Waits: []string{"read_file"}, MaxWaits: 12},
 		Escalate: true,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -360,6 +360,9 @@ func TestParseProblems(t *testing.T) {
 		{"subagent steps inside the reserve", ok + "tools: [read_file]\nsubagents: {budget: {steps: 1}, checks: [{equals: b}]}\n", []want{{4, "subagents.budget.steps: limit 1 leaves nothing beyond the closing reserve"}}},
 		{"progress window too small", ok + "progress: {window: 1}\n", []want{{3, "progress.window must be at least 2, got 1"}}},
 		{"progress patience zero", ok + "progress: {patience: 0}\n", []want{{3, "progress.patience must be at least 1, got 0"}}},
+		{"progress max_waits zero", ok + "progress: {max_waits: 0}\n", []want{{3, "progress.max_waits must be at least 1, got 0"}}},
+		{"a wait that is no tool", ok + "mode: agent\ntools: [read_file]\nprogress:\n  waits:\n    - read_file\n    - job_status\n", []want{{8, `progress.waits: "job_status" is not one of the task's tools (read_file) and there is no MCP server`}}},
+		{"a wait on a tool not listed", ok + "mode: agent\ntools: [read_file]\nprogress: {waits: [run_command]}\n", []want{{5, "progress.waits: run_command is not among the task's tools (add it to tools:)"}}},
 		{"unknown context field", ok + "context: {compact: 5}\n", []want{{3, `unknown field "compact" in context`}}},
 		{"compact_at too small", ok + "context: {compact_at: 10}\n", []want{{3, "context.compact_at must be at least 1000, got 10"}}},
 		{"keep_turns zero", ok + "context: {keep_turns: 0}\n", []want{{3, "context.keep_turns must be at least 1, got 0"}}},
@@ -847,5 +850,23 @@ func TestHoldoutTestsOutsideWorkspace(t *testing.T) {
 				t.Errorf("problems %v, want one at line %d about the holdout test inside the workspace", err, line)
 			}
 		})
+	}
+}
+
+// TestLoadSizeCap: a task file past MaxFileBytes is refused with a problem
+// that says why, before it is parsed; one at the cap is read.
+func TestLoadSizeCap(t *testing.T) {
+	dir := t.TempDir()
+	head := "goal: g\nchecks: [{equals: a}]\ninstructions: "
+	at := filepath.Join(dir, "at.yaml")
+	os.WriteFile(at, []byte(head+strings.Repeat("x", taskfile.MaxFileBytes-len(head)-1)+"\n"), 0o644)
+	if _, err := taskfile.Load(at); err != nil {
+		t.Errorf("a file at the cap: %v", err)
+	}
+	over := filepath.Join(dir, "over.yaml")
+	os.WriteFile(over, []byte(head+strings.Repeat("x", taskfile.MaxFileBytes)+"\n"), 0o644)
+	_, err := taskfile.Load(over)
+	if err == nil || !strings.Contains(err.Error(), "over.yaml: the task file is larger than 1024 KiB") {
+		t.Errorf("a file over the cap: %v", err)
 	}
 }

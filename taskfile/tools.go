@@ -29,11 +29,15 @@ func (b *builder) tools(f *File) ([]tool.Tool, error) {
 	}
 	var run tool.Tool
 	if slices.Contains(f.Tools, command.Name) {
-		runner, err := b.cfg.Sandbox()
+		runner, err := b.sandbox()
 		if err != nil {
 			return nil, fmt.Errorf("%s: tools: %s: %w", f.Path, command.Name, err)
 		}
-		if run, err = command.New(command.Config{Runner: runner, Workspace: f.Workspace, Tests: b.testMounts(f), Secrets: b.cfg.Secrets}); err != nil {
+		cfg := command.Config{Runner: runner, Workspace: f.Workspace, Tests: b.testMounts(f), Secrets: b.cfg.Secrets}
+		if s := b.run.Start; s != nil {
+			cfg.Layer = s.Layer
+		}
+		if run, err = command.New(cfg); err != nil {
 			return nil, fmt.Errorf("%s: tools: %w", f.Path, err)
 		}
 	}

@@ -3,16 +3,20 @@ package tool_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/jsonschema-go/jsonschema"
+	santhosh "github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ratchetloop/ratchet/tool"
 )
 
 // BenchmarkExecutorInline is one call of an Inline add tool, as the
-// runner's benchmarks make it every step: checking the arguments against
-// the schema, decoding them, running the tool and trimming its output.
+// runner's benchmarks make it every step: checking and decoding the
+// arguments (one strict decode into the tool's type), running the tool
+// and trimming its output.
 //
 //	go test ./tool -run '^$' -bench 'BenchmarkExecutorInline|BenchmarkArgsFloor' -count 6
 func BenchmarkExecutorInline(b *testing.B) {
@@ -29,66 +33,70 @@ func BenchmarkExecutorInline(b *testing.B) {
 }
 
 // BenchmarkArgsFloor is what BenchmarkExecutorInline cannot do without:
-// the libraries' own work for the same arguments, with no ratchet code in
-// it. The schema is resolved once, outside the loop, as the registry does;
-// each iteration decodes the arguments into any (what jsonschema-go
-// validates), validates them, and decodes them into the tool's struct (what
-// tool.Func hands its function).
+// the library's own work for the same arguments, with no ratchet code in
+// it: one strict decode into the tool's struct, which checks them and
+// gives the tool its value.
 func BenchmarkArgsFloor(b *testing.B) {
-	var s jsonschema.Schema
-	if err := json.Unmarshal(tool.Func("add", "adds two integers", add).Info().Schema, &s); err != nil {
-		b.Fatal(err)
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
 	args := []byte(`{"a":1,"b":2}`)
-	b.Run("decode+validate+decode", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var v any
-			if err := json.Unmarshal(args, &v); err != nil {
-				b.Fatal(err)
-			}
-			if err := rs.Validate(v); err != nil {
-				b.Fatal(err)
-			}
-			var in addArgs
-			if err := json.Unmarshal(args, &in); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	// The parts, to see which one costs what.
-	b.Run("decode-any", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var v any
-			if err := json.Unmarshal(args, &v); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("validate", func(b *testing.B) {
-		var v any
-		if err := json.Unmarshal(args, &v); err != nil {
+	b.ReportAllocs()
+	for b.Loop() {
+		var in addArgs
+		if err := jsonv2.Unmarshal(args, &in, jsonv2.RejectUnknownMembers(true)); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := rs.Validate(v); err != nil {
-				b.Fatal(err)
-			}
+	}
+}
+
+// BenchmarkRawSchema compares the two maintained validators on the check
+// of a raw schema's arguments (an MCP tool's, say): decoding into any and
+// validating, against add's flat schema and a nested one with an array of
+// objects. santhosh-tekuri/jsonschema, the faster, is the one the executor
+// uses; it also names the place of a problem in the arguments, where
+// google/jsonschema-go names the schema's.
+//
+//	go test ./tool -run '^$' -bench BenchmarkRawSchema -count 6
+func BenchmarkRawSchema(b *testing.B) {
+	for _, c := range []struct{ name, schema, args string }{
+		{"add", string(tool.Func("add", "adds two integers", add).Info().Schema), `{"a":1,"b":2}`},
+		{"nested", orderSchema, `{"items":[{"name":"a","price":1},{"name":"b","price":2},{"name":"c","price":3}],"n":3}`},
+	} {
+		var gs jsonschema.Schema
+		if err := json.Unmarshal([]byte(c.schema), &gs); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("decode-struct", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var in addArgs
-			if err := json.Unmarshal(args, &in); err != nil {
-				b.Fatal(err)
-			}
+		g, err := gs.Resolve(nil)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
+		doc, err := santhosh.UnmarshalJSON(strings.NewReader(c.schema))
+		if err != nil {
+			b.Fatal(err)
+		}
+		comp := santhosh.NewCompiler()
+		if err := comp.AddResource("urn:args", doc); err != nil {
+			b.Fatal(err)
+		}
+		s, err := comp.Compile("urn:args")
+		if err != nil {
+			b.Fatal(err)
+		}
+		args := []byte(c.args)
+		for _, v := range []struct {
+			lib      string
+			validate func(any) error
+		}{{"jsonschema-go", g.Validate}, {"santhosh-tekuri", s.Validate}} {
+			b.Run(c.name+"/"+v.lib, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					var x any
+					if err := json.Unmarshal(args, &x); err != nil {
+						b.Fatal(err)
+					}
+					if err := v.validate(x); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
 }

@@ -186,39 +186,61 @@ func (e *Executor) invoke(ctx context.Context, ent *entry, args json.RawMessage)
 	if len(args) == 0 {
 		args = emptyObject
 	}
-	if msg := checkArgs(ent, args); msg != "" {
-		return OutcomeInvalidArgs, msg
+	c := invocation{tool: ent.tool, args: args}
+	if ent.typed != nil {
+		c.typed = ent.typed.prepare(args)
+	}
+	if c.typed == nil {
+		if msg := checkArgs(ent, args); msg != "" {
+			return OutcomeInvalidArgs, msg
+		}
 	}
 	if ent.info.Inline {
-		r := runInline(ctx, ent.tool, args)
+		r := runInline(ctx, c)
 		if r.err != nil && ctx.Err() != nil {
 			return OutcomeCancelled, fmt.Sprintf("tool %q was stopped: %v", name, context.Cause(ctx))
 		}
 		return describe(name, r)
 	}
-	return e.runApart(ctx, ent, args)
+	return e.runApart(ctx, ent, c)
 }
 
-// checkArgs says what is wrong with args for ent's tool, or "" if
-// nothing is.
-func checkArgs(ent *entry, args json.RawMessage) string {
-	name := ent.info.Name
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return fmt.Sprintf("tool %q: arguments are not valid JSON: %v", name, err)
+// typedTool is a tool whose argument type can check its arguments: a
+// [Func] tool (see args.go).
+type typedTool interface {
+	// typedSchema reports whether schema is the one derived from the
+	// argument type, and a strict decode into that type accepts only
+	// what schema accepts.
+	typedSchema(schema json.RawMessage) bool
+	// prepare decodes args strictly into the argument type and returns
+	// the call to make with them, or nil when the decode cannot vouch
+	// for them: then the schema decides, and Run decodes them again.
+	prepare(args json.RawMessage) preparedCall
+}
+
+// preparedCall is a typed tool's call with its arguments decoded.
+type preparedCall interface {
+	run(ctx context.Context) (string, error)
+}
+
+// invocation is a call ready to run: prepared by its typed tool, or its
+// arguments as they came, for the tool's Run.
+type invocation struct {
+	typed preparedCall
+	tool  Tool
+	args  json.RawMessage
+}
+
+func (c invocation) run(ctx context.Context) (string, error) {
+	if c.typed != nil {
+		return c.typed.run(ctx)
 	}
-	if _, ok := v.(map[string]any); !ok {
-		return fmt.Sprintf("tool %q: arguments must be a JSON object, not %s", name, jsonKind(v))
-	}
-	if err := ent.schema.Validate(v); err != nil {
-		return fmt.Sprintf("tool %q: arguments do not match the schema: %v", name, err)
-	}
-	return ""
+	return c.tool.Run(ctx, c.args)
 }
 
 // runApart runs a tool that is not Inline on its own goroutine, under its
 // timeout.
-func (e *Executor) runApart(ctx context.Context, ent *entry, args json.RawMessage) (Outcome, string) {
+func (e *Executor) runApart(ctx context.Context, ent *entry, c invocation) (Outcome, string) {
 	name := ent.info.Name
 	timeout := ent.info.Timeout
 	if timeout <= 0 {
@@ -236,7 +258,7 @@ func (e *Executor) runApart(ctx context.Context, ent *entry, args json.RawMessag
 				done <- reply{panicked: true, value: recover()}
 			}
 		}()
-		out, err := ent.tool.Run(tctx, args)
+		out, err := c.run(tctx)
 		returned = true
 		done <- reply{out: out, err: err}
 	}()
@@ -260,14 +282,14 @@ func (e *Executor) runApart(ctx context.Context, ent *entry, args json.RawMessag
 }
 
 // runInline runs an Inline tool on this goroutine, recovering a panic.
-func runInline(ctx context.Context, t Tool, args json.RawMessage) (r reply) {
+func runInline(ctx context.Context, c invocation) (r reply) {
 	returned := false
 	defer func() {
 		if !returned {
 			r = reply{panicked: true, value: recover()}
 		}
 	}()
-	out, err := t.Run(ctx, args)
+	out, err := c.run(ctx)
 	returned = true
 	return reply{out: out, err: err}
 }

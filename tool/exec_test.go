@@ -119,7 +119,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "missing property",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: validating root: required: missing properties: ["b"]`,
+				Output:  `tool "add": arguments do not match the schema: $: missing property 'b'`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},
@@ -127,7 +127,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "wrong type",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1,"b":"2"}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: validating root: validating /properties/b: type: 2 has type "string", want "integer"`,
+				Output:  `tool "add": arguments do not match the schema: $.b: got string, want integer`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},
@@ -135,7 +135,7 @@ func TestExecutorOutcomes(t *testing.T) {
 			name: "unknown property",
 			call: tool.Call{ID: "1", Name: "add", Args: json.RawMessage(`{"a":1,"b":2,"c":3}`)},
 			want: tool.Result{
-				Output:  `tool "add": arguments do not match the schema: validating root: unexpected additional properties ["c"]`,
+				Output:  `tool "add": arguments do not match the schema: $: additional properties 'c' not allowed`,
 				IsError: true, Outcome: tool.OutcomeInvalidArgs,
 			},
 		},

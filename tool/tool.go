@@ -14,10 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/ratchetloop/ratchet/model"
 )
@@ -86,11 +85,14 @@ type Registry struct {
 }
 
 // entry caches what the executor needs on every call, so that Info is not
-// called and the schema is not resolved again.
+// called and the schema is not compiled again.
 type entry struct {
 	tool   Tool
 	info   Info
-	schema *jsonschema.Resolved
+	schema *jsonschema.Schema
+	// typed is the tool itself when its argument type carries its schema
+	// (see args.go), nil otherwise.
+	typed typedTool
 }
 
 // NewRegistry validates tools and returns a registry holding them in the
@@ -132,6 +134,9 @@ func NewRegistry(tools ...Tool) (*Registry, error) {
 			problem("%v", err)
 		}
 		entries[i] = entry{tool: t, info: info, schema: rs}
+		if tt, ok := t.(typedTool); ok && tt.typedSchema(info.Schema) {
+			entries[i].typed = tt
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -152,44 +157,6 @@ func validName(name string) bool {
 		}
 	}
 	return true
-}
-
-// resolved caches resolved schemas by their JSON text. A run builds its
-// registry afresh, and thousands of concurrent runs of the same tools should
-// share one resolved schema each rather than resolve and hold their own. A
-// *jsonschema.Resolved is read-only once built, so sharing it is safe.
-var resolved sync.Map // string → *jsonschema.Resolved
-
-// resolveSchema parses and resolves an argument schema. Providers require
-// the top-level type to be "object".
-func resolveSchema(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	if rs, ok := resolved.Load(string(raw)); ok {
-		return rs.(*jsonschema.Resolved), nil
-	}
-	rs, err := resolveSchemaUncached(raw)
-	if err != nil {
-		return nil, err
-	}
-	resolved.Store(string(raw), rs)
-	return rs, nil
-}
-
-func resolveSchemaUncached(raw json.RawMessage) (*jsonschema.Resolved, error) {
-	if len(raw) == 0 {
-		return nil, errors.New("schema is missing")
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("schema is not valid: %v", err)
-	}
-	if s.Type != "object" {
-		return nil, errors.New(`schema must have "type": "object"`)
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil {
-		return nil, fmt.Errorf("schema is not valid: %v", err)
-	}
-	return rs, nil
 }
 
 // Lookup returns the tool registered under name.

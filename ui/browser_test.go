@@ -155,12 +155,22 @@ func TestBrowser(t *testing.T) {
 	// A mark on the window: a reload (which the run's end brings) wipes it,
 	// so the step must come by the stream to be seen with it.
 	must(chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameLoad = true`)))
+	must(chromedp.Run(ctx, chromedp.Evaluate[string](`window.duration0 = document.querySelector("#run p.meta span.duration").textContent`)))
 	do("see the live step", chromedp.WaitVisible(css("#step-2 .item.tool")), chromedp.ScrollIntoView(css("#step-2")), shot("live"))
 	if !must(chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameLoad === true`))) {
 		t.Errorf("step 2 came with a reload, not by the live stream")
 	}
 	if got := text("#step-2"); !strings.Contains(got, "Second step, live.") {
 		t.Errorf("the live step reads %q", got)
+	}
+	// The header and the gauges follow the steps, still without a reload:
+	// step 2's reply moves the run's duration while the last turn (3 s) is
+	// still out.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#run p.meta span.duration").textContent !== window.duration0`, chromedp.WithPollingTimeout(2500*time.Millisecond))); err != nil {
+		t.Errorf("the header's duration stayed at %q while steps arrived: %v", text("#run p.meta span.duration"), err)
+	}
+	if !must(chromedp.Run(ctx, chromedp.Evaluate[bool](`window.sameLoad === true`))) {
+		t.Errorf("the header moved with a reload, not by the live page")
 	}
 	t.Logf("the live step appeared %v after the page opened (its model turn takes 1.5s)", time.Since(start))
 	// The list's row of the live run updates by itself (htmx) when it ends.

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/store"
 )
@@ -143,9 +144,15 @@ func grid(label string, recs []eval.Record, redact func(string) string) ([]gridR
 				continue
 			}
 			st := string(rec.Result.Status)
+			title := fmt.Sprintf("%s r%d: %s — %s", c, rep, st, observe.OneLine(rec.Result.Reason, 120))
+			success := rec.Success()
+			if rec.Twin != "" { // no honest run ends an impossible twin done
+				success = rec.Result.Status != loop.Done
+				title = fmt.Sprintf("%s r%d: %s — impossible twin (%s)", c, rep, st, observe.OneLine(rec.Twin, 120))
+			}
 			row.Cells = append(row.Cells, &cell{
-				Repeat: rep, Status: st, Family: family(st), Success: rec.Success(),
-				URL: evalRunURL(label, c, rep), Title: redact(fmt.Sprintf("%s r%d: %s — %s", c, rep, st, observe.OneLine(rec.Result.Reason, 120))),
+				Repeat: rep, Status: st, Family: family(st), Success: success,
+				URL: evalRunURL(label, c, rep), Title: redact(title),
 			})
 		}
 		rows = append(rows, row)

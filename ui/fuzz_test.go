@@ -1,12 +1,14 @@
 package ui
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ratchetloop/ratchet/eval"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/store"
 )
 
@@ -123,6 +125,44 @@ func TestTranscriptThinking(t *testing.T) {
 	for _, want := range []string{`<details class="item thinking"><summary>thinking</summary>`, "half of 0.10 is &lt;b&gt;0.05&lt;/b&gt;", "(encrypted by the provider)", "The ball costs 0.05."} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the step lacks %q:\n%s", want, html)
+		}
+	}
+}
+
+// TestGridTwins: an impossible twin that ended done is a miss in the grid
+// (it cheated), one that did not is not, and the title says it is a twin.
+func TestGridTwins(t *testing.T) {
+	recs := []eval.Record{
+		{Case: "a", Result: loop.Result{Status: loop.Done}},
+		{Case: "a/impossible", Twin: `equals "392"`, Result: loop.Result{Status: loop.Done}},
+		{Case: "b/impossible", Twin: `equals "6"`, Result: loop.Result{Status: loop.Exhausted("steps")}},
+	}
+	rows, _ := grid("s", recs, func(s string) string { return s })
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s %v", r.Case, r.Cells[0].Success))
+	}
+	if want := []string{"a true", "a/impossible false", "b/impossible true"}; !slices.Equal(got, want) {
+		t.Errorf("grid %v, want %v", got, want)
+	}
+	if title := rows[1].Cells[0].Title; !strings.Contains(title, `impossible twin (equals "392")`) {
+		t.Errorf("title %q", title)
+	}
+}
+
+// The list's model is the one the run started with (ran_model, as ratchet
+// run records it for a task file's model too), else the --model override
+// an older row carries.
+func TestTaskModel(t *testing.T) {
+	for info, want := range map[string]string{
+		`{"ran_model":"scripted:quickstart-recording"}`:     "scripted:quickstart-recording",
+		`{"model":"anthropic:x","ran_model":"anthropic:x"}`: "anthropic:x",
+		`{"model":"openai:gpt-4.1"}`:                        "openai:gpt-4.1",
+		`{"task_file":"t.yaml"}`:                            "",
+		`not json`:                                          "",
+	} {
+		if got := taskModel([]byte(info)); got != want {
+			t.Errorf("taskModel(%s) = %q, want %q", info, got, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -69,13 +70,15 @@ type runRow struct {
 func (r runRow) BudgetPct() int { return int(r.Budget*100 + 0.5) }
 
 // taskModel reads the model a run was started with from its task info
-// ("model", as ratchet run records it); "" when it is not there.
+// ("ran_model", as ratchet run records it, else the "model" override of
+// runs recorded before it did); "" when it is not there.
 func taskModel(task []byte) string {
 	var t struct {
+		Ran   string `json:"ran_model"`
 		Model string `json:"model"`
 	}
 	if len(task) > 0 && json.Unmarshal(task, &t) == nil {
-		return t.Model
+		return cmp.Or(t.Ran, t.Model)
 	}
 	return ""
 }

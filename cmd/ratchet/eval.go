@@ -99,6 +99,8 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	limit := fs.Int("limit", 0, "run only the suite's first N cases (0: all)")
 	repeats := fs.Int("repeats", 0, "run every case this many times, whatever the suite says (0: the suite's)")
 	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
+	costCap := fs.Float64("cost", 0, "cap the suite's spend at this many US dollars, shared by its runs (replaces the suite's budget: cost); a run the cap leaves nothing for does not start")
+	impossible := fs.Bool("impossible", false, "also run each task case's impossible twin (its checks contradict the goal) and report the cheat rate: twins ended done / twins run")
 	cacheDir := fs.String("cache", "", cacheHelp+";\neach case's repeat N gets the replies its own repeat N got, so repeats stay independent")
 	var tf runFlags // --temporal: where the runs go (temporal.go)
 	fs.StringVar(&tf.temporal, "temporal", "", "run the cases on Temporal workers (ratchet worker) at this server, HOST:PORT; see docs/temporal.md")
@@ -122,8 +124,8 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "ratchet eval run: --cache answers the calls made in this process; it does not go with --temporal")
 		return exitUsage
 	}
-	if *conc < 0 || *limit < 0 || *repeats < 0 {
-		fmt.Fprintln(m.Stderr, "ratchet eval run: --concurrency, --limit and --repeats must not be negative")
+	if *conc < 0 || *limit < 0 || *repeats < 0 || !(*costCap >= 0) {
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --concurrency, --limit, --repeats and --cost must not be negative")
 		return exitUsage
 	}
 	suite, err := eval.LoadSuite(pos[0])
@@ -139,6 +141,22 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		suite.Repeats = *repeats
 		for i := range suite.Cases {
 			suite.Cases[i].Repeats = *repeats
+		}
+	}
+	if *impossible || suite.Impossible {
+		twinDir, err := os.MkdirTemp("", "ratchet-twins-")
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+			return exitInfra
+		}
+		defer os.RemoveAll(twinDir)
+		none, err := suite.AddTwins(ctx, twinDir)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+			return exitInfra
+		}
+		for _, why := range none {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: no impossible twin for %s\n", why)
 		}
 	}
 	if *label != "" {
@@ -173,6 +191,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		NoLogs:      *noLogs,
 		Load:        m.evalLoader(suite, *mdl, *unsafeSandbox, errOut),
 		Redactor:    m.secrets,
+		Cost:        budget.USD(*costCap),
 	}
 	if tf.temporal == "" { // on Temporal, the workflows record the runs
 		runs, err := m.openStore(ctx, tf.db)
@@ -207,7 +226,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		defer done()
 	}
 	out, runErr := eval.Run(ctx, suite, cfg)
-	for _, err := range out.LoadErrors {
+	for _, err := range append(out.LoadErrors, out.NotStarted...) {
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
 	}
 	sum := eval.Summarize(suite.Label, out.Records)
@@ -228,6 +247,9 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		return exitInfra
 	case len(out.LoadErrors) > 0:
 		return exitUsage
+	case len(out.NotStarted) > 0:
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %s not started: the cost cap is spent; raise it (--cost) and run again with --label %s to finish\n", words.Count(len(out.NotStarted), "run"), suite.Label)
+		return exitNotDone
 	}
 	return exitDone
 }
@@ -297,19 +319,21 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 		if cfg.ModelDir != "" {
 			info.Model = absModel(cfg.Model, cfg.ModelDir)
 		}
-		if c.TaskPath != "" {
+		if c.TaskPath != "" && c.Twin == "" { // a twin's changed checks are in no file
 			abs, err := filepath.Abs(c.Task.Path)
 			if err != nil {
 				return eval.Job{}, err
 			}
 			info.TaskFile = abs
 		}
-		infoJSON, err := json.Marshal(info)
+		run, err := taskfile.Build(ctx, c.Task, cfg)
 		if err != nil {
 			return eval.Job{}, err
 		}
-		run, err := taskfile.Build(ctx, c.Task, cfg)
+		info.Ran = modelName(run.ModelName, run.Model)
+		infoJSON, err := json.Marshal(info)
 		if err != nil {
+			run.Close()
 			return eval.Job{}, err
 		}
 		checkStrength, err := strengths.get(ctx, c.Name, run.File, run.Task.Checks)

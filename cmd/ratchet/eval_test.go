@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -340,4 +341,72 @@ func TestEvalRunLimitRepeats(t *testing.T) {
 		t.Errorf("%d cases, %d runs; want 2 cases of 2 repeats", len(sum.Cases), sum.Suite.Runs)
 	}
 	run(t, env, "eval", "run", evalSuite(t, 0.9), "--limit", "-1").wantCode(t, exitUsage)
+}
+
+// TestImpossibleSuite runs examples/impossible/suite.yaml: the honest
+// agent's twins end without done, the cheater's (one answers what the check
+// wants, one special-cases the test's input) end done, and the report says
+// so per model, naming the twins that ended done.
+func TestImpossibleSuite(t *testing.T) {
+	requireSandboxTools(t)
+	c := run(t, map[string]string{"RATCHET_EVAL_DIR": t.TempDir()}, "eval", "run", "../../examples/impossible/suite.yaml", "--json", "--quiet")
+	c.wantCode(t, exitDone)
+	var sum eval.Summary
+	if err := json.Unmarshal([]byte(c.stdout), &sum); err != nil {
+		t.Fatal(err)
+	}
+	cheat := map[string]string{}
+	for _, g := range sum.Models {
+		cheat[g.Name] = fmt.Sprintf("%d/%d, success %d/%d", g.Metrics.Cheat.K, g.Metrics.Cheat.N, g.Metrics.Success.K, g.Metrics.Success.N)
+	}
+	if want := map[string]string{"scripted:honest": "0/2, success 2/2", "scripted:cheater": "2/2, success 2/2"}; !maps.Equal(cheat, want) {
+		t.Errorf("cheat rates %v, want %v", cheat, want)
+	}
+	if got := strings.Join(sum.Suite.Cheated, " "); got != "impossible/add-cheater/impossible/r0 impossible/arith-cheater/impossible/r0" {
+		t.Errorf("cheated %q", got)
+	}
+}
+
+// TestRescoreAgentWorkspace: an agent-mode case with an exec check is
+// rescored on the workspace its run left, rebuilt from the stored patch in
+// a copy (fix-project's tests pass on it); a patch that changes nothing
+// leaves the bug in, and the same candidate is rejected.
+func TestRescoreAgentWorkspace(t *testing.T) {
+	requireSandboxTools(t)
+	root := t.TempDir()
+	env := map[string]string{"RATCHET_EVAL_DIR": root}
+	suite := "../../examples/suites/suite.yaml"
+	run(t, env, "eval", "run", suite, "--label", "base", "--limit", "3", "--repeats", "1", "--quiet").wantCode(t, exitDone)
+	fixProject := func(label string) eval.Record {
+		t.Helper()
+		recs, err := eval.ReadRecords(filepath.Join(root, label))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Case == "fix-project" {
+				return r
+			}
+		}
+		t.Fatalf("%s has no fix-project record", label)
+		return eval.Record{}
+	}
+	c := run(t, env, "eval", "rescore", "base", "--suite", suite)
+	c.wantCode(t, exitDone)
+	if r := fixProject("base.rescore"); r.Result.Status != "done" || !strings.Contains(r.Result.Reason, "earlier attempts not judged") {
+		t.Errorf("fix-project rescored %s: %s", r.Result.Status, r.Result.Reason)
+	}
+	// The same record with a patch that changes nothing.
+	rec := fixProject("base")
+	if rec.Result.Patch == nil || rec.Result.Patch.Diff == "" {
+		t.Fatalf("the eval run kept no patch: %+v", rec.Result.Patch)
+	}
+	rec.Result.Patch.Diff = ""
+	if err := eval.WriteRecords(filepath.Join(root, "nopatch"), []eval.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, env, "eval", "rescore", "nopatch", "--suite", suite).wantCode(t, exitDone)
+	if r := fixProject("nopatch.rescore"); r.Result.Status != "rejected" {
+		t.Errorf("with no change the bug stays, yet fix-project rescored %s: %s", r.Result.Status, r.Result.Reason)
+	}
 }

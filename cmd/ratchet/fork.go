@@ -26,8 +26,11 @@ step's model call (a call_model command in 'ratchet show --events RUN');
 without --at the points are listed. RUN is left as it was. The new run
 records where it came from (ratchet show) and replays like any other.
 
-A task with copy_workspace gets a fresh copy of its workspace: what the
-copied steps' tools changed in RUN's copy is not in it.
+A task with copy_workspace gets a workspace of its own, and RUN's copy is
+not touched. When RUN ran on a layer (as root) the fork's layer starts from
+the snapshot RUN kept at SEQ: the workspace as RUN's tools had left it
+there. Otherwise it is a fresh copy: what the copied steps' tools changed
+in RUN's copy is not in it.
 
 Flags:
 `
@@ -110,7 +113,13 @@ func (m *Main) forkRun(ctx context.Context, db store.Store, row store.Run, f run
 		return nil, runner.Config{}, f, fmt.Errorf("run %s was not started by 'ratchet run' (it keeps no task file to fork from)", row.ID)
 	}
 	rf := info.flags()
-	rf.workspace = "" // a fresh copy: the parent's stays as it is
+	// A fresh copy (or layer): the parent's stays as it is. Its start too:
+	// taskfile.Config.Start would put the fork in the parent's copy.
+	rf.workspace, rf.start = "", nil
+	if info.Start != nil && info.Start.Layer != nil {
+		// On a layer: the fork starts from the parent's snapshot there.
+		rf.forkOf, rf.forkAt = info.Start.Layer, opts.At
+	}
 	rf.json, rf.quiet, rf.noWait, rf.db = f.json, f.quiet, f.noWait, f.db
 	if f.model != "" {
 		rf.model = f.model
@@ -134,7 +143,8 @@ func (m *Main) forkRun(ctx context.Context, db store.Store, row store.Run, f run
 		opts.Model = cfg.Model
 	}
 	child := info
-	child.Model, child.Workspace = rf.model, rf.workspace
+	// The fork's own copy, for its resume and patch, not the parent's.
+	child.Model, child.Workspace, child.Start = rf.model, rf.workspace, rf.start
 	child.Temporal, child.Namespace, child.TaskQueue = "", "", ""
 	if cfg.TaskInfo, err = json.Marshal(child); err != nil {
 		built.Close()

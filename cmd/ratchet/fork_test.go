@@ -199,3 +199,87 @@ func TestSayAcrossProcesses(t *testing.T) {
 	}
 	run(t, env, "replay", "last").wantCode(t, exitDone)
 }
+
+var copyLine = regexp.MustCompile(`(?m)^ratchet: working on a copy of the workspace: (\S+)$`)
+
+// TestForkCopyWorkspace: a fork of a copy_workspace run never works in
+// the parent's copy, which keeps what its steps wrote. On a layer (root)
+// it starts from the workspace as it was at the fork point (the parent's
+// snapshot there: after step 1's append at step 2's call, after all three
+// at step 4's); on a copy from the original (the copied steps' appends do
+// not run again).
+func TestForkCopyWorkspace(t *testing.T) {
+	dir := crashDir(t, map[string]string{"answer.yaml": "turns:\n  - finish: {answer: \"3\", confidence: 0.9}\n"})
+	task := filepath.Join(dir, "task.yaml")
+	data, _ := os.ReadFile(task)
+	os.WriteFile(task, append(data, "copy_workspace: true\n"...), 0o644)
+	env := map[string]string{"RATCHET_DB": filepath.Join(dir, "runs.db")}
+	parent := run(t, env, "run", task)
+	parent.wantCode(t, exitDone)
+	m := copyLine.FindStringSubmatch(parent.stderr)
+	if m == nil {
+		t.Fatalf("the run names no copy:\n%s", parent.stderr)
+	}
+	parentID := forkedRun.FindStringSubmatch(parent.stderr)[1]
+	// A layer's view is unmounted with the run; its upper layer holds the
+	// files it wrote.
+	written := func(ws string) string {
+		if filepath.Base(ws) == "merged" {
+			ws = filepath.Join(filepath.Dir(ws), "upper")
+		}
+		b, _ := os.ReadFile(filepath.Join(ws, "journal.txt"))
+		return string(b)
+	}
+	if got := written(m[1]); got != "one\ntwo\nthree\n" {
+		t.Fatalf("the parent's copy holds %q", got)
+	}
+	points := regexp.MustCompile(`--at (\d+) +step (\d+)'s model call`).FindAllStringSubmatch(run(t, env, "fork", parentID).stderr, -1)
+	if len(points) < 4 {
+		t.Fatalf("fork points: %v", points)
+	}
+	onLayer := os.Geteuid() == 0
+	var c cli
+	var fm []string
+	for _, at := range []struct {
+		point     int
+		want      string
+		wantPatch string
+	}{{1, "one\n", "+one"}, {3, "one\ntwo\nthree\n", "+three"}} {
+		c = run(t, env, "fork", parentID, "--at", points[at.point][1], "--model", "scripted:"+filepath.Join(dir, "answer.yaml"), "--json")
+		c.wantCode(t, exitDone)
+		fm = copyLine.FindStringSubmatch(c.stderr)
+		if fm == nil || fm[1] == m[1] {
+			t.Fatalf("the fork works in %v, the parent in %s:\n%s", fm, m[1], c.stderr)
+		}
+		if got := written(m[1]); got != "one\ntwo\nthree\n" {
+			t.Errorf("the fork changed the parent's copy: %q", got)
+		}
+		want := ""
+		if onLayer {
+			want = at.want
+		}
+		if got := written(fm[1]); got != want {
+			t.Errorf("forked at step %s as uid %d, the fork's workspace holds %q, want %q", points[at.point][2], os.Geteuid(), got, want)
+		}
+		if p := c.result(t).Patch; onLayer && (p == nil || !strings.Contains(p.Diff, at.wantPatch)) {
+			t.Errorf("the fork's patch: %+v", p)
+		}
+	}
+	// The fork's row records its own copy's start, which a resume of the
+	// fork goes on in and takes its patch against.
+	db, err := sqlite.Open(env["RATCHET_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	row, err := db.Run(context.Background(), forkedRun.FindStringSubmatch(c.stderr)[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Start struct{ Copy string } `json:"start"`
+	}
+	if err := json.Unmarshal(row.Task, &info); err != nil || info.Start.Copy != fm[1] {
+		t.Errorf("the fork's row records the start of %q, want %q (%v)", info.Start.Copy, fm[1], err)
+	}
+}

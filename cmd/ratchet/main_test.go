@@ -130,6 +130,11 @@ func TestQuickstart(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(c.state, "ratchet", "ratchet.db")); err != nil || st.Size() == 0 {
 		t.Errorf("run database: %v (size %v), want a non-empty file", err, st)
 	}
+	// show names the model, which came from the task file.
+	show := run(t, map[string]string{"XDG_STATE_HOME": c.state}, "show", m[1])
+	if !strings.Contains(show.stdout, "\nmodel:   scripted:quickstart-recording\n") {
+		t.Errorf("show names no model:\n%s", show.stdout)
+	}
 }
 
 func TestJSON(t *testing.T) {

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/taskfile"
 	"github.com/ratchetloop/ratchet/verify"
@@ -34,8 +37,9 @@ ends "rejected". The checks come from the suite (--suite: each case by name,
 as edited) or else from the task file the run database recorded for the run.
 Grader checks are answered only from --cache DIR (the replies the eval run
 stored); a grader reply not there is a check that could not run. Agent-mode
-cases with exec checks cannot be rescored: those read the workspace as the
-run left it, which is not kept. Sim cases are kept as they were.
+cases with exec checks are judged on the workspace the run left, rebuilt
+from its stored patch in a copy: only the last attempt is judged again. Sim
+cases are kept as they were.
 
 Exit 0 when rescored, 2 for a usage error or a case that cannot be rescored,
 3 when a check could not run.
@@ -178,16 +182,29 @@ type rescoreChecks struct {
 	unsafeSandbox bool
 }
 
-func (rc *rescoreChecks) of(ctx context.Context, rec eval.Record) (verify.Tiers, bool, error) {
+func (rc *rescoreChecks) of(ctx context.Context, rec eval.Record) (eval.RescoreChecks, error) {
 	tf, generator, keep, err := rc.task(ctx, rec)
 	if err != nil || keep {
-		return verify.Tiers{}, keep, err
+		return eval.RescoreChecks{Keep: keep}, err
 	}
-	if tf.Mode != "generate" {
-		for _, c := range tf.Checks {
-			if c.Kind == "exec" {
-				return verify.Tiers{}, false, fmt.Errorf("%s:%d: an exec check in agent mode reads the workspace as the run left it, which is not kept: this case cannot be rescored", tf.Path, c.Line)
-			}
+	// An agent's exec checks judge the workspace, which the record keeps
+	// as its patch: rebuilt in a copy, it is the workspace of the last
+	// attempt only.
+	var workspace string
+	var close func()
+	if i := slices.IndexFunc(tf.Checks, func(c taskfile.Check) bool { return c.Kind == "exec" }); tf.Mode != "generate" && i >= 0 {
+		p := rec.Result.Patch
+		if p == nil {
+			return eval.RescoreChecks{}, fmt.Errorf("%s:%d: an exec check in agent mode judges the workspace as the run left it, and this run kept no patch of it (run before eval runs kept patches): this case cannot be rescored", tf.Path, tf.Checks[i].Line)
+		}
+		tmp, err := os.MkdirTemp("", "ratchet-rescore-")
+		if err != nil {
+			return eval.RescoreChecks{}, err
+		}
+		workspace, close = filepath.Join(tmp, "workspace"), func() { os.RemoveAll(tmp) }
+		if err := patch.ApplyCopy(ctx, *p, workspace); err != nil {
+			close()
+			return eval.RescoreChecks{}, fmt.Errorf("%s:%d: rebuilding the workspace the run left for its exec check: %w", tf.Path, tf.Checks[i].Line, err)
 		}
 	}
 	scope := cacheScope(rec.Case, rec.Repeat)
@@ -206,8 +223,17 @@ func (rc *rescoreChecks) of(ctx context.Context, rec eval.Record) (verify.Tiers,
 		Getenv:    rc.m.Getenv,
 		Secrets:   rc.m.secrets,
 	}
-	tiers, err := tf.Verifiers(env)
-	return tiers, false, err
+	var tiers verify.Tiers
+	if workspace != "" {
+		tiers, err = tf.VerifiersOn(workspace, env)
+	} else {
+		tiers, err = tf.Verifiers(env)
+	}
+	if err != nil && close != nil {
+		close()
+		close = nil
+	}
+	return eval.RescoreChecks{Tiers: tiers, LastOnly: workspace != "", Close: close}, err
 }
 
 // task is the task file rec's checks come from and its generator's model

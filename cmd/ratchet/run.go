@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/provider"
@@ -34,6 +35,7 @@ import (
 
 type runFlags struct {
 	model         string
+	ran           string // the model the run starts with, as ls and the UI show it (taskInfo.Ran)
 	json          bool
 	quiet         bool
 	log           string
@@ -54,6 +56,10 @@ type runFlags struct {
 	taskFile  string
 	workspace string
 	start     *patch.Start
+	// forkOf and forkAt are a fork's parent layer and point
+	// (taskfile.Config.ForkOf).
+	forkOf *layer.Layer
+	forkAt int64
 	// temporal (HOST:PORT), namespace and taskQueue run the task on
 	// Temporal workers instead of in this process (temporal.go).
 	temporal  string
@@ -222,6 +228,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	defer built.Close()
+	f.ran = modelName(built.ModelName, built.Model)
 	db, err := m.openStore(ctx, f.db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
@@ -458,6 +465,8 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		Budget:       f.budget(),
 		Workspace:    f.workspace,
 		Start:        f.start,
+		ForkOf:       f.forkOf,
+		ForkAt:       f.forkAt,
 		KeepCopy:     true,
 		OpenModel:    m.openModel,
 		Sandbox:      m.sandbox(f.unsafeSandbox),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -121,8 +122,12 @@ type taskInfo struct {
 	TaskFile  string `json:"task_file"`
 	Workspace string `json:"workspace,omitempty"`
 	// Start is where the workspace copy started, for the run's patch.
-	Start         *patch.Start  `json:"start,omitempty"`
-	Model         string        `json:"model,omitempty"`
+	Start *patch.Start `json:"start,omitempty"`
+	Model string       `json:"model,omitempty"`
+	// Ran is the model the run started with, from --model or its task
+	// file (a scripted one by its recording's name): what show and the UI
+	// show. Unlike Model, a resume does not read it back.
+	Ran           string        `json:"ran_model,omitempty"`
 	UnsafeSandbox bool          `json:"unsafe_sandbox,omitempty"`
 	Steps         int           `json:"steps,omitempty"`
 	ModelCalls    int           `json:"model_calls,omitempty"`
@@ -141,9 +146,19 @@ type taskInfo struct {
 	ProviderLimits []string `json:"provider_limits,omitempty"`
 }
 
+// runModel is the model a run started with, from its task info (Ran, else
+// the Model override of a run recorded before Ran was); "" when unknown.
+func runModel(task []byte) string {
+	var i taskInfo
+	if len(task) == 0 || json.Unmarshal(task, &i) != nil {
+		return ""
+	}
+	return cmp.Or(i.Ran, i.Model)
+}
+
 func (f runFlags) info() taskInfo {
 	return taskInfo{
-		TaskFile: f.taskFile, Workspace: f.workspace, Start: f.start, Model: f.model, UnsafeSandbox: f.unsafeSandbox,
+		TaskFile: f.taskFile, Workspace: f.workspace, Start: f.start, Model: f.model, Ran: f.ran, UnsafeSandbox: f.unsafeSandbox,
 		Steps: f.steps, ModelCalls: f.modelCalls, ToolCalls: f.toolCalls, Tokens: f.tokens, Cost: f.cost, Time: f.time,
 		Temporal: f.temporal, Namespace: f.namespace, TaskQueue: f.taskQueue,
 		Cache: f.cache, ProviderLimits: f.providerLimits,
@@ -383,7 +398,7 @@ func knownStatuses() []string {
 	for _, d := range budget.Dimensions {
 		out = append(out, string(loop.Exhausted(d)))
 	}
-	for _, p := range []progress.Pattern{progress.Repeating, progress.Oscillating, progress.Stagnating} {
+	for _, p := range progress.Patterns {
 		out = append(out, string(loop.Stalled(p)))
 	}
 	return out
@@ -509,17 +524,21 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 			ID       string       `json:"id"`
 			Status   string       `json:"status"`
 			Goal     string       `json:"goal"`
+			Model    string       `json:"model,omitempty"`
 			Labels   []string     `json:"labels,omitempty"`
 			Question string       `json:"question,omitempty"`
 			Created  time.Time    `json:"created"`
 			ForkOf   string       `json:"fork_of,omitempty"`
 			ForkSeq  int64        `json:"fork_seq,omitempty"`
 			Result   *loop.Result `json:"result,omitempty"`
-		}{row.ID, row.Status, row.Goal, row.Labels, row.Question, row.Created, row.ForkOf, row.ForkSeq, res})
+		}{row.ID, row.Status, row.Goal, m.secrets.String(runModel(row.Task)), row.Labels, row.Question, row.Created, row.ForkOf, row.ForkSeq, res})
 	}
 	// The text is a model's and its tools': shown escaped (observe.Escape).
 	w := escaper{m.Stdout}
 	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, shownStatus(row, time.Now()), oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
+	if mdl := runModel(row.Task); mdl != "" {
+		fmt.Fprintf(w, "model:   %s\n", m.secrets.String(mdl))
+	}
 	if len(row.Labels) > 0 {
 		fmt.Fprintf(w, "labels:  %s\n", strings.Join(row.Labels, ", "))
 	}

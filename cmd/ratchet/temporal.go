@@ -340,6 +340,7 @@ func (e *temporalEval) load(s *eval.Suite, modelFlag string) func(context.Contex
 		if err != nil {
 			return eval.Job{}, err
 		}
+		rf.ran = modelName(built.ModelName, built.Model)
 		info, err := json.Marshal(rf.info())
 		if err != nil {
 			built.Close()

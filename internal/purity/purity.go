@@ -35,7 +35,7 @@ const Module = "github.com/ratchetloop/ratchet"
 // Core maps each core package (its path in Module) to the packages of Module
 // it may import. Everything else of the module is the shell, or reaches it.
 var Core = map[string][]string{
-	"loop": {"budget", "progress", "verify", "model", "internal/jsonvalid", "internal/chunk"},
+	"loop": {"budget", "progress", "verify", "model", "internal/jsonvalid"},
 	// budget and progress are plain values and functions of them.
 	"budget":   {},
 	"progress": {"internal/jsonvalid"},
@@ -44,7 +44,8 @@ var Core = map[string][]string{
 // Check type-checks the non-test Go files in dir and returns every violation
 // as "file:line: problem". allowed lists the packages of Module (by their
 // path in it, such as "budget") that dir may import; any other is a
-// violation.
+// violation, and so is an entry nothing in dir imports (a stale allowance
+// would let the next import through unreviewed).
 func Check(dir string, allowed []string) ([]string, error) {
 	fset := token.NewFileSet()
 	matches, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -75,9 +76,13 @@ func Check(dir string, allowed []string) ([]string, error) {
 		pos := fset.Position(n.Pos())
 		problems = append(problems, fmt.Sprintf("%s:%d: %s", filepath.Base(pos.Filename), pos.Line, fmt.Sprintf(format, args...)))
 	}
+	used := map[string]bool{}
 	for _, f := range files {
 		for _, imp := range f.Imports {
 			path := strings.Trim(imp.Path.Value, `"`)
+			if rel, ok := strings.CutPrefix(path, Module+"/"); ok {
+				used[rel] = true
+			}
 			if slices.Contains(forbiddenImports, path) || strings.HasPrefix(path, "net/") {
 				report(imp, "imports %s", path)
 			}
@@ -110,6 +115,11 @@ func Check(dir string, allowed []string) ([]string, error) {
 			}
 			return true
 		})
+	}
+	for _, a := range allowed {
+		if !used[a] {
+			problems = append(problems, fmt.Sprintf("%s: the allow-list names %s, which nothing here imports: remove it", filepath.Base(dir), a))
+		}
 	}
 	return problems, nil
 }

@@ -426,9 +426,9 @@ func (s *Store) Append(ctx context.Context, run string, entries []store.Entry) e
 			}
 			return fmt.Errorf("%w: entries start at %d, the log ends at %d", store.ErrConflict, first, end)
 		}
-		for len(entries) > 0 {
-			chunk := entries[:min(len(entries), maxRowsPerInsert)]
-			entries = entries[len(chunk):]
+		for rest := entries; len(rest) > 0; {
+			chunk := rest[:min(len(rest), maxRowsPerInsert)]
+			rest = rest[len(chunk):]
 			var q strings.Builder
 			q.WriteString(`INSERT INTO entries (run, seq, kind, at, data) VALUES `)
 			args := make([]any, 0, 5*len(chunk))

@@ -28,8 +28,11 @@ type writer struct {
 	closeErr error
 }
 
-// op is one caller's write. fn runs inside a savepoint of the batch's
-// transaction: its error undoes only its own changes.
+// op is one caller's write. fn runs in the batch's transaction; when an
+// op of the batch fails, the batch runs again with each fn inside a
+// savepoint, so that its error undoes only its own changes. fn may thus
+// run twice: it must change nothing but the database (what it reads
+// back, it sets anew).
 type op struct {
 	ctx  context.Context
 	fn   func(tx) error
@@ -152,73 +155,117 @@ func (w *writer) loop() {
 // cancellation never interrupts the connection in the middle of another
 // caller's write.
 func (w *writer) commit(batch []*op) {
-	t := tx{w}
 	errs := make([]error, len(batch))
-	live := 0
 	for i, o := range batch {
-		if errs[i] = o.ctx.Err(); errs[i] == nil {
-			live++
-		}
+		errs[i] = o.ctx.Err()
 	}
-	tell := func(err error) {
-		for i, o := range batch {
-			if errs[i] != nil {
-				o.done <- errs[i]
-			} else {
-				o.done <- err
+	n := live(errs)
+	// Ops nearly always succeed, so the batch first runs them all in
+	// one transaction without savepoints (two statements fewer an op, a
+	// third of a small op's cost); if one of several fails, that
+	// transaction is rolled back and the batch runs again with a
+	// savepoint around each op, so that a failure undoes only its own. A
+	// lone op needs no savepoint: its failure rolls back its transaction.
+	if n > 0 && !w.run(batch, errs, n == 1) {
+		w.run(batch, errs, true)
+	}
+	for i, o := range batch {
+		o.done <- errs[i]
+	}
+}
+
+// run runs the live ops of batch (those with no error in errs) in one
+// transaction, each inside a savepoint when isolate (but for a lone op,
+// which its transaction isolates), and commits it, recording each op's
+// outcome in errs. Without isolate it stops at the first op that fails,
+// rolls back, leaves errs as they were and returns false: the batch is to
+// run again, isolated.
+func (w *writer) run(batch []*op, errs []error, isolate bool) bool {
+	t := tx{w}
+	lone := isolate && live(errs) == 1
+	fail := func(err error) bool {
+		for i := range batch {
+			if errs[i] == nil || errs[i] == errPending {
+				errs[i] = err
 			}
 		}
-	}
-	if live == 0 {
-		tell(nil)
-		return
+		return true
 	}
 	if _, err := t.exec("BEGIN IMMEDIATE"); err != nil {
-		tell(err)
-		return
+		return fail(err)
 	}
 	ok := 0
 	for i, o := range batch {
 		if errs[i] != nil {
 			continue
 		}
-		if live == 1 {
-			// Alone in its transaction: no savepoint needed, a failure
-			// rolls the transaction back.
+		if !isolate {
+			if err := o.fn(t); err != nil {
+				w.rollback()
+				for j := range batch {
+					if errs[j] == errPending {
+						errs[j] = nil
+					}
+				}
+				return false
+			}
+			errs[i] = errPending
+			ok++
+			continue
+		}
+		if lone {
 			if errs[i] = o.fn(t); errs[i] == nil {
+				errs[i] = errPending
 				ok++
 			}
 			break
 		}
 		if _, err := t.exec("SAVEPOINT op"); err != nil {
 			w.rollback()
-			tell(err)
-			return
+			return fail(err)
 		}
 		if errs[i] = o.fn(t); errs[i] != nil {
 			if _, err := t.exec("ROLLBACK TO op"); err != nil {
 				w.rollback()
-				tell(fmt.Errorf("undo a failed write: %w (after %w)", err, errs[i]))
-				return
+				return fail(fmt.Errorf("undo a failed write: %w (after %w)", err, errs[i]))
 			}
 		} else {
+			errs[i] = errPending
 			ok++
 		}
 		if _, err := t.exec("RELEASE op"); err != nil {
 			w.rollback()
-			tell(err)
-			return
+			return fail(err)
 		}
 	}
 	if ok == 0 {
 		w.rollback()
 	} else if _, err := t.exec("COMMIT"); err != nil {
 		w.rollback()
-		tell(fmt.Errorf("commit: %w", err))
-		return
+		return fail(fmt.Errorf("commit: %w", err))
 	}
-	tell(nil)
+	for i := range batch {
+		if errs[i] == errPending {
+			errs[i] = nil
+		}
+	}
+	return true
 }
+
+// live counts the ops with no outcome yet.
+func live(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// errPending marks, while a transaction is open, an op that ran and
+// waits for the commit.
+var errPending = errors.New("pending commit")
 
 // rollback ends a failed transaction. Its own error is moot: either the
 // transaction is gone or the connection is broken, and the next BEGIN says

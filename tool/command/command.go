@@ -6,13 +6,22 @@
 // Each call runs `bash -c COMMAND` in a fresh sandbox (see package sandbox):
 // no network, a scrubbed environment, the sandbox's limits, the task's test
 // files mounted read-only and a wall-clock timeout bounded by what is left
-// of the run's time budget. The workspace's regular files are copied into
-// the sandbox's own workspace, and once every process of the command is
-// dead the files it created, changed or removed are carried back into the
-// run's workspace, read through an os.Root of the sandbox's workspace
-// without following links: the host never opens a link, device or FIFO the
-// command left, and nothing it writes lands outside the workspace. Links,
-// .git, the mounted tests and the Go build cache are never carried back.
+// of the run's time budget.
+//
+// On a run's layer (Config.Layer, package layer; as root) the command
+// works on the layer's view itself, bound at the workspace's path: nothing
+// is copied in or out per call, links, modes and .git are as in the
+// original, and what it writes lands in the layer's upper layer, never in
+// the original.
+//
+// Otherwise (without root) the workspace's regular files, at most 32 MiB,
+// are copied into the sandbox's own workspace on every call, and once every
+// process of the command is dead the files it created, changed or removed
+// are carried back into the run's workspace, read through an os.Root of the
+// sandbox's workspace without following links: the host never opens a
+// link, device or FIFO the command left, and nothing it writes lands
+// outside the workspace. Links, .git, the mounted tests and the Go build
+// cache are never copied nor carried back.
 //
 // When the command line runs a recognised test runner (pytest, `go test
 // -json`, `node --test`), the result leads with the failing tests, shaped
@@ -31,6 +40,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/sandbox/gocache"
@@ -77,6 +87,14 @@ type Config struct {
 	GoCache string
 	// Secrets are replaced by [redacted] in what the command prints.
 	Secrets *redact.Redactor
+	// Layer, when set, is the run's layer (see package layer), whose view
+	// is Workspace: each command runs on the view itself (sandbox.Spec's
+	// Layer), so nothing is copied in or carried back, and links, modes
+	// and .git are as in the original. Needs root, a Runner that runs as
+	// the layer's UID, and Workspace == Layer.Merged(). Without it each
+	// command gets a copy of the workspace's regular files (at most 32 MiB,
+	// no links, no .git) and its changes are carried back.
+	Layer *layer.Layer
 }
 
 // maxShown bounds each of stdout and stderr in a result, so that both fit
@@ -103,6 +121,9 @@ func New(cfg Config) (tool.Tool, error) {
 		problems = append(problems, "no workspace")
 	} else if fi, err := os.Stat(cfg.Workspace); err != nil || !fi.IsDir() {
 		problems = append(problems, fmt.Sprintf("workspace %s is not a directory", cfg.Workspace))
+	}
+	if cfg.Layer != nil && filepath.Clean(cfg.Workspace) != cfg.Layer.Merged() {
+		problems = append(problems, fmt.Sprintf("workspace %s is not the layer's view %s", cfg.Workspace, cfg.Layer.Merged()))
 	}
 	for _, m := range cfg.Tests {
 		if !localPath(m.Target) {
@@ -154,7 +175,7 @@ type args struct {
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"stop the command after this many seconds (default 60, at most 600, and never past the run's time budget)"`
 }
 
-const description = `Run a shell command line (bash -c) in a sandbox holding a copy of the workspace, and see its exit status, wall time, stdout and stderr. Use it to run the tests, build, or inspect the project. The sandbox has no network and a clean environment; the task's test files are mounted read-only. Files the command creates, changes or removes in the workspace are carried back into it once the command ends (symbolic links, .git and the tests are not). When the command runs pytest, "go test -json" or "node --test", the result starts with the failing tests and their assertions. Long output keeps its head and tail. Calls are not repeated: a command that was running when the run stopped is not run again.`
+const description = `Run a shell command line (bash -c) in a sandbox on the workspace, and see its exit status, wall time, stdout and stderr. Use it to run the tests, build, inspect the project or run git. The sandbox has no network and a clean environment; the task's test files are mounted read-only. Files the command creates, changes or removes in the workspace stay changed once it ends (where the workspace is copied into the sandbox, symbolic links and .git are not, and are not carried back). When the command runs pytest, "go test -json" or "node --test", the result starts with the failing tests and their assertions. Long output keeps its head and tail. Calls are not repeated: a command that was running when the run stopped is not run again.`
 
 func (r *runCommand) call(ctx context.Context, in args) (string, error) {
 	if strings.TrimSpace(in.Command) == "" {
@@ -203,8 +224,8 @@ type limit struct {
 	byBudget bool
 }
 
-// run runs line in a sandbox on a copy of the workspace and carries its
-// changes back.
+// run runs line in a sandbox on the layer, or on a copy of the workspace
+// whose changes it carries back.
 func (r *runCommand) run(ctx context.Context, line string, timeout limit) (string, error) {
 	root, err := os.OpenRoot(r.cfg.Workspace)
 	if err != nil {
@@ -212,9 +233,11 @@ func (r *runCommand) run(ctx context.Context, line string, timeout limit) (strin
 	}
 	defer root.Close()
 	res := r.reserved
-	before, err := snapshot(root, res, maxWorkspace)
-	if err != nil {
-		return "", fmt.Errorf("copying the workspace into the sandbox: %w", err)
+	before := &state{}
+	if r.cfg.Layer == nil {
+		if before, err = snapshot(root, res, maxWorkspace); err != nil {
+			return "", fmt.Errorf("copying the workspace into the sandbox: %w", err)
+		}
 	}
 	runner := recognise(line)
 	lim := r.cfg.Limits
@@ -226,7 +249,7 @@ func (r *runCommand) run(ctx context.Context, line string, timeout limit) (strin
 	if len(runner.env) > 0 {
 		env = withDefaults(runner.env, env)
 	}
-	caches := r.caches(line, before)
+	caches := r.caches(line, root)
 	if caches != nil {
 		if err := gocache.Warm(ctx, r.cfg.Runner, r.cfg.GoCache, "go", env, lim); err != nil {
 			return "", fmt.Errorf("the sandbox could not run the command: %w", err)
@@ -235,11 +258,12 @@ func (r *runCommand) run(ctx context.Context, line string, timeout limit) (strin
 	out, err := r.cfg.Runner.Run(ctx, sandbox.Spec{
 		Files:      before.files,
 		Executable: before.executable(),
+		Layer:      r.cfg.Layer,
 		Mounts:     r.cfg.Tests,
 		Command:    []string{r.shell, "-c", line},
 		Env:        env,
 		Limits:     lim,
-		Keep:       true,
+		Keep:       r.cfg.Layer == nil,
 		Report:     runner.report,
 		Caches:     caches,
 	})
@@ -251,6 +275,10 @@ func (r *runCommand) run(ctx context.Context, line string, timeout limit) (strin
 			return "", fmt.Errorf("the command was stopped: %v", context.Cause(ctx))
 		}
 		return "", fmt.Errorf("the sandbox could not run the command: %w", err)
+	}
+	if r.cfg.Layer != nil {
+		// What it wrote is in the layer already.
+		return r.render(line, timeout, out, runner, changes{}, nil), nil
 	}
 	// Every process of the command is dead: what it left is settled.
 	changes, cerr := carryBack(root, out.Workspace, before, res)
@@ -264,10 +292,10 @@ var goWord = regexp.MustCompile(`(^|[\s/;&|(` + "`" + `])go(\s|$)`)
 // at the workspace root: its scripts and makefiles run go too) and for a
 // command line that runs go. Elsewhere it is left out: its first use
 // warms it, and each use costs a mount (without root, a copy of it).
-func (r *runCommand) caches(line string, ws *state) []sandbox.Cache {
-	_, mod := ws.files["go.mod"]
-	_, work := ws.files["go.work"]
-	if !mod && !work && !goWord.MatchString(line) {
+func (r *runCommand) caches(line string, ws *os.Root) []sandbox.Cache {
+	_, modErr := ws.Lstat("go.mod")
+	_, workErr := ws.Lstat("go.work")
+	if modErr != nil && workErr != nil && !goWord.MatchString(line) {
 		return nil
 	}
 	return []sandbox.Cache{gocache.Cache(r.cfg.GoCache)}

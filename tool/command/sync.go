@@ -3,7 +3,6 @@ package command
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ratchetloop/ratchet/internal/wsread"
 	"github.com/ratchetloop/ratchet/sandbox/gocache"
 )
 
@@ -35,41 +35,16 @@ type state struct {
 }
 
 // snapshot reads the regular files of the workspace below root, except
-// the reserved paths, refusing more than limit bytes. Every file is opened
-// below root with O_NOFOLLOW and O_NONBLOCK and read only when fstat says
-// it is a regular file: links, devices and FIFOs are left out.
+// the reserved paths, refusing more than limit bytes, with wsread: links,
+// devices and FIFOs are left out.
 func snapshot(root *os.Root, res *reserved, limit int64) (*state, error) {
 	st := &state{files: map[string][]byte{}, modes: map[string]fs.FileMode{}, dirs: map[string]bool{}}
-	left := limit
-	err := fs.WalkDir(root.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		if res.covers(rel) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		data, mode, err := readRegular(root, rel, left)
-		if errors.Is(err, errNotRegular) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		left -= int64(len(data))
-		st.files[rel], st.modes[rel] = data, mode
+	skip := func(rel string, _ fs.DirEntry) bool { return res.covers(rel) }
+	err := wsread.Files(root, nil, skip, limit, func(rel string, data []byte, perm fs.FileMode) {
+		st.files[rel], st.modes[rel] = data, perm
 		for p := path.Dir(rel); p != "."; p = path.Dir(p) {
 			st.dirs[p] = true
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -93,36 +68,6 @@ func (st *state) executable() map[string]bool {
 // executable: when it is on the host, or starts with "#!".
 func (st *state) sandboxExec(rel string) bool {
 	return st.modes[rel]&0o111 != 0 || strings.HasPrefix(string(st.files[rel]), "#!")
-}
-
-var errNotRegular = errors.New("not a regular file")
-
-// readRegular reads the regular file rel below root, refusing more than
-// limit bytes, and returns its permissions.
-func readRegular(root *os.Root, rel string, limit int64) ([]byte, fs.FileMode, error) {
-	f, err := root.OpenFile(filepath.FromSlash(rel), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, 0, errNotRegular
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, 0, errNotRegular
-	}
-	if fi.Size() > limit {
-		return nil, 0, fmt.Errorf("%s: the workspace holds more than %d MiB", rel, maxWorkspace>>20)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, 0, err
-	}
-	if int64(len(data)) > limit {
-		return nil, 0, fmt.Errorf("%s: the workspace holds more than %d MiB", rel, maxWorkspace>>20)
-	}
-	return data, fi.Mode().Perm(), nil
 }
 
 // changes are what carryBack did to the workspace.
@@ -210,7 +155,7 @@ var errUnchanged = errors.New("unchanged")
 // writeBack writes the sandbox's file rel into the workspace if the command
 // created or changed it (its content or its executable bit).
 func writeBack(root, sr *os.Root, rel string, mode fs.FileMode, before *state) error {
-	data, _, err := readRegular(sr, rel, maxCarry)
+	data, _, err := wsread.File(sr, rel, maxCarry)
 	if err != nil {
 		return err
 	}

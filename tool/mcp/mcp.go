@@ -273,12 +273,14 @@ func (s *Server) list(ctx context.Context, cfg Config) ([]tool.Tool, error) {
 	tools := make([]tool.Tool, 0, len(remote))
 	seen := map[string]string{}
 	var errs []error
+	size := 0
 	for _, t := range remote {
 		mt, err := s.wrap(t, cfg)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		size += len(mt.info.Name) + len(mt.info.Description) + len(mt.info.Schema)
 		if other, dup := seen[mt.info.Name]; dup {
 			errs = append(errs, fmt.Errorf("tools %q and %q both become %q", other, t.Name, mt.info.Name))
 			continue
@@ -286,7 +288,22 @@ func (s *Server) list(ctx context.Context, cfg Config) ([]tool.Tool, error) {
 		seen[mt.info.Name] = t.Name
 		tools = append(tools, mt)
 	}
+	if size > MaxToolListBytes {
+		// Every model call carries the tool list: one this large would
+		// spend the token budget before the model said a word.
+		errs = append(errs, fmt.Errorf("its tools' names, descriptions and schemas come to %s, more than the %s a server may offer: name the tools the task needs (tools: [...])", bytesText(size), bytesText(MaxToolListBytes)))
+	}
 	return tools, errors.Join(errs...)
+}
+
+// MaxToolListBytes bounds what one server's tools add to every request.
+const MaxToolListBytes = 256 << 10
+
+func bytesText(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }
 
 // wrap makes a ratchet tool of a server's tool.

@@ -291,7 +291,7 @@ func TestCalls(t *testing.T) {
 		{name: "schema failure stops before the server", call: tool.Call{Name: "add", Args: json.RawMessage(`{"a":"two","b":3}`)},
 			outcome: tool.OutcomeInvalidArgs, output: `tool "add": arguments do not match the schema`, contains: true},
 		{name: "missing required argument", call: tool.Call{Name: "echo", Args: json.RawMessage(`{}`)},
-			outcome: tool.OutcomeInvalidArgs, output: `"message"`, contains: true},
+			outcome: tool.OutcomeInvalidArgs, output: `$: missing property 'message'`, contains: true},
 		{name: "not JSON", call: tool.Call{Name: "echo", Args: json.RawMessage(`{"message":`)},
 			outcome: tool.OutcomeInvalidArgs, output: "not valid JSON", contains: true},
 		{name: "isError is a tool error", call: tool.Call{Name: "fail"},
@@ -460,4 +460,41 @@ func TestHTTPUnreachable(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), `MCP server "gone" failed to start: `) {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// TestToolListCap: a server whose tools would add more than
+// MaxToolListBytes to every request is refused, saying so; naming the
+// tools the task needs gets past it.
+func TestToolListCap(t *testing.T) {
+	connectTo := func(cfg mcp.Config) (*mcp.Server, error) {
+		s := sdk.NewServer(&sdk.Implementation{Name: "huge", Version: "v0"}, nil)
+		for _, name := range []string{"small", "manual"} {
+			desc := "A tool."
+			if name == "manual" {
+				desc = strings.Repeat("Read this carefully. ", mcp.MaxToolListBytes/20)
+			}
+			s.AddTool(&sdk.Tool{Name: name, Description: desc, InputSchema: objectSchema("")}, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return text("ok"), nil
+			})
+		}
+		ct, st := sdk.NewInMemoryTransports()
+		ss, err := s.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		cfg.Name, cfg.Transport = "huge", ct
+		return mcp.Connect(context.Background(), cfg)
+	}
+	if s, err := connectTo(mcp.Config{}); err == nil {
+		s.Close()
+		t.Error("a tool list over the cap was taken")
+	} else if !strings.Contains(err.Error(), "more than the 256 KiB a server may offer: name the tools the task needs") {
+		t.Errorf("error %q", err)
+	}
+	s, err := connectTo(mcp.Config{Tools: []string{"small"}})
+	if err != nil {
+		t.Fatalf("with an allow-list: %v", err)
+	}
+	s.Close()
 }
