@@ -105,7 +105,8 @@ if [ $# -eq 0 ]; then
 	# terminal), a few seconds each beyond their seeds.
 	echo "== go test -fuzz"
 	for target in \
-		./model/anthropic:FuzzAssemble ./model/openai:FuzzAssemble ./model/retry:FuzzRetryAfter \
+		./model/anthropic:FuzzAssemble ./model/openai:FuzzAssemble ./model/openai:FuzzAssembleResponses \
+		./model/gemini:FuzzAssemble ./model/retry:FuzzRetryAfter ./tool:FuzzTypedCheck ./progress:FuzzCanonical \
 		./model/cache:FuzzDecodeReply ./tool:FuzzTrim ./tool:FuzzExecutorArgs ./tool/command:FuzzRender \
 		./verify/testreport:FuzzParseJUnitXML ./verify/testreport:FuzzParseGoTestJSON ./verify/testreport:FuzzParseTAP \
 		./verify/judge:FuzzDecodeReply ./verify/judge:FuzzPlanGo ./observe:FuzzPrinter ./redact:FuzzString; do
