@@ -29,7 +29,7 @@ func TestChildrenSpawn(t *testing.T) {
 	}
 	keep := budget.Usage{Steps: 2, ModelCalls: 2, ToolCalls: 1, InputTokens: 1000, OutputTokens: 5000, Cost: 50000}
 	var ch children
-	notes := ch.spawn(calls, []int{0, 1, 2}, &spec, budget.Usage{Steps: 1, ModelCalls: 1}, keep, 1)
+	notes := ch.spawn(calls, []int{0, 1, 2}, &spec, budget.Usage{Steps: 1, ModelCalls: 1}, keep, 0, 1)
 	if ch.Started != 2 || calls[0].Spawn == nil || calls[1].Spawn == nil || calls[2].Spawn != nil {
 		t.Fatalf("started %d: %+v", ch.Started, calls)
 	}
