@@ -17,13 +17,15 @@ type children struct {
 
 // share is what carving a child's budget reads of its parent: its limits,
 // what it used, what it keeps for its next and closing turns, the closing
-// time reserve, and what its children in flight were given.
+// time reserve, what its children in flight were given, and its costliest
+// model call so far.
 type share struct {
 	limits      budget.Limits
 	used        budget.Usage
 	keep        budget.Usage
 	reserveTime time.Duration
 	committed   budget.Limits
+	callCost    budget.Micros
 }
 
 // committed is how much of each dimension the children in flight among
@@ -68,12 +70,20 @@ func carve(r spawnRequest, n int, def budget.Limits, p share) (budget.Limits, st
 		if d == budget.ToolCalls && len(r.Tools) == 0 {
 			v = budget.Unlimited // it has no tools to call: nothing to carve
 		}
-		if v != budget.Unlimited && v < minChild(d) {
+		least := minChild(d)
+		if d == budget.Cost && shared {
+			// A child's first call is projected to cost nothing (it has made
+			// none), so a share smaller than a turn and a closing turn at the
+			// parent's costliest call would let each child of a fan-out
+			// overrun it by a call, and the parent's cap by one per child.
+			least = max(least, 2*int64(p.callCost))
+		}
+		if v != budget.Unlimited && v < least {
 			if !shared {
-				return out, fmt.Sprintf("its %s limit would be %s, below the minimum of %s", d, budget.Format(d, v), budget.Format(d, minChild(d)))
+				return out, fmt.Sprintf("its %s limit would be %s, below the minimum of %s", d, budget.Format(d, v), budget.Format(d, least))
 			}
 			return out, fmt.Sprintf("too little %s budget is left: its share would be %s (what this run has left beyond its own next and closing turns, shared among the %d sub-agents still to start this turn), below the minimum of %s",
-				d, budget.Format(d, part), n, budget.Format(d, minChild(d)))
+				d, budget.Format(d, part), n, budget.Format(d, least))
 		}
 		out.Set(d, v)
 	}
@@ -97,8 +107,9 @@ func childPolicy(p Policy, l budget.Limits) Policy {
 // spawn answers the turn's spawn_subagent calls (indices into calls, in
 // call order) at step: each is refused with an observation or given its
 // limits and a child, which the caller issues as a RunChild command.
-// keep is what the parent keeps for itself; spec is the parent's.
-func (ch *children) spawn(calls []pendingCall, idx []int, spec *Spec, used, keep budget.Usage, step int) []Note {
+// keep is what the parent keeps for itself, callCost its costliest model
+// call so far; spec is the parent's.
+func (ch *children) spawn(calls []pendingCall, idx []int, spec *Spec, used, keep budget.Usage, callCost budget.Micros, step int) []Note {
 	sub := spec.Policy.Subagents
 	maxChildren := sub.MaxChildren
 	if maxChildren == 0 {
@@ -130,7 +141,7 @@ func (ch *children) spawn(calls []pendingCall, idx []int, spec *Spec, used, keep
 	def := sub.Budget.WithDefaults()
 	for k, v := range valid {
 		c := &calls[v.call]
-		p := share{limits: spec.Budget, used: used, keep: keep, reserveTime: spec.Policy.Reserve.Time, committed: committed(calls)}
+		p := share{limits: spec.Budget, used: used, keep: keep, reserveTime: spec.Policy.Reserve.Time, committed: committed(calls), callCost: callCost}
 		limits, why := carve(v.r, len(valid)-k, def, p)
 		if why != "" {
 			refuse(c, "spawn_budget", why)

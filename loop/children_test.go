@@ -29,7 +29,7 @@ func TestChildrenSpawn(t *testing.T) {
 	}
 	keep := budget.Usage{Steps: 2, ModelCalls: 2, ToolCalls: 1, InputTokens: 1000, OutputTokens: 5000, Cost: 50000}
 	var ch children
-	notes := ch.spawn(calls, []int{0, 1, 2}, &spec, budget.Usage{Steps: 1, ModelCalls: 1}, keep, 1)
+	notes := ch.spawn(calls, []int{0, 1, 2}, &spec, budget.Usage{Steps: 1, ModelCalls: 1}, keep, 0, 1)
 	if ch.Started != 2 || calls[0].Spawn == nil || calls[1].Spawn == nil || calls[2].Spawn != nil {
 		t.Fatalf("started %d: %+v", ch.Started, calls)
 	}
@@ -55,6 +55,37 @@ func TestChildrenSpawn(t *testing.T) {
 	}
 }
 
+// Fan-out is one level deep and priced: a child is offered no
+// spawn_subagent (it cannot start sub-agents of its own), and a child whose
+// cost share is less than a turn and a closing turn at the parent's
+// costliest call is not started.
+func TestChildrenFanOut(t *testing.T) {
+	spec := Spec{Goal: "g", Tools: []model.ToolSpec{{Name: "look"}}, Checks: []Check{{Name: "facts", Tier: verify.Cheap}},
+		Budget: budget.Limits{Steps: 50, Cost: 100_000}.WithDefaults(),
+		Policy: Policy{Subagents: &Subagents{Tools: []string{"look"}, Checks: []Check{{Name: "facts", Tier: verify.Cheap}}}}}
+	spec.Policy = spec.Policy.withDefaults(spec.Budget)
+	calls := []pendingCall{{ID: "a", Name: SpawnTool, Args: json.RawMessage(`{"goal":"one"}`)}, {ID: "b", Name: SpawnTool, Args: json.RawMessage(`{"goal":"two"}`)}}
+	var ch children
+	// A share of 100000: two calls of 40000 fit in it, two of 60000 do not.
+	ch.spawn(calls[:1], []int{0}, &spec, budget.Usage{}, budget.Usage{}, 40_000, 1)
+	if calls[0].Spawn == nil {
+		t.Fatalf("a child with room for two calls was refused: %+v", calls[0].Result)
+	}
+	cm, err := New(calls[0].Spawn.Child.Spec(spec.Tools))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range cm.req.tools {
+		if tool.Name == SpawnTool {
+			t.Errorf("a child is offered %s: sub-agents could nest", SpawnTool)
+		}
+	}
+	ch.spawn(calls[1:], []int{0}, &spec, budget.Usage{}, budget.Usage{}, 60_000, 1)
+	if calls[1].Spawn != nil || calls[1].Result == nil || calls[1].Result.Outcome != "spawn_budget" || !strings.Contains(calls[1].Result.Output, "below the minimum of $0.12") {
+		t.Errorf("a child with room for less than two calls: %+v %+v", calls[1].Spawn, calls[1].Result)
+	}
+}
+
 // A child's usage is charged to its parent, time aside, and a child that
 // did not end done is an error for the parent model.
 func TestChildEnded(t *testing.T) {
@@ -68,5 +99,18 @@ func TestChildEnded(t *testing.T) {
 	}
 	if !out.IsError || out.Outcome != "subagent_not_done" || !strings.Contains(out.Output, "It submitted no answer") {
 		t.Errorf("outcome %+v", out)
+	}
+}
+
+// A spec may not let a run start more than MaxChildrenCeiling sub-agents.
+func TestMaxChildrenCeiling(t *testing.T) {
+	for n, ok := range map[int]bool{MaxChildrenCeiling: true, MaxChildrenCeiling + 1: false} {
+		spec := Spec{Goal: "g", Tools: []model.ToolSpec{{Name: "look", Description: "look", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+			Checks: []Check{{Name: "facts", Tier: verify.Cheap}}, Budget: budget.Limits{Steps: 5},
+			Policy: Policy{Subagents: &Subagents{Tools: []string{"look"}, Checks: []Check{{Name: "facts", Tier: verify.Cheap}}, MaxChildren: n}}}
+		_, err := New(spec)
+		if ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "max_children: 65 is over the most a run may start (64)")) {
+			t.Errorf("max_children %d: %v", n, err)
+		}
 	}
 }

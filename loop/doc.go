@@ -144,10 +144,12 @@
 //     shared, since children run in parallel: a child gets at most the
 //     parent's time left before its closing reserve. A child that would get
 //     less than a working minimum (2 steps and model calls, 1 tool call if
-//     it has tools, 2000 tokens, 1 micro-USD, 1 s) is refused with an
-//     observation (spawn_budget), as is one past Subagents.MaxChildren
-//     (spawn_limit). So the carves of the children in flight never add up
-//     to more than the parent has left.
+//     it has tools, 2000 tokens, 1 s, and a cost share of 1 micro-USD and
+//     of two calls at the parent's costliest so far, since a child's first
+//     call is projected to cost nothing) is refused with an observation
+//     (spawn_budget), as is one past Subagents.MaxChildren (spawn_limit; at
+//     most MaxChildrenCeiling). So the carves of the children in flight
+//     never add up to more than the parent has left.
 //  3. Each child started is a RunChild command with ID "c<N>" (N counts the
 //     run's children) carrying the Child: goal, tool and check names, the
 //     parent's permissions, the carved Budget and a Policy (the parent's,

@@ -97,6 +97,9 @@ type ToolOutcome struct {
 type Failure struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
+	// Billed is what the failed model call's attempts were billed
+	// (model.Hooks.OnBilled); the machine charges it like a reply's usage.
+	Billed *model.Usage `json:"billed,omitempty"`
 }
 
 // Failure kinds the machine distinguishes.

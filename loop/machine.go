@@ -180,6 +180,11 @@ func (m *Machine) Step(ev Event) error {
 			m.st.Usage.Time = el
 		}
 	}
+	if ev.Type == EventModelError && ev.Error.Billed != nil {
+		// Every phase that calls a model charges a failed call's billed
+		// attempts here, before it decides what the failure means.
+		m.st.charge(&model.Response{Usage: *ev.Error.Billed})
+	}
 	m.handle(&ev)
 	return nil
 }

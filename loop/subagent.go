@@ -50,12 +50,19 @@ type Subagents struct {
 	// Budget is each child's default budget and the most a spawn may ask
 	// for; zero fields take budget.Defaults. The carving may give less.
 	Budget budget.Limits `json:"budget"`
-	// MaxChildren caps the sub-agents one run may start (default 8).
+	// MaxChildren caps the sub-agents one run may start (default 8, at
+	// most MaxChildrenCeiling).
 	MaxChildren int `json:"max_children,omitempty"`
 }
 
 // defaultMaxChildren is MaxChildren's default.
 const defaultMaxChildren = 8
+
+// MaxChildrenCeiling is the most sub-agents any run may start: fan-outs of
+// hundreds of agents are what a cap must prevent, and sub-agents cannot
+// start their own (a fan-out is one level deep), so this bounds the whole
+// tree.
+const MaxChildrenCeiling = 64
 
 // maxChildGoal bounds a spawn's goal.
 const maxChildGoal = 8000
@@ -146,6 +153,9 @@ func (s Spec) validateSubagents(add func(string, ...any)) {
 	}
 	if sub.MaxChildren < 0 {
 		add("policy.subagents.max_children: %d is negative", sub.MaxChildren)
+	}
+	if sub.MaxChildren > MaxChildrenCeiling {
+		add("policy.subagents.max_children: %d is over the most a run may start (%d)", sub.MaxChildren, MaxChildrenCeiling)
 	}
 }
 

@@ -419,7 +419,7 @@ func (m *Machine) dispatchTools(closing bool) {
 	}
 	m.st.Usage.ToolCalls += ran
 	if len(spawns) > 0 {
-		m.ready.note(m.st.Children.spawn(m.st.Calls, spawns, &m.spec, m.st.Usage, m.req.turnNeed(&m.st), m.st.Step)...)
+		m.ready.note(m.st.Children.spawn(m.st.Calls, spawns, &m.spec, m.st.Usage, m.req.turnNeed(&m.st), m.st.MaxCallCost, m.st.Step)...)
 	}
 	cmds := m.st.toolCommands(m.st.deadline(m.spec.Budget.Time, m.spec.Policy.Reserve.Time))
 	if len(cmds) == 0 {

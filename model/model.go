@@ -354,6 +354,12 @@ type Hooks struct {
 	// OnWait is called before the call waits for its provider's shared
 	// limits.
 	OnWait func(Wait)
+	// OnBilled is called with the usage of an attempt that failed but that
+	// the provider bills all the same (a stream cut after output), before
+	// the call goes on (a fallback's next model) or returns its error: the
+	// runner charges it to the run, so that a cost cap holds when attempts
+	// fail. A successful reply's own Usage is not reported here.
+	OnBilled func(Usage)
 }
 
 type hooksKey struct{}

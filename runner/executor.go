@@ -101,12 +101,21 @@ func (x *Executor) CallModel(ctx context.Context, c *loop.Command, sink Sink) (e
 	if answered != nil {
 		return *answered, nil
 	}
-	hctx, endText := x.withHooks(ctx, c, sink)
+	var billed model.Usage
+	hctx, endText := x.withHooks(ctx, c, sink, &billed)
 	resp, err := x.model.Generate(hctx, *req)
 	endText()
+	// Every path to a model (a fallback's members, each retry, a sub-agent's
+	// own executor) passes here: what its failed attempts were billed goes
+	// into what the call charges, so that the run's cost cap holds.
 	if err != nil {
-		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: failure(ctx, err)}, err
+		f := failure(ctx, err)
+		if billed != (model.Usage{}) {
+			f.Billed = &billed
+		}
+		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: f}, err
 	}
+	resp.Usage = addBilled(resp.Usage, billed)
 	if tripped := x.afterModel(ctx, c, &resp); tripped != nil {
 		return *tripped, nil
 	}
@@ -119,9 +128,15 @@ func (x *Executor) CallModel(ctx context.Context, c *loop.Command, sink Sink) (e
 // start of a secret waits for the next piece). endText shows what was held
 // back once the call is over. Sampled alternatives run in parallel: their
 // text is not streamed.
-func (x *Executor) withHooks(ctx context.Context, c *loop.Command, sink Sink) (_ context.Context, endText func()) {
+func (x *Executor) withHooks(ctx context.Context, c *loop.Command, sink Sink, billed *model.Usage) (_ context.Context, endText func()) {
 	id := c.ID
+	var mu sync.Mutex // a model may bill attempts from several goroutines
 	h := model.Hooks{
+		OnBilled: func(u model.Usage) {
+			mu.Lock()
+			*billed = addBilled(*billed, u)
+			mu.Unlock()
+		},
 		OnRetry: func(rt model.Retry) {
 			sink(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
 		},
@@ -152,6 +167,25 @@ func (x *Executor) withHooks(ctx context.Context, c *loop.Command, sink Sink) (_
 			show(rest)
 		}
 	}
+}
+
+// addBilled is u with a billed attempt's usage v added; v's negative
+// counts (a buggy or hostile provider's) are taken as zero, so that a
+// failed attempt can never lower what a run spent. The sum's cost is known
+// only if both are (a zero u has nothing unknown in it).
+func addBilled(u, v model.Usage) model.Usage {
+	if v == (model.Usage{}) {
+		return u
+	}
+	known := v.CostKnown && (u.CostKnown || u == model.Usage{})
+	u.InputTokens += max(v.InputTokens, 0)
+	u.OutputTokens += max(v.OutputTokens, 0)
+	u.CacheReadTokens += max(v.CacheReadTokens, 0)
+	u.CacheWriteTokens += max(v.CacheWriteTokens, 0)
+	u.ReasoningTokens += max(v.ReasoningTokens, 0)
+	u.Cost += max(v.Cost, 0)
+	u.CostKnown = known
+	return u
 }
 
 // failure classifies err, naming the time budget when the command's

@@ -11,3 +11,6 @@ func SetLeaseInterval(d time.Duration) (restore func()) {
 
 // CheckForkPoint is forkPoint, for FuzzForkPoint.
 var CheckForkPoint = forkPoint
+
+// AddBilled is addBilled, for TestAddBilled.
+var AddBilled = addBilled

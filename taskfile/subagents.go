@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/verify"
 )
 
@@ -58,7 +59,9 @@ func (p *parser) subagents(n *yaml.Node) {
 		case "budget":
 			p.limits(v, "subagents.budget", &s.Budget)
 		case "max_children":
-			s.MaxChildren = p.int(v, "subagents.max_children", 1)
+			if s.MaxChildren = p.int(v, "subagents.max_children", 1); s.MaxChildren > loop.MaxChildrenCeiling {
+				p.errorf(v, "subagents.max_children must be at most %d (sub-agents cannot start their own, so this bounds the fan-out), got %d", loop.MaxChildrenCeiling, s.MaxChildren)
+			}
 		}
 	})
 }

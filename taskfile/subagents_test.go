@@ -85,6 +85,7 @@ func TestParseSubagentsProblems(t *testing.T) {
 		{"bad check", ok + "subagents: {checks: [{equals: a, colour: red}]}\n", 4, `unknown field "colour" in check`},
 		{"empty checks", ok + "subagents: {checks: []}\n", 4, "subagents.checks must be a non-empty list"},
 		{"max_children zero", ok + "subagents: {task_checks: [equals], max_children: 0}\n", 4, "subagents.max_children must be at least 1"},
+		{"max_children past the ceiling", ok + "subagents:\n  task_checks: [equals]\n  max_children: 65\n", 6, "subagents.max_children must be at most 64"},
 		{"generate mode", "mode: generate\ngoal: g\nchecks: [{equals: a}]\nsubagents: {task_checks: [equals]}\n", 4, "subagents need tools; generate mode has none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
