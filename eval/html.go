@@ -312,6 +312,10 @@ func summaryTable(m Metrics) table {
 			[]string{fmt.Sprintf("pass^%d (all %d runs of a case pass)", st.K, st.K), fmt.Sprintf("%.1f%%", 100*st.PassHatK), ""},
 			[]string{"cases stable-pass / flaky / stable-fail", fmt.Sprintf("%d / %d / %d", st.StablePass, st.Flaky, st.StableFail), ""})
 	}
+	t.Rows = append(t.Rows, []string{"spend", fmt.Sprintf("%s, %d tokens", m.Spend.Cost, m.Spend.Tokens), ""})
+	if m.Spend.OverLimit > 0 {
+		t.Rows = append(t.Rows, []string{"runs past their cost limit", fmt.Sprintf("%s, by at most %s (the bound is one call's projected cost)", words.Count(m.Spend.OverLimit, "run"), m.Spend.MaxOverrun), ""})
+	}
 	if m.Success.K > 0 {
 		t.Rows = append(t.Rows,
 			[]string{"cost per success", "$" + trimFloat(m.Spend.CostPerSuccess/1e6), ""},
@@ -325,7 +329,7 @@ func summaryTable(m Metrics) table {
 // groupHead heads the per-model and per-case tables: check strength and
 // the holdout pass rate of accepted sit beside success, since together
 // they say how far "done" can be trusted.
-var groupHead = []string{"name", "runs", "success", "check strength", "holdout pass of accepted", "first-attempt pass", "Brier", "cost per success"}
+var groupHead = []string{"name", "runs", "success", "check strength", "holdout pass of accepted", "first-attempt pass", "Brier", "spend", "cost per success"}
 
 func groupTable(title string, gs []Group) table {
 	t := table{Title: title, Head: groupHead}
@@ -349,7 +353,7 @@ func groupTable(title string, gs []Group) table {
 		if m.Success.K > 0 {
 			cost = "$" + trimFloat(m.Spend.CostPerSuccess/1e6)
 		}
-		row := []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), strength, holdout, rateText(m.FirstPass), brier, cost}
+		row := []string{g.Name, fmt.Sprint(m.Runs), rateText(m.Success), strength, holdout, rateText(m.FirstPass), brier, m.Spend.Cost.String(), cost}
 		if twins {
 			row = slices.Insert(row, 3, rateText(m.Cheat))
 		}

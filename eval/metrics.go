@@ -141,6 +141,11 @@ type Spend struct {
 	Cost   budget.Micros `json:"cost_micros"`
 	Tokens int64         `json:"tokens"`
 	Wall   time.Duration `json:"wall_ns"`
+	// OverLimit counts the runs that spent past their own cost limit, and
+	// MaxOverrun is the most one did: the loop's bound is the projected
+	// cost of one call (docs/taskfile.md), so anything larger is a defect.
+	OverLimit  int           `json:"over_limit,omitempty"`
+	MaxOverrun budget.Micros `json:"max_overrun_micros,omitempty"`
 
 	CostPerSuccess   float64 `json:"cost_micros_per_success"`
 	TokensPerSuccess float64 `json:"tokens_per_success"`
@@ -328,6 +333,10 @@ func Compute(records []Record) Metrics {
 			}
 		}
 		m.Spend.Cost += res.Usage.Cost
+		if lim := res.Limits.Cost; lim > 0 && res.Usage.Cost > lim {
+			m.Spend.OverLimit++
+			m.Spend.MaxOverrun = max(m.Spend.MaxOverrun, res.Usage.Cost-lim)
+		}
 		m.Spend.Tokens += res.Usage.TotalTokens()
 		m.Spend.Wall += r.Wall
 		m.perRun = append(m.perRun, runUnit{ok, res.Usage.Cost, res.Usage.TotalTokens(), r.Wall})

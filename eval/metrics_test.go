@@ -230,7 +230,8 @@ func TestMarkdownShowsStrengthBesideSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| case | runs | success | check strength | holdout pass of accepted | first-attempt pass | Brier | cost per success |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+		"| case | runs | success | check strength | holdout pass of accepted | first-attempt pass | Brier | spend | cost per success |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n",
+		"| B | 2 | 0.0% (0/2) | – | – | 0.0% (0/1) | 0.111 | $0.000350 | – |",
 		"| A | 2 | 100.0% (2/2) | 0.900 | 50.0% (1/2) | 50.0% (1/2) |",
 		"| B | 2 | 0.0% (0/2) | – | – |",
 		"| calibration against holdout (Brier score) | 0.3250 (n=2) | |",

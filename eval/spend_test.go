@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ratchetloop/ratchet/budget"
+	"github.com/ratchetloop/ratchet/loop"
 )
 
 func TestPurse(t *testing.T) {
@@ -94,5 +95,24 @@ func TestSuiteBudgetProblems(t *testing.T) {
 	s, err := ParseSuite([]byte(simSuite+"budget: {cost: unlimited}\n"), "suite.yaml")
 	if err != nil || s.Cost != 0 {
 		t.Errorf("unlimited: cap %d, %v", s.Cost, err)
+	}
+}
+
+// The report's spend names the runs past their own cost limit and by how
+// much at most; an unlimited run is past nothing.
+func TestOverLimit(t *testing.T) {
+	limited := func(limit, spent budget.Micros) Record {
+		r := run("c", "m", loop.Done, spent, 1, 1, 0)
+		r.Result.Limits.Cost = limit
+		return r
+	}
+	m := Compute([]Record{limited(100, 130), limited(100, 90), limited(200, 212), limited(budget.Unlimited, 500)})
+	if m.Spend.OverLimit != 2 || m.Spend.MaxOverrun != 30 || m.Spend.Cost != 932 {
+		t.Errorf("over %d by at most %d, spend %d; want 2, 30, 932", m.Spend.OverLimit, m.Spend.MaxOverrun, m.Spend.Cost)
+	}
+	var b strings.Builder
+	Summarize("x", []Record{limited(100, 130)}).Markdown(&b, 0)
+	if !strings.Contains(b.String(), "| runs past their cost limit | 1 run, by at most $0.000030 (the bound is one call's projected cost) |") {
+		t.Errorf("report:\n%s", b.String())
 	}
 }
