@@ -29,6 +29,7 @@ type typedMixed struct {
 	OK     bool                `json:"ok"`
 	Nested map[string][]string `json:"nested,omitempty"`
 	Skip   string              `json:"-"`
+	//lint:ignore U1000 an unexported field, which the typed check must skip like encoding/json
 	hidden int
 }
 
