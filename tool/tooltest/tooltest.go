@@ -68,6 +68,9 @@ func Check(t tool.Tool, cfg Config) error {
 		s.cancelled()
 		s.concurrent()
 	}
+	// A Run that outlived its timeout may still report (a late panic).
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return errors.Join(s.errs...)
 }
 
