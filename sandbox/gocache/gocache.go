@@ -65,7 +65,43 @@ type warmKey struct {
 // candidate's. Concurrent calls wait for one warm-up; after an error the
 // next call tries again.
 func Warm(ctx context.Context, r sandbox.Runner, dir, goCmd string, env map[string]string, lim sandbox.Limits) error {
-	v, _ := warmed.LoadOrStore(warmKey{r, key(dir, goCmd, env)}, &warmth{})
+	return warm(ctx, r, dir, goCmd, env, lim, nil, []step{
+		{nil, []string{"build", "std"}},
+		{map[string][]byte{
+			"go.mod":       []byte("module ratchetwarm\n"),
+			"warm.go":      []byte("package ratchetwarm\n"),
+			"warm_test.go": []byte("package ratchetwarm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {}\n"),
+		}, []string{"test", "."}},
+	})
+}
+
+// WarmVendor adds to dir, once per process for each runner, go command,
+// environment and module, the compiled packages of a check's vendor
+// directory: `go build ./vendor/...` with module, the check's go.mod,
+// go.sum and vendor mounts (trusted, like its tests; no candidate file),
+// at the targets the check mounts them at. The workspace is at the same
+// path in every run (sandbox.View), so the check's `go test` finds them
+// instead of compiling its vendored modules again for every candidate.
+// Errors are Warm's.
+func WarmVendor(ctx context.Context, r sandbox.Runner, dir, goCmd string, env map[string]string, lim sandbox.Limits, module []sandbox.Mount) error {
+	return warm(ctx, r, dir, goCmd, env, lim, module, []step{{nil, []string{"build", "./vendor/..."}}})
+}
+
+// step is one command of a warm-up, in a workspace holding files.
+type step struct {
+	files map[string][]byte
+	args  []string
+}
+
+func warm(ctx context.Context, r sandbox.Runner, dir, goCmd string, env map[string]string, lim sandbox.Limits, mounts []sandbox.Mount, steps []step) error {
+	k := key(dir, goCmd, env)
+	for _, m := range mounts {
+		k += "\x00" + m.Source + "\x00" + m.Target
+	}
+	for _, s := range steps {
+		k += "\x00" + strings.Join(s.args, " ")
+	}
+	v, _ := warmed.LoadOrStore(warmKey{r, k}, &warmth{})
 	w := v.(*warmth)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -78,22 +114,11 @@ func Warm(ctx context.Context, r sandbox.Runner, dir, goCmd string, env map[stri
 	lim.Memory = cmp.Or(lim.Memory, sandbox.DefaultMemory)
 	lim.Procs = cmp.Or(lim.Procs, sandbox.DefaultProcs)
 	lim.Disk = cmp.Or(lim.Disk, sandbox.DefaultDisk)
-	steps := []struct {
-		files map[string][]byte
-		args  []string
-	}{
-		{nil, []string{"build", "std"}},
-		{map[string][]byte{
-			"go.mod":       []byte("module ratchetwarm\n"),
-			"warm.go":      []byte("package ratchetwarm\n"),
-			"warm_test.go": []byte("package ratchetwarm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {}\n"),
-		}, []string{"test", "."}},
-	}
 	for _, s := range steps {
 		cache := Cache(dir)
 		cache.Fill = true
 		res, err := r.Run(ctx, sandbox.Spec{
-			Files: s.files, Command: append([]string{goCmd}, s.args...), Env: env, Limits: lim,
+			Files: s.files, Mounts: mounts, Command: append([]string{goCmd}, s.args...), Env: env, Limits: lim,
 			Caches: []sandbox.Cache{cache},
 		})
 		step := "`go " + strings.Join(s.args, " ") + "`"

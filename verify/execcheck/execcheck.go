@@ -397,17 +397,13 @@ var pythonName = regexp.MustCompile(`^python[0-9.]*$`)
 // compile against, and the candidate's sandbox, which builds and runs the
 // server; refused says why a candidate cannot be served (its fault).
 func (c *checker) goJudge(answer string, limits sandbox.Limits) (stub []byte, spec *sandbox.Spec, refused string, err error) {
-	var mounts []sandbox.Mount
+	mounts := c.module()
 	var goMod []byte
-	for _, m := range c.cfg.Tests {
-		switch {
-		case m.Target == "go.mod":
+	for _, m := range mounts {
+		if m.Target == "go.mod" {
 			if goMod, err = os.ReadFile(m.Source); err != nil {
 				return nil, nil, "", err
 			}
-			mounts = append(mounts, m)
-		case m.Target == "go.sum" || m.Target == "vendor" || strings.HasPrefix(m.Target, "vendor/"):
-			mounts = append(mounts, m) // what the build needs, and no test
 		}
 	}
 	if goMod == nil {
@@ -457,8 +453,29 @@ func (c *checker) warm(ctx context.Context) error {
 	if filepath.Base(goCmd) != "go" {
 		goCmd = "go" // a shell or script that runs go
 	}
-	return gocache.Warm(ctx, c.cfg.Runner, c.cfg.GoCache, goCmd, c.cfg.Env, c.cfg.Limits)
+	if err := gocache.Warm(ctx, c.cfg.Runner, c.cfg.GoCache, goCmd, c.cfg.Env, c.cfg.Limits); err != nil {
+		return err
+	}
+	module := c.module()
+	if !slices.ContainsFunc(module, func(m sandbox.Mount) bool { return isVendor(m.Target) }) {
+		return nil
+	}
+	return gocache.WarmVendor(ctx, c.cfg.Runner, c.cfg.GoCache, goCmd, c.cfg.Env, c.cfg.Limits, module)
 }
+
+// module is what of the tests the build needs and no test: go.mod, go.sum
+// and the vendor directory.
+func (c *checker) module() []sandbox.Mount {
+	var out []sandbox.Mount
+	for _, m := range c.cfg.Tests {
+		if m.Target == "go.mod" || m.Target == "go.sum" || isVendor(m.Target) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func isVendor(target string) bool { return target == "vendor" || strings.HasPrefix(target, "vendor/") }
 
 // buildKilled says why a format go run is an infrastructure failure, not
 // the candidate's, or is empty: the toolchain could not finish compiling,
