@@ -18,7 +18,8 @@ import (
 // BenchmarkChecks measures a check per candidate beside its floor, in one
 // run (docs/performance.md): a Go check of a small package on a warm build
 // cache beside `bwrap true` and the host's `go test` of an empty package
-// on its warm cache; the pytest check in both isolations beside
+// on its warm cache, and of a HumanEval-X Go problem whose tests use a
+// vendored testify, there and on the host; the pytest check in both isolations beside
 // `python3 -c pass` in the sandbox. Each reports its p50 as ms/p50.
 //
 //	flock /tmp/ratchet-sandbox.lock go test -run '^$' -bench BenchmarkChecks -benchtime 20x ./verify/execcheck/
@@ -51,14 +52,16 @@ func BenchmarkChecks(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	hostGo := func(b *testing.B) {
-		cmd := exec.Command(goBin, "test", "-count=1", ".")
-		cmd.Dir = empty
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("go test: %v: %s", err, out)
+	hostGo := func(dir string) func(b *testing.B) {
+		return func(b *testing.B) {
+			cmd := exec.Command(goBin, "test", "-count=1", ".")
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("go test: %v: %s", err, out)
+			}
 		}
 	}
-	b.Run("floor=host-go-test-empty", p50(hostGo))
+	b.Run("floor=host-go-test-empty", p50(hostGo(empty)))
 	goCheck, err := execcheck.New(execcheck.Config{
 		Runner: r, Format: "go", Artifact: "calc.go", Tests: goCalcTests(b),
 		Command: []string{goBin, "test", "-json", "."},
@@ -68,8 +71,14 @@ func BenchmarkChecks(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("go-check", p50(check(goCheck, "package calc\n\nfunc Add(a, b int) int { return a + b }\n")))
+	humanEval := humanEvalGo(b, goBin, false)
+	hostDir := filepath.Dir(humanEval[0].Source)
+	if err := os.WriteFile(filepath.Join(hostDir, "has_close.go"), []byte(hasClose), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("host-go-test-vendored-testify", p50(hostGo(hostDir)))
 	vendored, err := execcheck.New(execcheck.Config{
-		Runner: r, Format: "go", Artifact: "has_close.go", Tests: humanEvalGo(b, goBin, false),
+		Runner: r, Format: "go", Artifact: "has_close.go", Tests: humanEval,
 		Command: []string{goBin, "test", "-json", "."},
 		Limits:  sandbox.Limits{Wall: 5 * time.Minute, CPU: time.Minute},
 	})

@@ -346,18 +346,27 @@ func TestGoVendoredWarm(t *testing.T) {
 	if rec.last.TruncatedStdout {
 		t.Fatalf("go test's output was cut short (%d bytes): the compiler runs cannot all be seen", rec.last.StdoutBytes)
 	}
-	// go test -json passes -x's lines on as build-output events.
-	var compiled []string
+	// go test -json passes -x's lines on as build-output events: the
+	// compiler's command line names the package (-p), and the vet.cfg
+	// written for each vet run names its ImportPath.
+	var compiled, vetted []string
 	for line := range bytes.Lines(rec.last.Stdout) {
 		var ev struct{ Action, Output string }
-		if json.Unmarshal(line, &ev) != nil || ev.Action != "build-output" || !strings.Contains(ev.Output, "/compile ") {
+		if json.Unmarshal(line, &ev) != nil || ev.Action != "build-output" {
 			continue
 		}
-		if f := strings.Fields(ev.Output); slices.Contains(f, "-p") {
+		f := strings.Fields(ev.Output)
+		switch {
+		case strings.Contains(ev.Output, "/compile ") && slices.Contains(f, "-p"):
 			compiled = append(compiled, f[slices.Index(f, "-p")+1])
+		case strings.Contains(ev.Output, "vet.cfg << ") && slices.Contains(f, `"ImportPath":`):
+			vetted = append(vetted, f[slices.Index(f, `"ImportPath":`)+1])
 		}
 	}
 	if !slices.Equal(compiled, []string{"humaneval", "main"}) {
 		t.Errorf("the candidate's go test compiled %q; want only the candidate's package humaneval and the test's main (the vendored modules warm)", compiled)
+	}
+	if !slices.Equal(vetted, []string{`"humaneval",`}) {
+		t.Errorf("the candidate's go test vetted %q; want only the candidate's package humaneval (the vet facts of what it imports warm)", vetted)
 	}
 }
