@@ -64,29 +64,29 @@ func (b *bwrapBackend) args(j *job) []string {
 	a = append(a,
 		"--proc", "/proc", "--dev", "/dev",
 		"--size", strconv.FormatInt(j.limits.Memory, 10), "--tmpfs", "/tmp",
-		"--bind", j.ws.dir, j.ws.dir,
+		"--bind", j.ws.dir, j.ws.view,
 		"--bind", j.ws.home, j.ws.home,
 	)
 	if j.ws.reportDir != "" {
 		a = append(a, "--bind", j.ws.reportDir, j.ws.reportDir)
 	}
 	for _, c := range j.caches {
-		a = append(a, "--bind", c.src, j.ws.abs(c.target))
+		a = append(a, "--bind", c.src, j.ws.inside(c.target))
 	}
 	if !j.ws.unsafe {
 		for _, m := range j.ws.mounts {
-			a = append(a, "--ro-bind", m.copy, j.ws.abs(m.target))
+			a = append(a, "--ro-bind", m.copy, j.ws.inside(m.target))
 		}
 	}
 	empty := filepath.Join(j.ws.staging, "empty")
 	for _, g := range j.ws.guards {
 		if g.pycache {
-			a = append(a, "--ro-bind", empty, j.ws.abs(g.rel))
+			a = append(a, "--ro-bind", empty, j.ws.inside(g.rel))
 		}
 	}
 	// bwrap passes inherited descriptors on to the command and closes its
 	// info fd, which comes after the caller's extra files.
-	a = append(a, "--chdir", j.ws.dir, "--info-fd", strconv.Itoa(3+len(j.extra)), "--")
+	a = append(a, "--chdir", j.ws.view, "--info-fd", strconv.Itoa(3+len(j.extra)), "--")
 	return append(a, j.argv...)
 }
 

@@ -54,6 +54,7 @@ func (b *nsBackend) run(ctx context.Context, j *job) (exit, error) {
 			return
 		}
 		cmd := newCmd(j.argv, j)
+		cmd.Dir = j.ws.view // the thread is in the new root already
 		cmd.SysProcAttr = &syscall.SysProcAttr{
 			// No CLONE_NEWUSER: Go writes the id maps through
 			// /proc/PID/uid_map, and this thread has no /proc any more.
@@ -151,8 +152,8 @@ func buildRoot(newRoot string, j *job) error {
 	if err := os.Mkdir(in("/proc"), 0o555); err != nil {
 		return err
 	}
-	// The workspace, at its host path, then the tests over it.
-	ws := in(j.ws.dir)
+	// The workspace, at its fixed path, then the tests over it.
+	ws := in(j.ws.view)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		return err
 	}
@@ -177,7 +178,7 @@ func buildRoot(newRoot string, j *job) error {
 		}
 	}
 	for _, c := range j.caches {
-		dst := in(j.ws.abs(c.target))
+		dst := in(j.ws.inside(c.target))
 		if err := os.MkdirAll(dst, 0o755); err != nil {
 			return err
 		}
@@ -186,14 +187,14 @@ func buildRoot(newRoot string, j *job) error {
 		}
 	}
 	for _, m := range j.ws.mounts {
-		if err := bindRO(m.copy, in(j.ws.abs(m.target)), false); err != nil {
+		if err := bindRO(m.copy, in(j.ws.inside(m.target)), false); err != nil {
 			return err
 		}
 	}
 	empty := filepath.Join(j.ws.staging, "empty")
 	for _, g := range j.ws.guards {
 		if g.pycache {
-			if err := bindRO(empty, in(j.ws.abs(g.rel)), false); err != nil {
+			if err := bindRO(empty, in(j.ws.inside(g.rel)), false); err != nil {
 				return err
 			}
 		}

@@ -64,6 +64,14 @@ import (
 	"github.com/ratchetloop/ratchet/layer"
 )
 
+// View is the workspace's path inside the sandbox under bwrap and
+// namespaces, the same for every run: the go command keys its build
+// cache on the package's directory, so a warm cache is hit only when
+// every run builds from one path. Each run's mount namespace has its
+// own workspace there. Under unsafe, with no mount namespace, the
+// workspace is at its host path (Result.Workspace).
+const View = "/workspace"
+
 // Default limits, used for each zero field of Limits.
 const (
 	DefaultCPU      = 10 * time.Second
@@ -317,7 +325,7 @@ type Result struct {
 	Tampered []string
 	// Workspace is the host path of the workspace; it no longer exists
 	// after Run unless Spec.Keep was set. Inside the sandbox the workspace
-	// has the same path.
+	// is at View (under unsafe, at this path).
 	Workspace string
 	// Isolation is the backend that ran the command: IsolationBwrap,
 	// IsolationNamespaces or IsolationUnsafe.
@@ -604,15 +612,15 @@ func buildEnv(extra map[string]string, ws *workspace) ([]string, error) {
 		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
 			return nil, fmt.Errorf("sandbox: invalid environment variable %q", k)
 		}
-		// ${WORKSPACE} lets a variable name a path inside the workspace,
-		// whose location is only known now (e.g. GOCACHE on a Cache).
-		v = strings.ReplaceAll(v, "${WORKSPACE}", ws.dir)
+		// ${WORKSPACE} lets a variable name a path inside the workspace
+		// (e.g. GOCACHE on a Cache) on every backend.
+		v = strings.ReplaceAll(v, "${WORKSPACE}", ws.view)
 		if ws.reportPath != "" {
 			v = strings.ReplaceAll(v, "${REPORT}", ws.reportPath)
 		}
 		env[k] = v
 	}
-	env["PWD"] = ws.dir
+	env["PWD"] = ws.view
 	out := make([]string, 0, len(env))
 	for k, v := range env {
 		out = append(out, k+"="+v)

@@ -473,3 +473,32 @@ func TestSurvivors(t *testing.T) {
 		})
 	}
 }
+
+// TestFixedWorkspacePath: under bwrap and namespaces every run works in
+// View, where its cache and mounts are too, so that the go command's build
+// cache (keyed on the package's directory) is hit across runs; each run
+// still has a workspace of its own there.
+func TestFixedWorkspacePath(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "fixture")
+	if err := os.WriteFile(src, []byte("mounted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, backend := range []string{IsolationBwrap, IsolationNamespaces} {
+		t.Run(backend, func(t *testing.T) {
+			r := runnerFor(t, backend)
+			for i := range 2 {
+				res := run(t, r, Spec{
+					Files:   map[string][]byte{fmt.Sprintf("mine-%d", i): nil},
+					Mounts:  []Mount{{Source: src, Target: "sub/fixture"}},
+					Caches:  []Cache{{Host: filepath.Join(t.TempDir(), "cache"), Target: "c"}},
+					Env:     map[string]string{"CACHE": "${WORKSPACE}/c"},
+					Command: []string{"sh", "-c", `pwd; echo "$PWD $CACHE"; ls; cat ` + View + `/sub/fixture; test -d "$CACHE" && echo cache`},
+				})
+				want := fmt.Sprintf("%s\n%s %s/c\nc\nmine-%d\nsub\nmounted\ncache\n", View, View, View, i)
+				if res.ExitCode != 0 || string(res.Stdout) != want {
+					t.Errorf("run %d: exit %d, stdout %q, stderr %q; want %q", i, res.ExitCode, res.Stdout, res.Stderr, want)
+				}
+			}
+		})
+	}
+}

@@ -33,7 +33,10 @@ import (
 //	run/root/      mount point of the new root (namespaces backend)
 type workspace struct {
 	run, dir, staging string
-	home              string
+	// view is the workspace's path inside the sandbox: View under bwrap
+	// and namespaces, dir itself under unsafe (no mount namespace).
+	view string
+	home string
 	// reportDir is the report directory, or "" without Spec.Report;
 	// reportPath is the file in it that the command is told to write.
 	reportDir, reportPath string
@@ -84,6 +87,10 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 		return nil, fmt.Errorf("sandbox: workspace: %w", err)
 	}
 	w := &workspace{run: run, dir: filepath.Join(run, "ws"), staging: filepath.Join(run, "ro"), home: filepath.Join(run, "home"), ids: id, unsafe: unsafe}
+	w.view = View
+	if unsafe {
+		w.view = w.dir
+	}
 	defer func() {
 		if err != nil {
 			w.remove()
@@ -236,6 +243,11 @@ func localPath(p string) bool {
 }
 
 func (w *workspace) abs(rel string) string { return filepath.Join(w.dir, filepath.FromSlash(rel)) }
+
+// inside is the path of the workspace file rel as the sandbox sees it.
+func (w *workspace) inside(rel string) string {
+	return filepath.Join(w.view, filepath.FromSlash(rel))
+}
 
 // own gives p to the sandbox uid, if we can.
 func (w *workspace) own(p string) error {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +66,68 @@ type warmKey struct {
 // candidate's. Concurrent calls wait for one warm-up; after an error the
 // next call tries again.
 func Warm(ctx context.Context, r sandbox.Runner, dir, goCmd string, env map[string]string, lim sandbox.Limits) error {
-	v, _ := warmed.LoadOrStore(warmKey{r, key(dir, goCmd, env)}, &warmth{})
+	return warm(ctx, r, dir, goCmd, env, lim, nil, []step{
+		{args: []string{"build", "std"}},
+		{fixed: map[string][]byte{
+			"go.mod":       []byte("module ratchetwarm\n"),
+			"warm.go":      []byte("package ratchetwarm\n"),
+			"warm_test.go": []byte("package ratchetwarm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {}\n"),
+		}, args: []string{"test", "."}},
+	})
+}
+
+// WarmVendor adds to dir, once per process for each runner, go command,
+// environment and module, what a check's `go test` needs of its vendor
+// directory: the compiled packages and the vet facts go test's vet reads
+// of them and of the standard packages they import. It runs with module,
+// the check's go.mod, go.sum and vendor mounts (trusted, like its tests;
+// no candidate file), at the targets the check mounts them at: `go list
+// ./vendor/...`, then `go test` of a generated package of the module that
+// imports each one a test can import. The workspace is at the same path in
+// every run (sandbox.View), so the check's go test finds them in the cache
+// instead of compiling and vetting its vendored modules again for every
+// candidate. Errors are Warm's.
+func WarmVendor(ctx context.Context, r sandbox.Runner, dir, goCmd string, env map[string]string, lim sandbox.Limits, module []sandbox.Mount) error {
+	return warm(ctx, r, dir, goCmd, env, lim, module, []step{
+		{args: []string{"list", "-f", `{{if ne .Name "main"}}{{.ImportPath}}{{end}}`, "./vendor/..."}},
+		{files: vendorImporter, args: []string{"test", "-run", "^$", "./" + vendorWarm}},
+	})
+}
+
+// vendorWarm is the directory of the package importing the vendored ones.
+const vendorWarm = "ratchetwarmvendor"
+
+// vendorImporter is the test file of a package importing each package
+// that go list printed, but for internal ones, which only their own
+// module may import (they are built as what the others import).
+func vendorImporter(listed []byte) map[string][]byte {
+	src := "package " + vendorWarm + "\n\nimport (\n\t\"testing\"\n"
+	for _, p := range strings.Fields(string(listed)) {
+		if !strings.Contains("/"+p+"/", "/internal/") {
+			src += "\t_ " + strconv.Quote(p) + "\n"
+		}
+	}
+	src += ")\n\nfunc TestWarm(t *testing.T) {}\n"
+	return map[string][]byte{vendorWarm + "/warm_test.go": []byte(src)}
+}
+
+// step is one command of a warm-up, in a workspace holding files, or
+// those that files makes of the previous step's output.
+type step struct {
+	fixed map[string][]byte
+	files func(prev []byte) map[string][]byte
+	args  []string
+}
+
+func warm(ctx context.Context, r sandbox.Runner, dir, goCmd string, env map[string]string, lim sandbox.Limits, mounts []sandbox.Mount, steps []step) error {
+	k := key(dir, goCmd, env)
+	for _, m := range mounts {
+		k += "\x00" + m.Source + "\x00" + m.Target
+	}
+	for _, s := range steps {
+		k += "\x00" + strings.Join(s.args, " ")
+	}
+	v, _ := warmed.LoadOrStore(warmKey{r, k}, &warmth{})
 	w := v.(*warmth)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -78,31 +140,30 @@ func Warm(ctx context.Context, r sandbox.Runner, dir, goCmd string, env map[stri
 	lim.Memory = cmp.Or(lim.Memory, sandbox.DefaultMemory)
 	lim.Procs = cmp.Or(lim.Procs, sandbox.DefaultProcs)
 	lim.Disk = cmp.Or(lim.Disk, sandbox.DefaultDisk)
-	steps := []struct {
-		files map[string][]byte
-		args  []string
-	}{
-		{nil, []string{"build", "std"}},
-		{map[string][]byte{
-			"go.mod":       []byte("module ratchetwarm\n"),
-			"warm.go":      []byte("package ratchetwarm\n"),
-			"warm_test.go": []byte("package ratchetwarm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {}\n"),
-		}, []string{"test", "."}},
-	}
+	lim.Output = max(lim.Output, 4<<20) // go list's, read by the next step
+	var prev []byte
 	for _, s := range steps {
 		cache := Cache(dir)
 		cache.Fill = true
+		files := s.fixed
+		if s.files != nil {
+			files = s.files(prev)
+		}
 		res, err := r.Run(ctx, sandbox.Spec{
-			Files: s.files, Command: append([]string{goCmd}, s.args...), Env: env, Limits: lim,
+			Files: files, Mounts: mounts, Command: append([]string{goCmd}, s.args...), Env: env, Limits: lim,
 			Caches: []sandbox.Cache{cache},
 		})
 		step := "`go " + strings.Join(s.args, " ") + "`"
 		if err != nil {
 			return fmt.Errorf("warming the Go build cache %s: %s: %w", dir, step, err)
 		}
+		if res.TruncatedStdout {
+			return fmt.Errorf("warming the Go build cache %s: %s wrote more than %d MiB", dir, step, lim.Output>>20)
+		}
 		if why := failed(res, lim); why != "" {
 			return fmt.Errorf("warming the Go build cache %s: %s %s", dir, step, why)
 		}
+		prev = res.Stdout
 	}
 	w.done = true
 	return nil

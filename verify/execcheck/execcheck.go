@@ -40,6 +40,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -364,6 +365,9 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 	}
+	if why := c.buildKilled(res); why != "" {
+		return verify.Verdict{}, fmt.Errorf("exec check %s could not run: %s", c.cfg.Name, why)
+	}
 	v := c.judge(res, p)
 	if stream != nil && v.Where != Tampered {
 		if why := stream.contradicts(res, p.sentinel); why != "" {
@@ -393,17 +397,13 @@ var pythonName = regexp.MustCompile(`^python[0-9.]*$`)
 // compile against, and the candidate's sandbox, which builds and runs the
 // server; refused says why a candidate cannot be served (its fault).
 func (c *checker) goJudge(answer string, limits sandbox.Limits) (stub []byte, spec *sandbox.Spec, refused string, err error) {
-	var mounts []sandbox.Mount
+	mounts := c.module()
 	var goMod []byte
-	for _, m := range c.cfg.Tests {
-		switch {
-		case m.Target == "go.mod":
+	for _, m := range mounts {
+		if m.Target == "go.mod" {
 			if goMod, err = os.ReadFile(m.Source); err != nil {
 				return nil, nil, "", err
 			}
-			mounts = append(mounts, m)
-		case m.Target == "go.sum" || m.Target == "vendor" || strings.HasPrefix(m.Target, "vendor/"):
-			mounts = append(mounts, m) // what the build needs, and no test
 		}
 	}
 	if goMod == nil {
@@ -453,7 +453,93 @@ func (c *checker) warm(ctx context.Context) error {
 	if filepath.Base(goCmd) != "go" {
 		goCmd = "go" // a shell or script that runs go
 	}
-	return gocache.Warm(ctx, c.cfg.Runner, c.cfg.GoCache, goCmd, c.cfg.Env, c.cfg.Limits)
+	if err := gocache.Warm(ctx, c.cfg.Runner, c.cfg.GoCache, goCmd, c.cfg.Env, c.cfg.Limits); err != nil {
+		return err
+	}
+	module := c.module()
+	if !slices.ContainsFunc(module, func(m sandbox.Mount) bool { return isVendor(m.Target) }) {
+		return nil
+	}
+	return gocache.WarmVendor(ctx, c.cfg.Runner, c.cfg.GoCache, goCmd, c.cfg.Env, c.cfg.Limits, module)
+}
+
+// module is what of the tests the build needs and no test: go.mod, go.sum
+// and the vendor directory.
+func (c *checker) module() []sandbox.Mount {
+	var out []sandbox.Mount
+	for _, m := range c.cfg.Tests {
+		if m.Target == "go.mod" || m.Target == "go.sum" || isVendor(m.Target) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func isVendor(target string) bool { return target == "vendor" || strings.HasPrefix(target, "vendor/") }
+
+// buildKilled says why a format go run is an infrastructure failure, not
+// the candidate's, or is empty: the toolchain could not finish compiling,
+// so no test ran and the candidate was not judged. That is so when
+//   - the go command was killed at the wall-clock or CPU limit before
+//     test2json reported any package's "start" (emitted once a package's
+//     build is done, just before its test binary runs or its build
+//     failure is told), i.e. while it was still compiling; or
+//   - it exited of its own accord (no signal: a test binary that killed
+//     it could have written events in its name) after a compiler, linker
+//     or other tool of the toolchain was killed by a signal (the CPU
+//     limit, a memory limit), and no package got past its build.
+//
+// A candidate whose init or tests loop forever has started and is judged
+// as its timeout; one that does not compile is judged as a build failure.
+func (c *checker) buildKilled(res sandbox.Result) string {
+	if c.cfg.Format != "go" {
+		return ""
+	}
+	ev := goEvents(res.Stdout)
+	limit := fmt.Sprintf("the CPU limit (%s per process)", cmp.Or(c.cfg.Limits.CPU, sandbox.DefaultCPU))
+	switch {
+	case (res.TimedOut || res.CPUExceeded) && !ev.started:
+		if res.TimedOut {
+			limit = fmt.Sprintf("the wall-clock limit (%s)", res.Duration.Round(time.Millisecond))
+		}
+		return fmt.Sprintf("the go command was killed at %s while compiling, before any test ran: the toolchain or build cache was cold, or the limit is too low for the build", limit)
+	case res.Signal == "" && ev.toolKilled != "" && !ev.binaryRan:
+		return fmt.Sprintf("a tool of the Go toolchain was killed while compiling, before any test ran (%s): the toolchain or build cache was cold, or a limit is too low for the build (%s, address space %d MiB)",
+			ev.toolKilled, limit, cmp.Or(c.cfg.Limits.Memory, sandbox.DefaultMemory)>>20)
+	}
+	return ""
+}
+
+// goRun is what `go test -json` output says about the build.
+type goRun struct {
+	started    bool   // some package reported "start"
+	binaryRan  bool   // some package ended without FailedBuild: its test binary ran
+	toolKilled string // the build output line of a toolchain process killed by a signal
+}
+
+// toolSignal is the line the go command prints when a tool it ran died of
+// a signal: "PKG: GOROOT/pkg/tool/GOOS_GOARCH/compile: signal: killed".
+// It starts with the import path, where a compile error (which can quote
+// the candidate's constants) starts with a file's relative path.
+var toolSignal = regexp.MustCompile(`^[^:]+: /\S*/pkg/tool/[^/\s]+/[^/\s]+: signal: `)
+
+func goEvents(stdout []byte) goRun {
+	var r goRun
+	for line := range bytes.Lines(stdout) {
+		var ev struct{ Action, Test, Output, FailedBuild string }
+		if json.Unmarshal(line, &ev) != nil {
+			continue
+		}
+		switch {
+		case ev.Action == "start":
+			r.started = true
+		case ev.Action == "build-output" && toolSignal.MatchString(ev.Output) && r.toolKilled == "":
+			r.toolKilled = strings.TrimSpace(ev.Output)
+		case (ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip") && ev.Test == "" && ev.FailedBuild == "":
+			r.binaryRan = true
+		}
+	}
+	return r
 }
 
 // Tampered is the Where of a verdict whose evidence was tampered with: the

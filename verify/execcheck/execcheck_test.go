@@ -1,11 +1,17 @@
 package execcheck_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +24,7 @@ import (
 )
 
 // runner returns the real sandbox; CI must have one.
-func runner(t *testing.T) sandbox.Runner {
+func runner(t testing.TB) sandbox.Runner {
 	t.Helper()
 	r, err := sandbox.New(sandbox.Config{})
 	if err != nil {
@@ -34,7 +40,7 @@ func requirePytest(t *testing.T) {
 	}
 }
 
-func pytestCheck(t *testing.T, isolation string) verify.Verifier {
+func pytestCheck(t testing.TB, isolation string) verify.Verifier {
 	t.Helper()
 	tests, err := filepath.Abs("../../examples/is-prime/test_is_prime.py") // the example's own tests
 	if err != nil {
@@ -239,5 +245,128 @@ func TestGoWarmUpFailure(t *testing.T) {
 	got, err := v.Check(context.Background(), verify.Candidate{Answer: "package calc\n"})
 	if err == nil || !strings.Contains(err.Error(), "warming the Go build cache") || !strings.Contains(err.Error(), "`go build std`") || !strings.Contains(err.Error(), "address-space limit is 64 MiB") {
 		t.Errorf("err = %v, verdict %+v; want the warm-up's failure, naming the step and the limit", err, got)
+	}
+}
+
+// humanEvalGo is a HumanEval-X Go problem's tests (they use testify's
+// assert) with the module vendored, as a check mounts them: vendored by
+// the host's go command into a temporary copy of testdata/humaneval-go.
+// Fresh vendored sources end in a comment unique to this call, so that no
+// build cache holds them compiled yet.
+func humanEvalGo(t testing.TB, goBin string, fresh bool) []sandbox.Mount {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"go.mod", "go.sum", "has_close_test.go"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "humaneval-go", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(goBin, "mod", "vendor")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		testenv.Missing(t, fmt.Sprintf("testify v1.12.1 in the module cache or through GOPROXY: go mod vendor: %v: %s", err, out))
+	}
+	if fresh {
+		nonce := []byte("\n// " + rand.Text() + "\n")
+		err := filepath.WalkDir(filepath.Join(dir, "vendor"), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !strings.HasSuffix(p, ".go") {
+				return err
+			}
+			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			_, err = f.Write(nonce)
+			return errors.Join(err, f.Close())
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tests []sandbox.Mount
+	for _, name := range []string{"go.mod", "go.sum", "vendor", "has_close_test.go"} {
+		tests = append(tests, sandbox.Mount{Source: filepath.Join(dir, name), Target: name})
+	}
+	return tests
+}
+
+const hasClose = `package humaneval
+
+func HasCloseElements(numbers []float64, threshold float64) bool {
+	for i := range numbers {
+		for j := range numbers {
+			if i != j && numbers[i]-numbers[j] < threshold && numbers[j]-numbers[i] < threshold {
+				return true
+			}
+		}
+	}
+	return false
+}
+`
+
+// recorder passes runs on to a sandbox and keeps the last result.
+type recorder struct {
+	sandbox.Runner
+	last sandbox.Result
+}
+
+func (r *recorder) Run(ctx context.Context, s sandbox.Spec) (sandbox.Result, error) {
+	res, err := r.Runner.Run(ctx, s)
+	r.last = res
+	return res, err
+}
+
+// TestGoVendoredWarm: the vendored modules of a go check are compiled once,
+// before its first candidate, into the read-only build cache, where each
+// candidate's go test finds them (the workspace is at the same path in
+// every run): go test -x shows the compiler run for the candidate's
+// package and the test's main only.
+func TestGoVendoredWarm(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(t, "the go command")
+	}
+	rec := &recorder{Runner: runner(t)}
+	v, err := execcheck.New(execcheck.Config{
+		Runner: rec, Format: "go", Artifact: "has_close.go", Tests: humanEvalGo(t, goBin, true),
+		Command: []string{goBin, "test", "-json", "-x", "."},
+		Limits:  sandbox.Limits{Wall: 5 * time.Minute, CPU: time.Minute, Output: 8 << 20}, // -x writes much
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Check(context.Background(), verify.Candidate{Answer: hasClose})
+	if err != nil || !got.OK {
+		t.Fatalf("verdict %+v, err %v; want a pass", got, err)
+	}
+	if rec.last.TruncatedStdout {
+		t.Fatalf("go test's output was cut short (%d bytes): the compiler runs cannot all be seen", rec.last.StdoutBytes)
+	}
+	// go test -json passes -x's lines on as build-output events: the
+	// compiler's command line names the package (-p), and the vet.cfg
+	// written for each vet run names its ImportPath.
+	var compiled, vetted []string
+	for line := range bytes.Lines(rec.last.Stdout) {
+		var ev struct{ Action, Output string }
+		if json.Unmarshal(line, &ev) != nil || ev.Action != "build-output" {
+			continue
+		}
+		f := strings.Fields(ev.Output)
+		switch {
+		case strings.Contains(ev.Output, "/compile ") && slices.Contains(f, "-p"):
+			compiled = append(compiled, f[slices.Index(f, "-p")+1])
+		case strings.Contains(ev.Output, "vet.cfg << ") && slices.Contains(f, `"ImportPath":`):
+			vetted = append(vetted, f[slices.Index(f, `"ImportPath":`)+1])
+		}
+	}
+	if !slices.Equal(compiled, []string{"humaneval", "main"}) {
+		t.Errorf("the candidate's go test compiled %q; want only the candidate's package humaneval and the test's main (the vendored modules warm)", compiled)
+	}
+	if !slices.Equal(vetted, []string{`"humaneval",`}) {
+		t.Errorf("the candidate's go test vetted %q; want only the candidate's package humaneval (the vet facts of what it imports warm)", vetted)
 	}
 }

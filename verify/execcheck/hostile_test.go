@@ -391,7 +391,7 @@ func TestHostileGoCachePoison(t *testing.T) {
 	}
 }
 
-func goCalcTests(t *testing.T) []sandbox.Mount {
+func goCalcTests(t testing.TB) []sandbox.Mount {
 	var tests []sandbox.Mount
 	for _, name := range []string{"go.mod", "calc_test.go"} {
 		src, err := filepath.Abs(filepath.Join("testdata", "gocalc", name))

@@ -1,0 +1,85 @@
+package execcheck_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/execcheck"
+)
+
+// replay is a sandbox.Runner that answers the check's `go test -json` run
+// with a recorded result and every other run (the cache's warm-up) with
+// success.
+type replay struct{ res sandbox.Result }
+
+func (r *replay) Run(_ context.Context, s sandbox.Spec) (sandbox.Result, error) {
+	if slices.Contains(s.Command, "-json") {
+		return r.res, nil
+	}
+	return sandbox.Result{}, nil
+}
+
+// TestGoBuildKilledIsInfrastructure: a go check whose toolchain was killed
+// while compiling could not judge the candidate, and says so as an error
+// naming the cause; a candidate whose own code was killed, or that forged
+// the toolchain's message after its test binary started, is judged.
+func TestGoBuildKilledIsInfrastructure(t *testing.T) {
+	const (
+		toolKilled = `{"ImportPath":"runtime","Action":"build-output","Output":"runtime: /usr/local/go/pkg/tool/linux_amd64/compile: signal: killed\n"}
+{"ImportPath":"runtime","Action":"build-fail"}
+{"Action":"start","Package":"calc"}
+{"Action":"output","Package":"calc","Output":"FAIL\tcalc [build failed]\n"}
+{"Action":"fail","Package":"calc","FailedBuild":"runtime"}
+`
+		started = `{"Action":"start","Package":"calc"}
+{"Action":"run","Package":"calc","Test":"TestAdd"}
+`
+		// A compile error quoting the candidate's constant.
+		quoted = `{"ImportPath":"calc [calc.test]","Action":"build-output","Output":"./calc.go:3:9: cannot use \"x: /usr/local/go/pkg/tool/linux_amd64/compile: signal: killed\" (untyped string constant) as int value\n"}
+{"ImportPath":"calc [calc.test]","Action":"build-fail"}
+{"Action":"start","Package":"calc"}
+{"Action":"fail","Package":"calc","FailedBuild":"calc [calc.test]"}
+`
+	)
+	for _, tc := range []struct {
+		name  string
+		res   sandbox.Result
+		infra string // the error's cause; empty: a verdict
+		where string
+	}{
+		{"cpu limit while compiling", sandbox.Result{CPUExceeded: true, ExitCode: 152, Signal: "SIGXCPU",
+			Stdout: []byte(`{"ImportPath":"calc","Action":"build-output","Output":"# calc\n"}` + "\n")}, "killed at the CPU limit (3s per process) while compiling", ""},
+		{"wall limit while compiling", sandbox.Result{TimedOut: true, ExitCode: 137, Signal: "SIGKILL", Duration: 2 * time.Minute}, "killed at the wall-clock limit (2m0s) while compiling", ""},
+		{"compiler killed", sandbox.Result{ExitCode: 1, Stdout: []byte(toolKilled)}, "a tool of the Go toolchain was killed while compiling, before any test ran (runtime: /usr/local/go/pkg/tool/linux_amd64/compile: signal: killed)", ""},
+		{"candidate loops after start", sandbox.Result{TimedOut: true, ExitCode: 137, Signal: "SIGKILL", Stdout: []byte(started)}, "", "timeout"},
+		{"forged by a killer of the go command", sandbox.Result{ExitCode: 137, Signal: "SIGKILL", Stdout: []byte(started + toolKilled)}, "", ""},
+		{"forged after a test binary ran", sandbox.Result{ExitCode: 1, Stdout: []byte(started + `{"Action":"fail","Package":"calc"}` + "\n" + toolKilled)}, "", ""},
+		{"compile error quoting the message", sandbox.Result{ExitCode: 1, Stdout: []byte(quoted)}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := execcheck.New(execcheck.Config{
+				Name: "tests", Runner: &replay{tc.res}, Format: "go", Artifact: "calc.go", GoCache: t.TempDir(),
+				Command: []string{"go", "test", "-json", "."}, Limits: sandbox.Limits{CPU: 3 * time.Second},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := v.Check(context.Background(), verify.Candidate{Answer: "package calc\n"})
+			switch {
+			case tc.infra != "":
+				if err == nil || !strings.Contains(err.Error(), "exec check tests could not run: ") || !strings.Contains(err.Error(), tc.infra) {
+					t.Errorf("err = %v, verdict %+v; want the check's failure to run, naming %q", err, got, tc.infra)
+				}
+			case err != nil:
+				t.Errorf("err = %v; want a verdict on the candidate", err)
+			case got.OK || (tc.where != "" && got.Where != tc.where):
+				t.Errorf("verdict %+v; want a rejection at %q", got, tc.where)
+			}
+		})
+	}
+}
