@@ -281,6 +281,9 @@ func sampleRequest(h []model.Message, mode Mode, finish model.ToolSpec) ([]model
 // candidateOf reads a sample reply: a lone finish call in agent mode, the
 // reply's artifact in generate mode.
 func candidateOf(r *model.Response, mode Mode, typed bool) (answer string, conf float64, how string, err error) {
+	if r.StopReason == "max_tokens" {
+		return "", 0, "", fmt.Errorf("it was cut off at the output limit")
+	}
 	if mode == ModeGenerate {
 		answer, conf, stated := ExtractCandidate(replyText(r.Content))
 		if strings.TrimSpace(answer) == "" {

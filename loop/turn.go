@@ -197,6 +197,11 @@ func (m *Machine) onReply(r *model.Response, closing bool) {
 		m.st.History.append(model.Message{Role: model.Assistant, Content: []model.Block{model.TextBlock(fmt.Sprintf("[reply of %d bytes discarded]", shape.size))}})
 		m.malformed("oversized_reply", fmt.Sprintf("Your reply was %d bytes, over the limit of %d, and was discarded unread. Keep replies shorter: act in smaller steps.", shape.size, m.spec.Policy.MaxReplyBytes), closing)
 		return
+	case r.StopReason == "max_tokens":
+		content, text := cutOff(r.Content, m.spec.Mode, m.st.Call.MaxOut)
+		m.st.History.append(model.Message{Role: model.Assistant, Content: content})
+		m.malformed("cut_off", text, closing)
+		return
 	case m.spec.Mode == ModeGenerate:
 		m.st.History.append(model.Message{Role: model.Assistant, Content: textOnly(r.Content)})
 		answer, conf, stated := ExtractCandidate(replyText(r.Content))
@@ -246,6 +251,20 @@ func (m *Machine) onReply(r *model.Response, closing bool) {
 		m.ready.note(m.st.answerCoreTools(&m.spec)...)
 	}
 	m.dispatchTools(closing)
+}
+
+// cutOff reads a reply that reached its output limit of maxOut tokens: it
+// may end inside its answer or a tool call's arguments, so nothing in it is
+// run or submitted. It returns the reply's text for the history and what
+// the model is told, with how to fit the next reply in the limit.
+func cutOff(blocks []model.Block, mode Mode, maxOut int) (content []model.Block, text string) {
+	if content = textOnly(blocks); len(content) == 0 {
+		content = []model.Block{model.TextBlock("[reply cut off]")}
+	}
+	if mode == ModeGenerate {
+		return content, fmt.Sprintf("Your reply was cut off at the output limit of %d tokens, so it was not submitted. Reply again with the whole artifact in fewer tokens: no explanation before it, then the final line CONFIDENCE: x.", maxOut)
+	}
+	return content, fmt.Sprintf("Your reply was cut off at the output limit of %d tokens, so none of its tool calls ran and no finish was taken. Act in smaller pieces: one tool call at a time, and a long file written in parts.", maxOut)
 }
 
 // replyShape is what onReply reads of a reply first: its size, the
