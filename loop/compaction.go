@@ -78,7 +78,7 @@ func (c *compactor) begin(h *history, keepTurns, step int, est int64) bool {
 	}
 	var middle int64
 	for _, msg := range h.Messages[1:cut] {
-		middle += messageWeight(msg)
+		middle += model.MessageWeight(msg)
 	}
 	if middle*minMiddle < h.Bytes {
 		return false // too little to gain: the kept turns are most of it
@@ -92,7 +92,7 @@ func (c *compactor) begin(h *history, keepTurns, step int, est int64) bool {
 func (c *compactor) need(goal, pad string, h *history, summaryTokens int, callCost budget.Micros) budget.Usage {
 	return budget.Usage{
 		ModelCalls:   1,
-		InputTokens:  EstimateTokens(model.Request{System: compactPrompt, Messages: c.request(goal, pad, h)}),
+		InputTokens:  model.EstimateTokens(model.Request{System: compactPrompt, Messages: c.request(goal, pad, h)}),
 		OutputTokens: int64(summaryTokens),
 		Cost:         callCost,
 	}

@@ -78,7 +78,7 @@ func TestCompactionApply(t *testing.T) {
 	}
 	var want int64
 	for _, m := range h.Messages {
-		want += messageWeight(m)
+		want += model.MessageWeight(m)
 	}
 	if h.Bytes != want {
 		t.Errorf("history sized %d, want %d", h.Bytes, want)

@@ -27,15 +27,15 @@ func TestEstimateTokens(t *testing.T) {
 		{"empty", model.Request{}, 0},
 		{"system only", model.Request{System: "12345678"}, 2},
 		{"one message", model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("abcd")}}}},
-			(loop.MessageOverhead + loop.BlockOverhead + 4 + 3) / 4},
+			(model.MessageOverhead + model.BlockOverhead + 4 + 3) / 4},
 		{"tool use counts name, ID and input", model.Request{Messages: []model.Message{{Role: model.Assistant, Content: []model.Block{
 			{Type: model.ToolUse, ID: "c1", Name: "look", Input: json.RawMessage(`{"a":1}`)}}}}},
-			(loop.MessageOverhead + loop.BlockOverhead + 2 + 4 + 7 + 3) / 4},
+			(model.MessageOverhead + model.BlockOverhead + 2 + 4 + 7 + 3) / 4},
 		{"tools", model.Request{Tools: []model.ToolSpec{{Name: "ab", Description: "cd", InputSchema: json.RawMessage(`{}`)}}},
-			(loop.ToolOverhead + 6 + 3) / 4},
+			(model.ToolOverhead + 6 + 3) / 4},
 	}
 	for _, tt := range tests {
-		if got := loop.EstimateTokens(tt.req); got != tt.want {
+		if got := model.EstimateTokens(tt.req); got != tt.want {
 			t.Errorf("%s: EstimateTokens = %d, want %d", tt.name, got, tt.want)
 		}
 	}
@@ -73,7 +73,7 @@ func TestEstimateCalibration(t *testing.T) {
 			t.Fatalf("%s: %d bytes, recorded as %d", s.Name, len(s.Text), s.Bytes)
 		}
 		// A text alone: a request with it as its system prompt.
-		e := loop.EstimateTokens(model.Request{System: s.Text})
+		e := model.EstimateTokens(model.Request{System: s.Text})
 		rc, ro := float64(e)/float64(s.CL100K), float64(e)/float64(s.O200K)
 		t.Logf("%-28s %7d %8d %8d %10.2f %10.2f", s.Name, s.Bytes, s.CL100K, s.O200K, rc, ro)
 		if rc < 0.7 || rc > 1.3 || ro < 0.7 || ro > 1.3 {

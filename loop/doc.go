@@ -67,7 +67,7 @@
 // # Context management
 //
 // Token accounting. Before every model call the core estimates the
-// request's input tokens without a tokenizer ([EstimateTokens]: bytes/4
+// request's input tokens without a tokenizer ([model.EstimateTokens]: bytes/4
 // plus a fixed overhead per message, block and tool) and records it on the
 // command as Command.InputEstimate, next to which the reply's usage is
 // logged. Against real tokenizer counts (cl100k_base and o200k_base) the

@@ -146,7 +146,7 @@ type Command struct {
 	// (guardrail.go): the shell does not apply them any more.
 	Overridden []string `json:"overridden,omitempty"`
 	// InputEstimate is the core's estimate of Request's input tokens,
-	// made before sending (see EstimateTokens); compare it with the
+	// made before sending (see model.EstimateTokens); compare it with the
 	// reply's usage.
 	InputEstimate int64 `json:"input_estimate,omitempty"`
 	// RunTools.

@@ -354,8 +354,8 @@ func FuzzCoreTools(f *testing.F) {
 			}
 			if m.Phase() == PhaseModel {
 				for _, c := range m.Pending() {
-					if c.InputEstimate != EstimateTokens(*c.Request) {
-						t.Fatalf("estimate %d, EstimateTokens %d", c.InputEstimate, EstimateTokens(*c.Request))
+					if c.InputEstimate != model.EstimateTokens(*c.Request) {
+						t.Fatalf("estimate %d, EstimateTokens %d", c.InputEstimate, model.EstimateTokens(*c.Request))
 					}
 				}
 			}
@@ -400,8 +400,8 @@ func FuzzCompaction(f *testing.F) {
 			}
 			cmd := rd.Commands[len(rd.Commands)-1]
 			req := cmd.Request
-			if cmd.InputEstimate != EstimateTokens(*req) {
-				t.Fatalf("choice %d: estimate %d, EstimateTokens %d", i, cmd.InputEstimate, EstimateTokens(*req))
+			if cmd.InputEstimate != model.EstimateTokens(*req) {
+				t.Fatalf("choice %d: estimate %d, EstimateTokens %d", i, cmd.InputEstimate, model.EstimateTokens(*req))
 			}
 			if req.Purpose == model.PurposeCompact {
 				var r Event

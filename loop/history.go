@@ -14,14 +14,14 @@ type history struct {
 
 func (h *history) append(msg model.Message) {
 	h.Messages = append(h.Messages, msg)
-	h.Bytes += messageWeight(msg)
+	h.Bytes += model.MessageWeight(msg)
 }
 
 // set replaces the messages and sizes them again.
 func (h *history) set(msgs []model.Message) {
 	h.Messages, h.Bytes = msgs, 0
 	for _, msg := range msgs {
-		h.Bytes += messageWeight(msg)
+		h.Bytes += model.MessageWeight(msg)
 	}
 }
 
@@ -40,49 +40,3 @@ func (h *history) keepFrom(k int) int {
 	return 0
 }
 
-// The token estimate is tokenizer-free: the bytes a request carries (the
-// system prompt; each tool's name, description and schema; each block's
-// text, arguments, tool name and call ID) plus a fixed overhead per tool,
-// message and block for the provider's framing, divided by BytesPerToken
-// and rounded up. Byte-pair tokenizers average about 4 bytes per token on
-// English prose and 3 to 4 on code and JSON, so the estimate is close for
-// prose and errs low on dense JSON; TestEstimateCalibration measures it
-// against real tokenizer counts.
-const (
-	BytesPerToken   = 4
-	MessageOverhead = 16 // bytes per message: role and turn markers
-	BlockOverhead   = 8  // bytes per content block: its type and separators
-	ToolOverhead    = 32 // bytes per tool definition: the JSON around it
-)
-
-// EstimateTokens estimates req's input tokens as described above. It is
-// what a CallModel command's InputEstimate holds.
-func EstimateTokens(req model.Request) int64 {
-	n := int64(len(req.System)) + toolsWeight(req.Tools)
-	for _, msg := range req.Messages {
-		n += messageWeight(msg)
-	}
-	return tokensOf(n)
-}
-
-func tokensOf(weight int64) int64 { return (weight + BytesPerToken - 1) / BytesPerToken }
-
-func blockWeight(b model.Block) int64 {
-	return int64(len(b.Text)+len(b.Input)+len(b.Name)+len(b.ID)) + BlockOverhead
-}
-
-func messageWeight(msg model.Message) int64 {
-	n := int64(MessageOverhead)
-	for _, b := range msg.Content {
-		n += blockWeight(b)
-	}
-	return n
-}
-
-func toolsWeight(tools []model.ToolSpec) int64 {
-	var n int64
-	for _, t := range tools {
-		n += int64(len(t.Name)+len(t.Description)+len(t.InputSchema)) + ToolOverhead
-	}
-	return n
-}

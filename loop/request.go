@@ -91,10 +91,10 @@ func (r *requests) command(st *state, id string) Command {
 	switch c.Purpose {
 	case model.PurposeSample:
 		req.Messages, req.Tools = sampleRequest(st.History.Messages, r.spec.Mode, r.finish)
-		est = EstimateTokens(*req)
+		est = model.EstimateTokens(*req)
 	case model.PurposeCompact:
 		req.System, req.Messages = compactPrompt, st.Context.request(r.spec.Goal, st.Scratchpad.text(), &st.History)
-		est = EstimateTokens(*req)
+		est = model.EstimateTokens(*req)
 	default:
 		closing := c.Purpose == model.PurposeClosing
 		pin := r.pinned(st, closing)
@@ -108,7 +108,7 @@ func (r *requests) command(st *state, id string) Command {
 			req.Tools = r.offered(st)
 		}
 		// Sized as EstimateTokens would, without rescanning the history.
-		est = tokensOf(int64(len(req.System)) + toolsWeight(req.Tools) + st.History.Bytes + r.pinnedWeight(st, pin))
+		est = model.TokensOf(int64(len(req.System)) + model.ToolsWeight(req.Tools) + st.History.Bytes + r.pinnedWeight(st, pin))
 	}
 	return Command{Type: CallModel, ID: id, Deadline: st.deadline(r.spec.Budget.Time, c.Keep), Request: req, InputEstimate: est, Overridden: slices.Clip(st.Overridden)}
 }
@@ -153,9 +153,9 @@ func (r *requests) pinnedWeight(st *state, pin string) int64 {
 	if pin == "" {
 		return 0
 	}
-	n := int64(len(pin) + BlockOverhead)
+	n := int64(len(pin) + model.BlockOverhead)
 	if h := st.History.Messages; len(h) == 0 || h[len(h)-1].Role != model.User {
-		n += MessageOverhead
+		n += model.MessageOverhead
 	}
 	return n
 }
@@ -177,7 +177,7 @@ func (r *requests) estimate(st *state, closing bool) int64 {
 	if r.spec.Mode != ModeGenerate {
 		tools = r.offered(st)
 	}
-	return tokensOf(int64(len(r.system)) + toolsWeight(tools) + st.History.Bytes + r.pinnedWeight(st, r.pinned(st, closing)))
+	return model.TokensOf(int64(len(r.system)) + model.ToolsWeight(tools) + st.History.Bytes + r.pinnedWeight(st, r.pinned(st, closing)))
 }
 
 // turnNeed is what the run keeps for itself: the closing reserve and one

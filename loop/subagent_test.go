@@ -157,7 +157,7 @@ func FuzzCarve(f *testing.F) {
 func turnNeedAfter(m *Machine, reply model.Response) budget.Usage {
 	st := m.st
 	st.MaxCallCost = max(st.MaxCallCost, reply.Usage.Cost)
-	st.History.Bytes += messageWeight(model.Message{Role: model.Assistant, Content: reply.Content})
+	st.History.Bytes += model.MessageWeight(model.Message{Role: model.Assistant, Content: reply.Content})
 	return m.req.turnNeed(&st)
 }
 

@@ -19,7 +19,7 @@ func (d *Driver) renderCall(b *strings.Builder, c loop.Command, deadline string)
 		names[i] = t.Name
 	}
 	// Invariants of every request, checked in every script.
-	if want := loop.EstimateTokens(*c.Request); c.InputEstimate != want {
+	if want := model.EstimateTokens(*c.Request); c.InputEstimate != want {
 		fmt.Fprintf(b, "error: %s input estimate %d, but EstimateTokens says %d\n", c.ID, c.InputEstimate, want)
 	}
 	if err := CheckPairing(c.Request.Messages); err != nil {
