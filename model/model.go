@@ -205,6 +205,25 @@ type Usage struct {
 	CostKnown bool          `json:"cost_known"`
 }
 
+// AddBilled is u with a billed attempt's usage v added; v's negative
+// counts (a buggy or hostile provider's) are taken as zero, so that a
+// failed attempt can never lower what a run spent. The sum's cost is known
+// only if both are (a zero u has nothing unknown in it).
+func AddBilled(u, v Usage) Usage {
+	if v == (Usage{}) {
+		return u
+	}
+	known := v.CostKnown && (u.CostKnown || u == Usage{})
+	u.InputTokens += max(v.InputTokens, 0)
+	u.OutputTokens += max(v.OutputTokens, 0)
+	u.CacheReadTokens += max(v.CacheReadTokens, 0)
+	u.CacheWriteTokens += max(v.CacheWriteTokens, 0)
+	u.ReasoningTokens += max(v.ReasoningTokens, 0)
+	u.Cost += max(v.Cost, 0)
+	u.CostKnown = known
+	return u
+}
+
 // Response is a model's reply.
 type Response struct {
 	Content []Block `json:"content"`

@@ -115,7 +115,7 @@ func (x *Executor) CallModel(ctx context.Context, c *loop.Command, sink Sink) (e
 		}
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: f}, err
 	}
-	resp.Usage = addBilled(resp.Usage, billed)
+	resp.Usage = model.AddBilled(resp.Usage, billed)
 	if tripped := x.afterModel(ctx, c, &resp); tripped != nil {
 		return *tripped, nil
 	}
@@ -134,7 +134,7 @@ func (x *Executor) withHooks(ctx context.Context, c *loop.Command, sink Sink, bi
 	h := model.Hooks{
 		OnBilled: func(u model.Usage) {
 			mu.Lock()
-			*billed = addBilled(*billed, u)
+			*billed = model.AddBilled(*billed, u)
 			mu.Unlock()
 		},
 		OnRetry: func(rt model.Retry) {
@@ -167,25 +167,6 @@ func (x *Executor) withHooks(ctx context.Context, c *loop.Command, sink Sink, bi
 			show(rest)
 		}
 	}
-}
-
-// addBilled is u with a billed attempt's usage v added; v's negative
-// counts (a buggy or hostile provider's) are taken as zero, so that a
-// failed attempt can never lower what a run spent. The sum's cost is known
-// only if both are (a zero u has nothing unknown in it).
-func addBilled(u, v model.Usage) model.Usage {
-	if v == (model.Usage{}) {
-		return u
-	}
-	known := v.CostKnown && (u.CostKnown || u == model.Usage{})
-	u.InputTokens += max(v.InputTokens, 0)
-	u.OutputTokens += max(v.OutputTokens, 0)
-	u.CacheReadTokens += max(v.CacheReadTokens, 0)
-	u.CacheWriteTokens += max(v.CacheWriteTokens, 0)
-	u.ReasoningTokens += max(v.ReasoningTokens, 0)
-	u.Cost += max(v.Cost, 0)
-	u.CostKnown = known
-	return u
 }
 
 // failure classifies err, naming the time budget when the command's

@@ -11,6 +11,3 @@ func SetLeaseInterval(d time.Duration) (restore func()) {
 
 // CheckForkPoint is forkPoint, for FuzzForkPoint.
 var CheckForkPoint = forkPoint
-
-// AddBilled is addBilled, for TestAddBilled.
-var AddBilled = addBilled

@@ -222,22 +222,3 @@ func (f fresh) Generate(ctx context.Context, req model.Request) (model.Response,
 
 // A billed attempt adds to a call's usage; a provider's negative counts
 // cannot lower it, and an attempt of unknown price makes the sum unknown.
-func TestAddBilled(t *testing.T) {
-	reply := model.Usage{InputTokens: 10, OutputTokens: 5, Cost: 700, CostKnown: true}
-	for _, tc := range []struct {
-		name string
-		u, v model.Usage
-		want model.Usage
-	}{
-		{"nothing billed", reply, model.Usage{}, reply},
-		{"to a reply", reply, model.Usage{InputTokens: 1, OutputTokens: 2, ReasoningTokens: 1, Cost: 300, CostKnown: true},
-			model.Usage{InputTokens: 11, OutputTokens: 7, ReasoningTokens: 1, Cost: 1000, CostKnown: true}},
-		{"to nothing yet", model.Usage{}, model.Usage{OutputTokens: 2, Cost: 300, CostKnown: true}, model.Usage{OutputTokens: 2, Cost: 300, CostKnown: true}},
-		{"negative counts", reply, model.Usage{InputTokens: -50, OutputTokens: -50, CacheReadTokens: -1, CacheWriteTokens: -1, Cost: -5000, CostKnown: true}, reply},
-		{"unknown price", reply, model.Usage{OutputTokens: 2}, model.Usage{InputTokens: 10, OutputTokens: 7, Cost: 700}},
-	} {
-		if got := runner.AddBilled(tc.u, tc.v); got != tc.want {
-			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
-		}
-	}
-}

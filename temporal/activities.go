@@ -382,8 +382,9 @@ func (a *Activities) append(ctx context.Context, run string, es []Entry) error {
 }
 
 // heartbeat reports the activity alive until stop is called, so that a
-// worker that dies mid-call is noticed within heartbeatTimeout.
-func heartbeat(ctx context.Context) (stop func()) {
+// worker that dies mid-call is noticed within heartbeatTimeout; details
+// are what a later attempt reads of this one if it dies.
+func heartbeat(ctx context.Context, details ...any) (stop func()) {
 	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
 		return func() {}
 	}
@@ -398,7 +399,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				activity.RecordHeartbeat(ctx, details...)
 			}
 		}
 	}()
@@ -432,19 +433,32 @@ func (a *Activities) model(ctx context.Context, in ModelInput, shell *shellLog) 
 	if err := a.write(ctx, in.Run, in.Save); err != nil {
 		return loop.Event{}, nil, err
 	}
-	defer heartbeat(ctx)()
+	prior := shell.retried(ctx, in.Call)
+	defer heartbeat(ctx, attemptLog{Billed: prior})()
 	req, err := in.Request.request(lr.base, func(seq int64) (string, error) { return a.output(ctx, in.Run, lr, seq) })
 	if err != nil {
 		return loop.Event{}, nil, temporal.NewApplicationError(err.Error(), errTypeStore)
 	}
-	shell.retried(ctx, in.Call)
 	ev, gerr := lr.callModel(ctx, in, &req, shell.add)
+	// What the attempts before this one were billed (a stream cut after
+	// output) is charged with this one's answer, as a local run charges
+	// its transport's billed retries.
+	billed := prior
+	if ev.Error != nil && ev.Error.Billed != nil {
+		billed = model.AddBilled(billed, *ev.Error.Billed)
+	}
 	var t interface{ Temporary() bool }
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.As(gerr, &t) && t.Temporary() {
 		// The failure is kept in the history: admitted as an event's text.
 		msg := lr.live.Redactor.String(strings.ToValidUTF8(gerr.Error(), "\uFFFD"))
-		shell.failed(ctx, msg)
-		return loop.Event{}, nil, temporal.NewApplicationError(msg, errTypeModel)
+		shell.failed(ctx, attemptLog{Why: msg, Billed: billed})
+		return loop.Event{}, nil, temporal.NewApplicationError(msg, errTypeModel, billed)
+	}
+	switch {
+	case ev.Reply != nil:
+		ev.Reply.Usage = model.AddBilled(ev.Reply.Usage, prior)
+	case ev.Error != nil && billed != (model.Usage{}):
+		ev.Error.Billed = &billed
 	}
 	return ev, nil, nil
 }
@@ -485,27 +499,40 @@ func (s *shellLog) add(e observe.Entry) {
 	s.entries = append(s.entries, e)
 }
 
-// failed keeps why this attempt of a model call failed, as its last
-// heartbeat's details: the next attempt records the retry (retried).
-func (s *shellLog) failed(ctx context.Context, why string) {
+// attemptLog is what an attempt of a model call leaves the next, as its
+// last heartbeat's details: why it failed ("" while it runs) and what the
+// attempts so far were billed.
+type attemptLog struct {
+	Why    string      `json:"why,omitempty"`
+	Billed model.Usage `json:"billed"`
+}
+
+// failed keeps why this attempt of a model call failed, and what the
+// attempts so far were billed, as its last heartbeat's details: the next
+// attempt records the retry and charges the billing (retried).
+func (s *shellLog) failed(ctx context.Context, l attemptLog) {
 	if activity.IsActivity(ctx) {
-		activity.RecordHeartbeat(ctx, why)
+		activity.RecordHeartbeat(ctx, l)
 	}
 }
 
 // retried records, in a later attempt of model call id, the retry that
 // Temporal's retry policy made after the attempt before failed, as a local
-// run records its transport's retries.
-func (s *shellLog) retried(ctx context.Context, id string) {
+// run records its transport's retries, and returns what the attempts
+// before were billed.
+func (s *shellLog) retried(ctx context.Context, id string) model.Usage {
 	if !activity.IsActivity(ctx) || !activity.HasHeartbeatDetails(ctx) {
-		return
+		return model.Usage{}
 	}
-	var why string
-	if activity.GetHeartbeatDetails(ctx, &why) != nil || why == "" {
-		return
+	var l attemptLog
+	if activity.GetHeartbeatDetails(ctx, &l) != nil {
+		return model.Usage{}
 	}
-	n := int(activity.GetInfo(ctx).Attempt)
-	s.add(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: model.Retry{Attempt: n, Wait: retryWait(n), Reason: why}}})
+	if l.Why != "" {
+		n := int(activity.GetInfo(ctx).Attempt)
+		s.add(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: model.Retry{Attempt: n, Wait: retryWait(n), Reason: l.Why}}})
+	}
+	return l.Billed
 }
 
 // output returns the tool output recorded at entry seq of run, reading

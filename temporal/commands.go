@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
@@ -122,6 +123,31 @@ func storeFailure(err error) error {
 
 // cause is the message of the error an activity failed with, without
 // Temporal's wrapping.
+// billedOf is what the failed attempts of a model activity were billed:
+// the last attempt's error says it (Activities.Model), or, if it timed
+// out, its last heartbeat. nil when nothing was billed.
+func billedOf(err error) *model.Usage {
+	var u model.Usage
+	var app *temporal.ApplicationError
+	var timeout *temporal.TimeoutError
+	switch {
+	case errors.As(err, &app) && app.HasDetails():
+		if app.Details(&u) != nil {
+			return nil
+		}
+	case errors.As(err, &timeout) && timeout.HasLastHeartbeatDetails():
+		var l attemptLog
+		if timeout.LastHeartbeatDetails(&l) != nil {
+			return nil
+		}
+		u = l.Billed
+	}
+	if u == (model.Usage{}) {
+		return nil
+	}
+	return &u
+}
+
 func cause(err error) string {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
@@ -240,9 +266,13 @@ func (d *driver) callModel(c *loop.Command, calls int) job {
 			case isStoreError(err):
 				return loop.Event{}, storeFailure(err)
 			case isTimeout(err):
-				return fail(loop.FailDeadline, "model call: "+cause(err)), nil
+				failed := fail(loop.FailDeadline, "model call: "+cause(err))
+				failed.Error.Billed = billedOf(err)
+				return failed, nil
 			}
-			return fail("error", cause(err)), nil
+			failed := fail("error", cause(err))
+			failed.Error.Billed = billedOf(err)
+			return failed, nil
 		},
 	}
 }

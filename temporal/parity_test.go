@@ -33,9 +33,11 @@ type parityFeature struct {
 	// hooks and guardrails are the run's; flaky says the first model call
 	// fails with a temporary error (a local model's transport retries it,
 	// a worker's activity is retried by Temporal).
+	// bills is what that failed attempt is billed (model.Hooks.OnBilled).
 	hooks      runner.Hooks
 	guardrails []runner.Guardrail
 	flaky      bool
+	bills      model.Usage
 	// patch is the patch the run's workspace gives as it finishes.
 	patch *loop.Patch
 }
@@ -85,6 +87,12 @@ var parityFeatures = []parityFeature{
 		name:  "retry entries",
 		turns: []scripted.Turn{{Tools: []scripted.ToolCall{addCall(2, 3)}}, {Finish: finish("5")}},
 		flaky: true,
+	},
+	{
+		name:  "billed attempts",
+		turns: []scripted.Turn{{Tools: []scripted.ToolCall{addCall(2, 3)}}, {Finish: finish("5")}},
+		flaky: true,
+		bills: model.Usage{InputTokens: 300, OutputTokens: 500, Cost: 7000, CostKnown: true},
 	},
 }
 
@@ -163,6 +171,8 @@ func logView(t *testing.T, st store.Store, id string) []string {
 	if res.Patch != nil {
 		view = append(view, "patch "+res.Patch.Diff)
 	}
+	u := res.Usage
+	view = append(view, fmt.Sprintf("usage model_calls=%d input=%d output=%d cost=%d", u.ModelCalls, u.InputTokens, u.OutputTokens, u.Cost))
 	return append(view, "status "+row.Status)
 }
 
@@ -173,7 +183,7 @@ func (f parityFeature) model(t *testing.T, worker bool) model.Model {
 	if !f.flaky {
 		return m
 	}
-	return &flakyModel{Model: m, retries: !worker}
+	return &flakyModel{Model: m, retries: !worker, bills: f.bills}
 }
 
 // flakyModel fails the run's first model call once with a temporary
@@ -183,6 +193,7 @@ func (f parityFeature) model(t *testing.T, worker bool) model.Model {
 type flakyModel struct {
 	model.Model
 	retries      bool
+	bills        model.Usage
 	next         atomic.Int64
 	failedBefore atomic.Bool
 }
@@ -197,6 +208,9 @@ func (m *flakyModel) Seek(calls int) {
 func (m *flakyModel) Generate(ctx context.Context, req model.Request) (model.Response, error) {
 	if m.next.Add(1) == 1 && !m.failedBefore.Swap(true) {
 		err := &model.APIError{Kind: model.ErrOverloaded, Status: 529, Message: "overloaded"}
+		if h := model.HooksFrom(ctx); h.OnBilled != nil && m.bills != (model.Usage{}) {
+			h.OnBilled(m.bills)
+		}
 		if !m.retries {
 			return model.Response{}, err
 		}
@@ -316,4 +330,30 @@ func (fl *fleet) parityPath(t *testing.T, f parityFeature, id string) (store.Sto
 		t.Errorf("the workflow's Result has patch %v, want %v", res.Patch, f.patch)
 	}
 	return fl.store, id
+}
+
+// billingOutage fails every call with a temporary error after billing it,
+// as a provider whose streams are all cut after output does.
+type billingOutage struct{ bills model.Usage }
+
+func (m billingOutage) Generate(ctx context.Context, _ model.Request) (model.Response, error) {
+	if h := model.HooksFrom(ctx); h.OnBilled != nil {
+		h.OnBilled(m.bills)
+	}
+	return model.Response{}, &model.APIError{Kind: model.ErrOverloaded, Status: 529, Message: "overloaded"}
+}
+
+// TestBilledAttemptsFailedForGood: when every attempt of a model activity
+// fails, what each was billed still reaches the run's usage.
+func TestBilledAttemptsFailedForGood(t *testing.T) {
+	f := newFleet(t, dial(t, testenv.TemporalServer(t)), "ratchet-billed")
+	bills := model.Usage{InputTokens: 300, OutputTokens: 500, Cost: 7000, CostKnown: true}
+	run := f.start(t, "billed-outage", baseTask(), billingOutage{bills}, temporal.StartOptions{Attempts: 2})
+	var res loop.Result
+	if err := run.Get(context.Background(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != loop.Failed || res.Usage.Cost != 2*bills.Cost || res.Usage.OutputTokens != 2*bills.OutputTokens {
+		t.Errorf("ended %s with usage %+v, want failed with both attempts' %d µ$ and %d output tokens", res.Status, res.Usage, 2*bills.Cost, 2*bills.OutputTokens)
+	}
 }

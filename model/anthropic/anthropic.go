@@ -168,7 +168,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	out, err := m.transport.Do(ctx, func(ctx context.Context) error {
 		var err error
 		if m.cfg.Stream {
-			resp, err = m.stream(ctx, params, opts)
+			resp, err = m.stream(ctx, &req, params, opts)
 			return err
 		}
 		var msg *anthropic.Message
@@ -186,7 +186,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	return resp, nil
 }
 
-func (m *Model) stream(ctx context.Context, params anthropic.MessageNewParams, opts []option.RequestOption) (model.Response, error) {
+func (m *Model) stream(ctx context.Context, req *model.Request, params anthropic.MessageNewParams, opts []option.RequestOption) (model.Response, error) {
 	s := m.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	var a assembler
@@ -201,12 +201,29 @@ func (m *Model) stream(ctx context.Context, params anthropic.MessageNewParams, o
 		if errors.As(err, &ae) && ae.StatusCode < 400 {
 			// An error event in the middle of the stream.
 			if kind := streamErrorKind(string(ae.Type())); (&model.APIError{Kind: kind}).Temporary() {
-				return model.Response{}, retry.Broken(string(ae.Type()), err)
+				return model.Response{}, m.billed(retry.Broken(string(ae.Type()), err), &a, req)
 			}
 		}
-		return model.Response{}, err
+		return model.Response{}, m.billed(err, &a, req)
 	}
-	return a.response()
+	resp, err := a.response()
+	if err != nil {
+		return resp, m.billed(err, &a, req)
+	}
+	return resp, nil
+}
+
+// billed marks err, a stream's failure, with what its attempt is billed
+// once the reply began (message_start came, with the input's usage).
+func (m *Model) billed(err error, a *assembler, req *model.Request) error {
+	if !a.started {
+		return err
+	}
+	u := retry.CutUsage(a.resp.Usage, req, a.received())
+	if m.priced {
+		u.Cost, u.CostKnown = m.price.Cost(u), true
+	}
+	return retry.Billed(err, u)
 }
 
 // params builds the request and the options it needs (a beta header).

@@ -94,6 +94,16 @@ func (a *assembler) add(ev anthropic.MessageStreamEventUnion) string {
 	return ""
 }
 
+// received is how many bytes of output the stream carried: text,
+// thinking and tool arguments.
+func (a *assembler) received() int {
+	n := 0
+	for _, b := range a.blocks {
+		n += len(b.text) + len(b.input)
+	}
+	return n
+}
+
 // response returns the assembled reply; a stream cut off before
 // message_stop is an error (the transport broke, not the model).
 func (a *assembler) response() (model.Response, error) {

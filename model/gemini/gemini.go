@@ -186,14 +186,14 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 			onText := model.HooksFrom(ctx).OnText
 			for chunk, err := range m.client.Models.GenerateContentStream(ctx, m.cfg.Model, contents, config) {
 				if err != nil {
-					return streamError(err)
+					return m.billed(streamError(err), a, &req)
 				}
 				if d := a.add(chunk); d != "" && onText != nil {
 					onText(d)
 				}
 			}
 			if !a.finished() {
-				return fmt.Errorf("stream ended before a finish reason (%d chunks): %w", a.chunks, retry.ErrIncomplete)
+				return m.billed(fmt.Errorf("stream ended before a finish reason (%d chunks): %w", a.chunks, retry.ErrIncomplete), a, &req)
 			}
 		} else {
 			r, err := m.client.Models.GenerateContent(ctx, m.cfg.Model, contents, config)
@@ -212,6 +212,24 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		resp.Usage.Cost, resp.Usage.CostKnown = m.price.Cost(resp.Usage), true
 	}
 	return resp, nil
+}
+
+// billed marks err, the failure of a stream, with what its attempt is
+// billed once the reply began: the usage its last chunk reported, with
+// the rest estimated (retry.CutUsage).
+func (m *Model) billed(err error, a *assembler, req *model.Request) error {
+	if a.chunks == 0 {
+		return err
+	}
+	received := 0
+	for _, b := range a.blocks {
+		received += len(b.Text) + len(b.Input)
+	}
+	u := retry.CutUsage(a.response(func() string { return "" }).Usage, req, received)
+	if m.priced {
+		u.Cost, u.CostKnown = m.price.Cost(u), true
+	}
+	return retry.Billed(err, u)
 }
 
 // malformedReply is a reply the SDK could not read: its converters index

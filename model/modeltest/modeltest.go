@@ -837,10 +837,29 @@ func testRetryBroken(t *testing.T, h Harness, stream bool) {
 	reply := Reply{Text: "whole at last", Calls: []Call{{ID: "call_1_1", Name: "add", Args: `{"a":1,"b":2}`}}}
 	m, srv := h.model(t, []Turn{{Fail: []Failure{{Break: true}}, Reply: reply}}, Options{Retry: retryConfig(&s), Stream: stream})
 	var retries []model.Retry
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnRetry: func(r model.Retry) { retries = append(retries, r) }})
+	var billed []model.Usage
+	ctx := model.WithHooks(context.Background(), model.Hooks{
+		OnRetry:  func(r model.Retry) { retries = append(retries, r) },
+		OnBilled: func(u model.Usage) { billed = append(billed, u) },
+	})
 	checkReply(t, generate(t, m, ctx, request()), reply)
 	if srv.Attempts() != 2 {
 		t.Errorf("%d attempts, want 2", srv.Attempts())
+	}
+	// A stream cut after it began is billed all the same, so the attempt's
+	// usage (estimated where the stream had not reported it) is reported,
+	// priced like a reply. A whole reply's body cut off reports nothing:
+	// its usage never arrived.
+	switch {
+	case !stream && len(billed) != 0:
+		t.Errorf("billed %+v for a cut reply body, want nothing", billed)
+	case stream && len(billed) != 1:
+		t.Errorf("billed %d times (%+v), want once for the cut attempt", len(billed), billed)
+	case stream:
+		u := billed[0]
+		if cost, known := h.Cost(u); u.InputTokens <= 0 || u.Cost != cost || u.CostKnown != known {
+			t.Errorf("billed %+v, want input tokens and the cost %d (known %v) of that usage", u, cost, known)
+		}
 	}
 	if len(retries) != 1 || retries[0].Attempt != 2 || retries[0].Wait != 75*time.Millisecond || !strings.HasPrefix(retries[0].Reason, "reply broke off") {
 		t.Errorf("retries = %+v, want one, attempt 2 after 75ms, reason \"reply broke off…\"", retries)

@@ -215,7 +215,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	out, err := m.transport.Do(ctx, func(ctx context.Context) error {
 		var err error
 		if m.cfg.Stream {
-			r, err = m.stream(ctx, params)
+			r, err = m.stream(ctx, &req, params)
 			return err
 		}
 		var cc *openai.ChatCompletion
@@ -237,7 +237,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	return resp, nil
 }
 
-func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParams) (reply, error) {
+func (m *Model) stream(ctx context.Context, req *model.Request, params openai.ChatCompletionNewParams) (reply, error) {
 	params.StreamOptions.IncludeUsage = openai.Bool(true)
 	done := &doneFlag{}
 	s := m.client.Chat.Completions.NewStreaming(context.WithValue(ctx, doneKey{}, done), params)
@@ -254,11 +254,29 @@ func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParam
 			return fr, nil
 		}
 		if e, ok := eventError(err); ok && e.kind().Temporary() {
-			return reply{}, retry.Broken("an error event: "+e.Message, err)
+			err = retry.Broken("an error event: "+e.Message, err)
 		}
-		return reply{}, err
+		return reply{}, m.billed(err, a.chunks > 0, m.response(a.r).Usage, req, a.received())
 	}
-	return a.reply(done.seen)
+	r, err := a.reply(done.seen)
+	if err != nil {
+		return r, m.billed(err, a.chunks > 0, m.response(a.r).Usage, req, a.received())
+	}
+	return r, nil
+}
+
+// billed marks err, the failure of a stream, with what its attempt is
+// billed once the reply began: the usage it reported (a stream reports
+// it last, so seldom any), with the rest estimated (retry.CutUsage).
+func (m *Model) billed(err error, began bool, reported model.Usage, req *model.Request, received int) error {
+	if !began {
+		return err
+	}
+	u := retry.CutUsage(reported, req, received)
+	if m.priced {
+		u.Cost, u.CostKnown = m.price.Cost(u), true
+	}
+	return retry.Billed(err, u)
 }
 
 func (m *Model) params(req model.Request) (openai.ChatCompletionNewParams, error) {

@@ -52,7 +52,7 @@ func (m *Model) generateResponses(ctx context.Context, req model.Request) (model
 	out, err := m.transport.Do(ctx, func(ctx context.Context) error {
 		var err error
 		if m.cfg.Stream {
-			r, err = m.streamResponses(ctx, params, opts)
+			r, err = m.streamResponses(ctx, &req, params, opts)
 			return err
 		}
 		r, err = m.client.Responses.New(ctx, params, opts...)
@@ -69,7 +69,7 @@ func (m *Model) generateResponses(ctx context.Context, req model.Request) (model
 }
 
 // streamResponses reads a stream to the event that ends the response.
-func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNewParams, opts []option.RequestOption) (*responses.Response, error) {
+func (m *Model) streamResponses(ctx context.Context, req *model.Request, params responses.ResponseNewParams, opts []option.RequestOption) (*responses.Response, error) {
 	s := m.client.Responses.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	onText := model.HooksFrom(ctx).OnText
@@ -77,7 +77,7 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 	for s.Next() {
 		d, err := a.add(s.Current())
 		if err != nil {
-			return nil, err
+			return nil, m.billed(err, true, model.Usage{}, req, a.received)
 		}
 		if onText != nil && d != "" {
 			onText(d)
@@ -85,20 +85,31 @@ func (m *Model) streamResponses(ctx context.Context, params responses.ResponseNe
 	}
 	if err := s.Err(); err != nil {
 		if e, ok := eventError(err); ok && e.kind().Temporary() {
-			return nil, retry.Broken("an error event: "+e.Message, err)
+			err = retry.Broken("an error event: "+e.Message, err)
 		}
-		return nil, err
+		return nil, m.billed(err, a.events > 0, model.Usage{}, req, a.received)
 	}
-	return a.response()
+	r, err := a.response()
+	if err != nil {
+		return nil, m.billed(err, a.events > 0, model.Usage{}, req, a.received)
+	}
+	return r, nil
 }
 
 // responsesStream follows a stream's events: text deltas to show, and the
-// event that ends the response with it whole.
-type responsesStream struct{ done *responses.Response }
+// event that ends the response with it whole. events and received (the
+// bytes of its deltas) are what a cut stream is billed by.
+type responsesStream struct {
+	done     *responses.Response
+	events   int
+	received int
+}
 
 // add takes one event and returns text to show now, if any, or the error
 // an error event or a failed response says.
 func (a *responsesStream) add(ev responses.ResponseStreamEventUnion) (string, error) {
+	a.events++
+	a.received += len(ev.Delta)
 	switch ev.Type {
 	case "response.output_text.delta", "response.refusal.delta":
 		return ev.Delta, nil

@@ -74,6 +74,16 @@ func (a *assembler) add(c openai.ChatCompletionChunk) string {
 	return ch.Delta.Content + ch.Delta.Refusal
 }
 
+// received is how many bytes of output the stream carried: text,
+// reasoning, refusal and tool arguments.
+func (a *assembler) received() int {
+	n := a.text.Len() + a.thought.Len()
+	for _, c := range a.calls {
+		n += len(c.args)
+	}
+	return n
+}
+
 // reply returns the assembled reply. done says the stream's closing
 // "data: [DONE]" arrived: a stream cut off before it, and before any chunk
 // gave a finish reason, is incomplete (the transport broke, not the model).

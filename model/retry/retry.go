@@ -329,18 +329,52 @@ type brokenError struct {
 func (e *brokenError) Error() string { return e.err.Error() }
 func (e *brokenError) Unwrap() error { return e.err }
 
+// Billed marks err, the failure of an attempt whose reply had begun, with
+// what the provider bills for it all the same (see CutUsage). Do reports
+// it to model.Hooks.OnBilled, whether it then retries or gives up.
+func Billed(err error, u model.Usage) error { return &billedError{err: err, usage: u} }
+
+type billedError struct {
+	err   error
+	usage model.Usage
+}
+
+func (e *billedError) Error() string { return e.err.Error() }
+func (e *billedError) Unwrap() error { return e.err }
+
+// CutUsage is what a reply cut off after it began is billed: the usage it
+// reported, with the request's estimated input (model.EstimateTokens)
+// where it reported none, and at least the estimated tokens of the
+// received bytes of output. The cost is left to the provider, which knows
+// its price.
+func CutUsage(reported model.Usage, req *model.Request, received int) model.Usage {
+	u := reported
+	if u.InputTokens <= 0 && u.CacheReadTokens <= 0 {
+		u.InputTokens = model.EstimateTokens(*req)
+	}
+	u.OutputTokens = max(u.OutputTokens, model.TokensOf(int64(received)))
+	return u
+}
+
 // Do carries out one model call, fn, under t's policy. fn's HTTP attempts
 // go through t (it must use ctx), and a failure after a reply began (its
 // body or stream cut off: a connection error, ErrIncomplete or a Broken
 // error) is retried like a reset: counted against the same MaxAttempts,
 // waiting the same backoff, never past ctx's deadline, and reported to
 // model.Hooks.OnRetry. The loop only ever sees complete replies, so a
-// restart is safe. It returns fn's last error, unchanged, and the Outcome.
+// restart is safe. An attempt's Billed usage goes to model.Hooks.OnBilled.
+// It returns fn's last error, unchanged, and the Outcome.
 func (t *Transport) Do(ctx context.Context, fn func(ctx context.Context) error) (Outcome, error) {
 	c := &call{}
 	ctx = context.WithValue(ctx, callKey{}, c)
 	for {
 		err := fn(ctx)
+		var b *billedError
+		if errors.As(err, &b) {
+			if h := model.HooksFrom(ctx); h.OnBilled != nil {
+				h.OnBilled(b.usage)
+			}
+		}
 		if err == nil || c.stopped != "" || ctx.Err() != nil {
 			return Outcome{Attempts: c.attempts, Stopped: c.stopped}, err
 		}
