@@ -39,4 +39,3 @@ func (h *history) keepFrom(k int) int {
 	}
 	return 0
 }
-
