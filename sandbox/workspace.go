@@ -82,6 +82,7 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 	if err != nil {
 		return nil, err
 	}
+	sweepOnce.Do(func() { Sweep() }) // best effort: what it cannot remove stays for gc
 	run, err := os.MkdirTemp("", "ratchet-sandbox-")
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: workspace: %w", err)
@@ -108,6 +109,9 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 	}
 	if err := os.Chmod(run, 0o711); err != nil {
 		return nil, err
+	}
+	if err := own(run); err != nil {
+		return nil, fmt.Errorf("sandbox: workspace owner lock: %w", err)
 	}
 	if s.Layer != nil {
 		err = w.bindLayer(s)
@@ -335,6 +339,7 @@ func (w *workspace) remove() {
 // removeRun deletes the run directory run: its tmpfs, when it is one, is
 // detached, which frees it at once.
 func removeRun(run string, root bool) error {
+	defer disown(run)
 	if root {
 		syscall.Unmount(run, syscall.MNT_DETACH) // EINVAL when it is no mount point
 	} else {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/observe"
+	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/store"
 )
 
@@ -60,7 +61,7 @@ func (m *Main) gcCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
 	fs.StringVar(&olderThan, "older-than", "", "delete finished runs last updated longer ago than this (30d, 12h, 90m); required")
 	fs.BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
-	setUsage(fs, "Usage: ratchet gc --older-than AGE [flags]\n\nDeletes finished runs (with their logs and sub-agents' runs) that have not\nchanged for AGE. Running runs and runs waiting for a person are kept.\n\nFlags:\n")
+	setUsage(fs, "Usage: ratchet gc --older-than AGE [flags]\n\nDeletes finished runs (with their logs and sub-agents' runs) that have not\nchanged for AGE. Running runs and runs waiting for a person are kept.\nAlso removes the sandbox directories that killed ratchet processes left\nin the temporary directory (a live process's are kept).\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
@@ -109,6 +110,17 @@ func (m *Main) gcCmd(ctx context.Context, args []string) int {
 		verb = "would delete"
 	}
 	fmt.Fprintf(m.Stderr, "ratchet gc: %s %d run(s) last updated before %s\n", verb, deleted, cutoff.Local().Format(time.RFC3339))
+	if dryRun {
+		return exitDone
+	}
+	swept, err := sandbox.Sweep()
+	if swept.Runs > 0 {
+		fmt.Fprintf(m.Stderr, "ratchet gc: removed %d sandbox directory(ies) left by killed processes (%.1f MiB)\n", swept.Runs, float64(swept.Bytes)/(1<<20))
+	}
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet gc: sandboxes: %v\n", err)
+		return exitInfra
+	}
 	return exitDone
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,5 +173,51 @@ func TestConfigProblemsAsJSON(t *testing.T) {
 	c = run(t, nil, "run", "--steps", "many", filepath.Join(dir, "task.yaml"))
 	if c.code != exitUsage || strings.Count(c.stderr, "\n") != 1 || !strings.Contains(c.stderr, `invalid value "many" for flag -steps`) {
 		t.Errorf("a bad flag value should be one line:\n%v", c)
+	}
+}
+
+// TestGCSweepsStaleSandboxes: gc removes a sandbox directory whose owner is
+// gone and keeps one whose owner holds its lock.
+func TestGCSweepsStaleSandboxes(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	stale := filepath.Join(tmp, "ratchet-sandbox-1")
+	live := filepath.Join(tmp, "ratchet-sandbox-2")
+	for _, d := range []string{stale, live} {
+		if err := os.MkdirAll(filepath.Join(d, "ws"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "ws", "f"), make([]byte, 3<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, ".owner"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(filepath.Join(d, ".owner"), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, err := os.Open(filepath.Join(live, ".owner"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"XDG_STATE_HOME": t.TempDir()}
+	if c := run(t, env, "gc", "--older-than", "1d", "--dry-run"); c.code != exitDone || strings.Contains(c.stderr, "sandbox") {
+		t.Errorf("gc --dry-run touched sandboxes: %v", c)
+	}
+	c := run(t, env, "gc", "--older-than", "1d")
+	if c.code != exitDone || !strings.Contains(c.stderr, "removed 1 sandbox directory(ies) left by killed processes (3.0 MiB)") {
+		t.Errorf("gc: %v", c)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the stale sandbox is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(live, "ws", "f")); err != nil {
+		t.Errorf("gc removed a live process's sandbox: %v", err)
 	}
 }
