@@ -173,7 +173,8 @@ type Spec struct {
 	// Mounts are the read-only test files and fixtures.
 	Mounts []Mount
 	// Command is run with the workspace as its working directory;
-	// Command[0] is looked up in PATH inside the sandbox.
+	// Command[0] is looked up in PATH inside the sandbox. "${WORKSPACE}"
+	// in it, as in Env values, is the workspace's path inside the sandbox.
 	Command []string
 	// Env is the only environment the command gets besides PATH
 	// (/usr/local/bin:/usr/bin:/bin), HOME, LANG (C.UTF-8), which it may
@@ -485,8 +486,9 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 		return res, err
 	}
 	argv := slices.Clone(s.Command)
-	if s.Report {
-		for i := range argv {
+	for i := range argv {
+		argv[i] = strings.ReplaceAll(argv[i], "${WORKSPACE}", ws.view)
+		if s.Report {
 			argv[i] = strings.ReplaceAll(argv[i], "${REPORT}", ws.reportPath)
 		}
 	}

@@ -477,7 +477,8 @@ func TestSurvivors(t *testing.T) {
 // TestFixedWorkspacePath: under bwrap and namespaces every run works in
 // View, where its cache and mounts are too, so that the go command's build
 // cache (keyed on the package's directory) is hit across runs; each run
-// still has a workspace of its own there.
+// still has a workspace of its own there. ${WORKSPACE} in Command and Env
+// values is View.
 func TestFixedWorkspacePath(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "fixture")
 	if err := os.WriteFile(src, []byte("mounted\n"), 0o644); err != nil {
@@ -492,7 +493,7 @@ func TestFixedWorkspacePath(t *testing.T) {
 					Mounts:  []Mount{{Source: src, Target: "sub/fixture"}},
 					Caches:  []Cache{{Host: filepath.Join(t.TempDir(), "cache"), Target: "c"}},
 					Env:     map[string]string{"CACHE": "${WORKSPACE}/c"},
-					Command: []string{"sh", "-c", `pwd; echo "$PWD $CACHE"; ls; cat ` + View + `/sub/fixture; test -d "$CACHE" && echo cache`},
+					Command: []string{"sh", "-c", `pwd; echo "$PWD $CACHE"; ls; cat ${WORKSPACE}/sub/fixture; test -d "$CACHE" && echo cache`},
 				})
 				want := fmt.Sprintf("%s\n%s %s/c\nc\nmine-%d\nsub\nmounted\ncache\n", View, View, View, i)
 				if res.ExitCode != 0 || string(res.Stdout) != want {

@@ -172,6 +172,9 @@ type ExecSpec struct {
 	// Isolation is judge or in-process; empty lets the check choose
 	// (execcheck.Config.Isolation).
 	Isolation string
+	// Env is added to the sandbox's scrubbed environment; ${WORKSPACE} in
+	// a value, as in Command, is the workspace's path inside the sandbox.
+	Env map[string]string
 	// Cases and Checker are format io's (execcheck.Case).
 	Cases   []execcheck.Case
 	Checker []string
@@ -429,6 +432,7 @@ func (p *parser) top(n *yaml.Node) {
 	}
 	p.checkStrengthFields()
 	p.checkHoldouts()
+	p.checkTestPlaces()
 	for _, j := range p.judged {
 		artifact := p.f.Artifact
 		if p.f.Mode != "generate" {
@@ -460,6 +464,31 @@ func (p *parser) checkHoldouts() {
 		for i, path := range c.Exec.Tests {
 			if rel, err := filepath.Rel(ws, resolveLinks(path)); path != "" && err == nil && filepath.IsLocal(rel) {
 				p.errorf(p.testNodes[c.Exec][i], "exec.tests: holdout test %s is inside the agent's workspace %s, where read_file, grep and run_command would show it to the agent: keep holdout tests outside the workspace", path, p.f.Workspace)
+			}
+		}
+	}
+}
+
+// checkTestPlaces reports each exec test that testMount could not place:
+// a test is mounted at its path relative to the task file's directory (or,
+// in agent mode, to the workspace), so one outside both has no place in
+// the sandbox.
+func (p *parser) checkTestPlaces() {
+	checks := p.f.Checks
+	if p.f.Subagents != nil {
+		checks = append(slices.Clip(checks), p.f.Subagents.Checks...)
+	}
+	relativeTo := "it"
+	if p.f.Mode != "generate" {
+		relativeTo = "it or to the workspace"
+	}
+	for _, c := range checks {
+		if c.Exec == nil {
+			continue
+		}
+		for i, path := range c.Exec.Tests {
+			if _, err := p.f.testMount(path, Env{}); path != "" && err != nil {
+				p.errorf(p.testNodes[c.Exec][i], "%v: tests are mounted in the sandbox at their path relative to %s; move the task file up to a directory holding them, or copy them beside it", err, relativeTo)
 			}
 		}
 	}
@@ -981,10 +1010,21 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 		c.Exec = e
 		var isolation *yaml.Node
 		var cases *yaml.Node
-		p.fields(v, "exec", []string{"command", "tests", "format", "timeout", "copy", "isolation", "cases", "checker"}, func(k string, n *yaml.Node) {
+		p.fields(v, "exec", []string{"command", "tests", "format", "timeout", "copy", "isolation", "cases", "checker", "env"}, func(k string, n *yaml.Node) {
 			switch k {
 			case "command":
 				e.Command = p.strList(n, "exec.command")
+				for _, item := range append([]*yaml.Node{n}, n.Content...) {
+					if item.Kind == yaml.ScalarNode {
+						p.sandboxRefs(item, "exec.command", item.Value)
+					}
+				}
+			case "env":
+				if e.Env = p.strMap(n, "exec.env", true); e.Env != nil {
+					for i := 0; i+1 < len(n.Content); i += 2 {
+						p.sandboxRefs(n.Content[i+1], "exec.env."+n.Content[i].Value, n.Content[i+1].Value)
+					}
+				}
 			case "tests":
 				for _, item := range p.nodes(n, "exec.tests") {
 					e.Tests = append(e.Tests, p.path(item, "exec.tests"))
@@ -1032,6 +1072,26 @@ func (p *parser) structured(c *Check, key string, v *yaml.Node) bool {
 		return false
 	}
 	return true
+}
+
+// sandboxRefs reports a ${NAME} in an exec check's command or environment
+// other than ${WORKSPACE}: the check runs in the sandbox, where nothing of
+// ratchet's environment goes (the candidate could read it).
+func (p *parser) sandboxRefs(n *yaml.Node, field, s string) {
+	var others []string
+	_, err := expand(s, func(name string) (string, bool) {
+		if name != varWorkspace {
+			others = append(others, "${"+name+"}")
+		}
+		return "", true
+	})
+	switch {
+	case err != nil:
+		p.errorf(n, "%s: %v", field, err)
+	case others != nil:
+		p.errorf(n, "%s: %s: an exec check may name only ${%s}, the workspace's path in the sandbox (ratchet's environment never reaches the sandbox, where the candidate could read it)",
+			field, strings.Join(others, ", "), varWorkspace)
+	}
 }
 
 // ioCases reads the cases of an io check.
@@ -1212,7 +1272,7 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 			return nil, err
 		}
 		cfg := execcheck.Config{Name: "exec", Runner: runner, Command: c.Exec.Command, Format: c.Exec.Format,
-			Isolation: c.Exec.Isolation, Cases: c.Exec.Cases, Checker: c.Exec.Checker, Limits: sandbox.Limits{Wall: c.Exec.Timeout}}
+			Isolation: c.Exec.Isolation, Cases: c.Exec.Cases, Checker: c.Exec.Checker, Limits: sandbox.Limits{Wall: c.Exec.Timeout}, Env: c.Exec.Env}
 		for _, path := range c.Exec.Tests {
 			m, err := f.testMount(path, env)
 			if err != nil {

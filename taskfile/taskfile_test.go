@@ -3,6 +3,7 @@ package taskfile_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -351,6 +352,8 @@ func TestParseProblems(t *testing.T) {
 			[]want{{4, "exec.isolation: judge isolation needs the candidate as one module"}, {5, `unknown tool "bogus"`}}},
 		{"judge of an exit check", "goal: g\nmode: generate\nartifact: a.py\nchecks:\n- exec: {command: [python3, a.py], isolation: judge}\n",
 			[]want{{5, "exec.isolation: judge isolation serves pytest, go and io checks, not format exit"}}},
+		{"exec env from ratchet's environment", "goal: g\nmode: generate\nartifact: a.go\nchecks:\n- exec:\n    command: [go, test, \"${HOME}/x\", \"${WORKSPACE}/y\"]\n    env:\n      GOFLAGS: -mod=vendor\n      TOKEN: ${GITHUB_TOKEN}\n      1X: y\n",
+			[]want{{6, "exec.command: ${HOME}: an exec check may name only ${WORKSPACE}"}, {9, "exec.env.TOKEN: ${GITHUB_TOKEN}: an exec check may name only ${WORKSPACE}"}, {10, `exec.env: "1X" is not a variable name`}}},
 		{"unknown reasoning effort", ok + "reasoning:\n  effort: extreme\n", []want{{4, `reasoning.effort must be one of low, medium, high, max, got "extreme"`}}},
 		{"reasoning budget too small", ok + "reasoning:\n  effort: low\n  budget_tokens: 500\n", []want{{5, "reasoning.budget_tokens must be at least 1024, got 500"}}},
 		{"reasoning budget not a number", ok + "reasoning: {budget_tokens: lots}\n", []want{{3, `reasoning.budget_tokens must be a whole number, got "lots"`}}},
@@ -868,5 +871,52 @@ func TestLoadSizeCap(t *testing.T) {
 	_, err := taskfile.Load(over)
 	if err == nil || !strings.Contains(err.Error(), "over.yaml: the task file is larger than 1024 KiB") {
 		t.Errorf("a file over the cap: %v", err)
+	}
+}
+
+// TestExecTestsWithoutAPlace: a test outside the task file's directory
+// (and, in agent mode, the workspace) has no place in the sandbox: a
+// problem at its line, with the others of the file, not an error of the
+// first run. Exec env: is kept for the check.
+func TestExecTestsWithoutAPlace(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"task", "ws", "elsewhere"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"task/a_test.go", "ws/w_test.go", "elsewhere/e_test.go"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("package a\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task := func(head, tests string) string {
+		return "goal: g\n" + head + "checks:\n  - exec:\n      command: [go, test, -json, ./...]\n      format: go\n      env: {GOFLAGS: -mod=vendor}\n      tests: [" + tests + "]\n"
+	}
+	for _, tc := range []struct {
+		name, data string
+		line       int // of the problem; 0: none
+	}{
+		{"beside the task file", task("mode: generate\nartifact: a.go\n", "a_test.go"), 0},
+		{"outside it, generate mode", task("mode: generate\nartifact: a.go\n", "a_test.go, ../elsewhere/e_test.go"), 9},
+		{"in the workspace, agent mode", task("workspace: ../ws\n", "a_test.go, ../ws/w_test.go"), 0},
+		{"outside both, agent mode", task("workspace: ../ws\n", "../elsewhere/e_test.go"), 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := taskfile.Parse([]byte(tc.data), filepath.Join(dir, "task", "task.yaml"))
+			if tc.line == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := f.Checks[0].Exec.Env; !maps.Equal(got, map[string]string{"GOFLAGS": "-mod=vendor"}) {
+					t.Errorf("exec env %v", got)
+				}
+				return
+			}
+			ps := problems(t, err)
+			if len(ps) != 1 || ps[0].Line != tc.line || !strings.Contains(ps[0].Msg, "e_test.go is outside the task file's directory: tests are mounted in the sandbox at their path relative to") {
+				t.Errorf("problems %v, want one at line %d about the test outside the task's directory", err, tc.line)
+			}
+		})
 	}
 }

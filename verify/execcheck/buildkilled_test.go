@@ -2,6 +2,8 @@ package execcheck_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -79,6 +81,71 @@ func TestGoBuildKilledIsInfrastructure(t *testing.T) {
 				t.Errorf("err = %v; want a verdict on the candidate", err)
 			case got.OK || (tc.where != "" && got.Where != tc.where):
 				t.Errorf("verdict %+v; want a rejection at %q", got, tc.where)
+			}
+		})
+	}
+}
+
+// TestGoTestsMissingModuleIsInfrastructure: a go check whose test file
+// imports a module the sandbox cannot reach (no network, not vendored)
+// could not judge the candidate, and says what to do; a candidate that
+// imports one, or a message printed after a test binary ran, is judged.
+func TestGoTestsMissingModuleIsInfrastructure(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"calc_test.go", "more/more_test.go"} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("package calc\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []sandbox.Mount{{Source: filepath.Join(dir, "calc_test.go"), Target: "calc_test.go"}, {Source: filepath.Join(dir, "more"), Target: "more"}}
+	miss := func(file, msg string) string {
+		return `{"ImportPath":"github.com/stretchr/testify/assert","Action":"build-output","Output":"# calc\n"}
+{"ImportPath":"github.com/stretchr/testify/assert","Action":"build-output","Output":"` + file + `:6:2: ` + msg + `\n"}
+{"ImportPath":"github.com/stretchr/testify/assert","Action":"build-fail"}
+{"Action":"start","Package":"calc"}
+{"Action":"output","Package":"calc","Output":"FAIL\tcalc [setup failed]\n"}
+{"Action":"fail","Package":"calc","FailedBuild":"github.com/stretchr/testify/assert"}
+`
+	}
+	const ran = `{"Action":"start","Package":"calc"}
+{"Action":"run","Package":"calc","Test":"TestAdd"}
+{"Action":"fail","Package":"calc"}
+`
+	for _, tc := range []struct {
+		name, stdout string
+		infra        string // the error's cause; empty: a verdict
+	}{
+		{"test file, no proxy", miss("calc_test.go", "module lookup disabled by GOPROXY=off"),
+			"the test file calc_test.go:6 imports github.com/stretchr/testify/assert, which the sandbox cannot reach (module lookup disabled by GOPROXY=off); the sandbox has no network: vendor the check's modules"},
+		{"test file in a mounted directory, no go.sum", miss("./more/more_test.go", "missing go.sum entry for module providing package github.com/stretchr/testify/assert (imported by calc); to add:"),
+			"the test file more/more_test.go:6 imports github.com/stretchr/testify/assert, which the sandbox cannot reach (missing go.sum entry for module providing package github.com/stretchr/testify/assert); the sandbox has no network: list the module's go.sum in the check's tests:"},
+		{"test file, no require", miss("calc_test.go", "no required module provides package github.com/stretchr/testify/assert; to add it:"),
+			"require the module in the check's go.mod"},
+		{"the candidate's own import", miss("calc.go", "module lookup disabled by GOPROXY=off"), ""},
+		{"printed after a test binary ran", ran + miss("calc_test.go", "module lookup disabled by GOPROXY=off"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := execcheck.New(execcheck.Config{
+				Name: "tests", Runner: &replay{sandbox.Result{ExitCode: 1, Stdout: []byte(tc.stdout)}}, Format: "go", Artifact: "calc.go", GoCache: t.TempDir(),
+				Command: []string{"go", "test", "-json", "./..."}, Tests: tests,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := v.Check(context.Background(), verify.Candidate{Answer: "package calc\n"})
+			switch {
+			case tc.infra != "":
+				if err == nil || !strings.Contains(err.Error(), "exec check tests could not run: ") || !strings.Contains(err.Error(), tc.infra) {
+					t.Errorf("err = %v, verdict %+v; want the check's failure to run, naming %q", err, got, tc.infra)
+				}
+			case err != nil:
+				t.Errorf("err = %v; want a verdict on the candidate", err)
+			case got.OK:
+				t.Errorf("verdict %+v; want a rejection", got)
 			}
 		})
 	}

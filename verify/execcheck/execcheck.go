@@ -365,7 +365,7 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 	}
-	if why := c.buildKilled(res); why != "" {
+	if why := cmp.Or(c.buildKilled(res), c.testsMissModule(res)); why != "" {
 		return verify.Verdict{}, fmt.Errorf("exec check %s could not run: %s", c.cfg.Name, why)
 	}
 	v := c.judge(res, p)
@@ -510,11 +510,53 @@ func (c *checker) buildKilled(res sandbox.Result) string {
 	return ""
 }
 
+// testsMissModule says why a format go run could not judge the candidate
+// because a test file (one the check mounts, not the candidate's) imports
+// a package of a module the sandbox cannot reach, or is empty. The sandbox
+// has no network, so such a module must be vendored with the tests; a
+// candidate that imports an unreachable module is judged as its build
+// failure. Only a run in which no test binary ran counts: build output is
+// the go command's until then, so the candidate cannot have written it.
+func (c *checker) testsMissModule(res sandbox.Result) string {
+	if c.cfg.Format != "go" {
+		return ""
+	}
+	ev := goEvents(res.Stdout)
+	if ev.missing == nil || ev.binaryRan || res.Signal != "" {
+		return ""
+	}
+	m := ev.missing
+	file := strings.TrimPrefix(path.Clean(m[1]), "./")
+	if !slices.ContainsFunc(c.cfg.Tests, func(t sandbox.Mount) bool {
+		return file == t.Target || strings.HasPrefix(file, strings.TrimSuffix(t.Target, "/")+"/")
+	}) {
+		return ""
+	}
+	var fix string
+	switch {
+	case strings.HasPrefix(m[3], "missing go.sum entry"):
+		fix = "list the module's go.sum in the check's tests:, and vendor its modules"
+	case strings.HasPrefix(m[3], "no required module"):
+		fix = "require the module in the check's go.mod and vendor it"
+	default:
+		fix = "vendor the check's modules"
+	}
+	return fmt.Sprintf("the test file %s:%s imports %s, which the sandbox cannot reach (%s); the sandbox has no network: %s (go mod vendor beside the check's go.mod, then list vendor in its tests:)",
+		file, m[2], cmp.Or(m[4], ev.missingPkg), m[3], fix)
+}
+
+// moduleMiss is the go command's build output for an import it found no
+// module for: the importing file, its line, the go command's words and,
+// when they name it, the package.
+var moduleMiss = regexp.MustCompile(`^(\S+\.go):(\d+):\d+: (module lookup disabled by GOPROXY=off|missing go\.sum entry for module providing package (\S+)|no required module provides package (\S+?));?`)
+
 // goRun is what `go test -json` output says about the build.
 type goRun struct {
-	started    bool   // some package reported "start"
-	binaryRan  bool   // some package ended without FailedBuild: its test binary ran
-	toolKilled string // the build output line of a toolchain process killed by a signal
+	started    bool     // some package reported "start"
+	binaryRan  bool     // some package ended without FailedBuild: its test binary ran
+	toolKilled string   // the build output line of a toolchain process killed by a signal
+	missing    []string // the first moduleMiss match, its package in [4]
+	missingPkg string   // the import path of missing's build-output event
 }
 
 // toolSignal is the line the go command prints when a tool it ran died of
@@ -526,7 +568,7 @@ var toolSignal = regexp.MustCompile(`^[^:]+: /\S*/pkg/tool/[^/\s]+/[^/\s]+: sign
 func goEvents(stdout []byte) goRun {
 	var r goRun
 	for line := range bytes.Lines(stdout) {
-		var ev struct{ Action, Test, Output, FailedBuild string }
+		var ev struct{ Action, Test, Output, FailedBuild, ImportPath string }
 		if json.Unmarshal(line, &ev) != nil {
 			continue
 		}
@@ -535,6 +577,11 @@ func goEvents(stdout []byte) goRun {
 			r.started = true
 		case ev.Action == "build-output" && toolSignal.MatchString(ev.Output) && r.toolKilled == "":
 			r.toolKilled = strings.TrimSpace(ev.Output)
+		case ev.Action == "build-output" && r.missing == nil:
+			if m := moduleMiss.FindStringSubmatch(ev.Output); m != nil {
+				r.missing, r.missingPkg = m, ev.ImportPath
+				r.missing[4] = cmp.Or(m[4], m[5])
+			}
 		case (ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip") && ev.Test == "" && ev.FailedBuild == "":
 			r.binaryRan = true
 		}

@@ -200,6 +200,9 @@ func expectedTests(format string, tests []sandbox.Mount) ([]expectedTest, error)
 	var out []expectedTest
 	for _, m := range tests {
 		err := filepath.WalkDir(m.Source, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() && p != m.Source && format == "go" && !inMainModule(p, d.Name()) {
+				return filepath.SkipDir
+			}
 			if err != nil || d.IsDir() || !d.Type().IsRegular() {
 				return err
 			}
@@ -224,6 +227,19 @@ func expectedTests(format string, tests []sandbox.Mount) ([]expectedTest, error)
 		}
 	}
 	return out, nil
+}
+
+// inMainModule reports whether the go command's ./... would test the
+// packages of directory dir (named name) below a mounted directory: not
+// vendored modules, testdata, directories it ignores (. or _ first) or a
+// module of its own (a mounted module cache holds thousands of tests that
+// never run).
+func inMainModule(dir, name string) bool {
+	if name == "vendor" || name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+		return false
+	}
+	_, err := os.Lstat(filepath.Join(dir, "go.mod"))
+	return err != nil
 }
 
 // pyIdent is the rest of a Python identifier, which may be outside ASCII
