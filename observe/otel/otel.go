@@ -198,17 +198,25 @@ func New(cfg Config) (*Observer, error) {
 	return o, nil
 }
 
-// splitModel reads "provider:model" (openai-compatible:URL#model too).
+// splitModel reads "provider:model" (openai-compatible:URL#model too),
+// naming the provider by the GenAI conventions' well-known values: the
+// Responses API and compatible servers speak OpenAI's API, and Gemini is
+// gcp.gemini.
 func splitModel(name string) (provider, mdl string) {
 	p, m, ok := strings.Cut(name, ":")
 	if !ok {
 		return "ratchet", name
 	}
-	if p == "openai-compatible" {
+	switch p {
+	case "openai-compatible":
 		if i := strings.LastIndexByte(m, '#'); i >= 0 {
 			m = m[i+1:]
 		}
 		p = "openai"
+	case "openai-responses":
+		p = "openai"
+	case "gemini":
+		p = "gcp.gemini"
 	}
 	return p, m
 }

@@ -617,6 +617,35 @@ func TestModelError(t *testing.T) {
 	}
 }
 
+// TestProviderNames: gen_ai.provider.name is the conventions' well-known
+// value for each of ratchet's model prefixes.
+func TestProviderNames(t *testing.T) {
+	for name, want := range map[string]string{
+		"anthropic:claude-sonnet-4-5":        "anthropic",
+		"openai:gpt-4.1":                     "openai",
+		"openai-responses:gpt-5":             "openai",
+		"openai-compatible:http://h/v1#qwen": "openai",
+		"gemini:gemini-2.5-flash":            "gcp.gemini",
+	} {
+		tel := newTelemetry(t)
+		f := &feed{o: tel.observer(t, otelobs.Config{Model: name}), run: "r"}
+		f.add(observe.Entry{Spec: &spec}, ev(loop.Event{Type: loop.EventStart}),
+			cmd(loop.Command{Type: loop.CallModel, ID: "m1", Request: &model.Request{}}),
+			ev(loop.Event{Type: loop.EventModelReply, Call: "m1", Reply: &model.Response{StopReason: "end_turn"}}),
+			finish(loop.Done, ""))
+		chats := 0
+		for span, spans := range tel.ended() {
+			if strings.HasPrefix(span, "chat ") {
+				chats++
+				wantAttrs(t, name, spans[0].Attributes(), map[string]string{"gen_ai.provider.name": want})
+			}
+		}
+		if chats != 1 {
+			t.Errorf("%s: %d chat spans", name, chats)
+		}
+	}
+}
+
 // TestContentCapture: content is left out unless asked for, and what is
 // recorded has its secrets redacted.
 func TestContentCapture(t *testing.T) {
