@@ -64,24 +64,7 @@ func TestGoBuildKilledIsInfrastructure(t *testing.T) {
 		{"compile error quoting the message", sandbox.Result{ExitCode: 1, Stdout: []byte(quoted)}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := execcheck.New(execcheck.Config{
-				Name: "tests", Runner: &replay{tc.res}, Format: "go", Artifact: "calc.go", GoCache: t.TempDir(),
-				Command: []string{"go", "test", "-json", "."}, Limits: sandbox.Limits{CPU: 3 * time.Second},
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := v.Check(context.Background(), verify.Candidate{Answer: "package calc\n"})
-			switch {
-			case tc.infra != "":
-				if err == nil || !strings.Contains(err.Error(), "exec check tests could not run: ") || !strings.Contains(err.Error(), tc.infra) {
-					t.Errorf("err = %v, verdict %+v; want the check's failure to run, naming %q", err, got, tc.infra)
-				}
-			case err != nil:
-				t.Errorf("err = %v; want a verdict on the candidate", err)
-			case got.OK || (tc.where != "" && got.Where != tc.where):
-				t.Errorf("verdict %+v; want a rejection at %q", got, tc.where)
-			}
+			checkGo(t, execcheck.Config{Runner: &replay{tc.res}, Command: []string{"go", "test", "-json", "."}, Limits: sandbox.Limits{CPU: 3 * time.Second}}, tc.infra, tc.where)
 		})
 	}
 }
@@ -129,24 +112,30 @@ func TestGoTestsMissingModuleIsInfrastructure(t *testing.T) {
 		{"printed after a test binary ran", ran + miss("calc_test.go", "module lookup disabled by GOPROXY=off"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := execcheck.New(execcheck.Config{
-				Name: "tests", Runner: &replay{sandbox.Result{ExitCode: 1, Stdout: []byte(tc.stdout)}}, Format: "go", Artifact: "calc.go", GoCache: t.TempDir(),
-				Command: []string{"go", "test", "-json", "./..."}, Tests: tests,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := v.Check(context.Background(), verify.Candidate{Answer: "package calc\n"})
-			switch {
-			case tc.infra != "":
-				if err == nil || !strings.Contains(err.Error(), "exec check tests could not run: ") || !strings.Contains(err.Error(), tc.infra) {
-					t.Errorf("err = %v, verdict %+v; want the check's failure to run, naming %q", err, got, tc.infra)
-				}
-			case err != nil:
-				t.Errorf("err = %v; want a verdict on the candidate", err)
-			case got.OK:
-				t.Errorf("verdict %+v; want a rejection", got)
-			}
+			checkGo(t, execcheck.Config{Runner: &replay{sandbox.Result{ExitCode: 1, Stdout: []byte(tc.stdout)}}, Command: []string{"go", "test", "-json", "./..."}, Tests: tests}, tc.infra, "")
 		})
+	}
+}
+
+// checkGo runs a go check of calc.go configured by cfg and wants the error
+// that it could not run naming infra or, with infra empty, a rejection (at
+// where, unless where is empty).
+func checkGo(t *testing.T, cfg execcheck.Config, infra, where string) {
+	t.Helper()
+	cfg.Name, cfg.Format, cfg.Artifact, cfg.GoCache = "tests", "go", "calc.go", t.TempDir()
+	v, err := execcheck.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := v.Check(context.Background(), verify.Candidate{Answer: "package calc\n"})
+	switch {
+	case infra != "":
+		if err == nil || !strings.Contains(err.Error(), "exec check tests could not run: ") || !strings.Contains(err.Error(), infra) {
+			t.Errorf("err = %v, verdict %+v; want the check's failure to run, naming %q", err, got, infra)
+		}
+	case err != nil:
+		t.Errorf("err = %v; want a verdict on the candidate", err)
+	case got.OK || (where != "" && got.Where != where):
+		t.Errorf("verdict %+v; want a rejection at %q", got, where)
 	}
 }
