@@ -11,7 +11,8 @@
 // the prices ratchet bills (but not the source's Google entries for
 // Claude on Vertex AI: ratchet's gemini provider is the Gemini API) (text tokens: input, output, cache read and
 // write, their tiers and dates), with the source's match rules unchanged,
-// and checks the result parses as the package price reads it.
+// and checks the result parses as the package price reads it. The
+// package's licence is written next to the data (prices.json.LICENSE).
 package main
 
 import (
@@ -135,7 +136,15 @@ func run(version, out string) error {
 		}
 	})
 	fmt.Fprintf(os.Stderr, "gen: %s %s (%s); prices not kept: %s\n", pkg, p.Version, f.Source.Published, strings.Join(keys, ", "))
-	return os.WriteFile(out, data, 0o644)
+	if err := os.WriteFile(out, data, 0o644); err != nil {
+		return err
+	}
+	// The MIT licence asks for its notice to go with the data.
+	licence, err := os.ReadFile(filepath.Join(dir, "package", "LICENSE"))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out+".LICENSE", licence, 0o644)
 }
 
 // sourceProvider is the part of the source's provider data gen reads.
