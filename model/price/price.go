@@ -20,6 +20,7 @@
 package price
 
 import (
+	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -31,6 +32,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/model"
@@ -263,7 +267,7 @@ func LoadOverride(getenv func(string) string) (*Table, error) {
 	}
 	f, err := Parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("prices file %s: %w", path, err)
+		return nil, fmt.Errorf("prices file %s%s: %w", path, position(data, err), err)
 	}
 	t := newTable(base().file, f, path)
 	overridden.Store(t)
@@ -273,4 +277,24 @@ func LoadOverride(getenv func(string) string) (*Table, error) {
 // Overrides is the path of t's override file, or "".
 func (t *Table) Overrides() string {
 	return t.overrides
+}
+
+// position is where in data a JSON error is, as ":LINE:COLUMN", or "".
+func position(data []byte, err error) string {
+	offset := int64(-1)
+	var syn *jsontext.SyntacticError
+	var sem *jsonv2.SemanticError
+	switch {
+	case errors.As(err, &syn):
+		offset = syn.ByteOffset
+	case errors.As(err, &sem):
+		offset = sem.ByteOffset
+	}
+	if offset < 0 || offset > int64(len(data)) {
+		return ""
+	}
+	before := data[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := len(before) - bytes.LastIndexByte(before, '\n')
+	return fmt.Sprintf(":%d:%d", line, col)
 }

@@ -191,6 +191,7 @@ func TestOverrideFile(t *testing.T) {
 func TestOverrideErrors(t *testing.T) {
 	for _, tt := range []struct{ name, body, want string }{
 		{"syntax", `{"providers": {`, "unexpected EOF"},
+		{"trailing comma", "{\"providers\": {\n  \"openai\": [],\n}}", "prices.json:2:15: jsontext: invalid character ','"},
 		{"unknown field", `{"providers": {}, "prices": 1}`, `unknown object member name "prices"`},
 		{"unknown provider", `{"providers": {"antropic": []}}`, `unknown provider "antropic"`},
 		{"no id", `{"providers": {"openai": [{"prices": {"input_mtok": 1}}]}}`, "providers.openai[0]: an entry needs an id"},
