@@ -3,6 +3,7 @@ package price
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -265,4 +266,21 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("%s does not parse back: %v", out, err)
 		}
 	})
+}
+
+// TestDocsExamples: the price files docs/prices.md shows parse.
+func TestDocsExamples(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/prices.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllSubmatch(doc, -1)
+	if len(blocks) < 2 {
+		t.Fatalf("found %d JSON examples in docs/prices.md", len(blocks))
+	}
+	for _, b := range blocks {
+		if _, err := Parse(b[1]); err != nil {
+			t.Errorf("docs/prices.md example does not parse: %v\n%s", err, b[1])
+		}
+	}
 }
