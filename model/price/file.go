@@ -261,12 +261,27 @@ func (r *Rate) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 			return err
 		}
 	} else {
-		type plain Rate
-		var p plain
+		// Pointers, so that a missing or null price is an error, not 0.
+		var p struct {
+			Base  *float64 `json:"base"`
+			Tiers []struct {
+				Start *int64   `json:"start"`
+				Price *float64 `json:"price"`
+			} `json:"tiers"`
+		}
 		if err := jsonv2.UnmarshalDecode(dec, &p); err != nil {
 			return err
 		}
-		*r = Rate(p)
+		if p.Base == nil {
+			return errors.New(`a tiered price needs a "base"`)
+		}
+		*r = Rate{Base: *p.Base}
+		for _, t := range p.Tiers {
+			if t.Start == nil || t.Price == nil {
+				return errors.New(`a tier needs a "start" and a "price"`)
+			}
+			r.Tiers = append(r.Tiers, Step{Start: *t.Start, Price: *t.Price})
+		}
 	}
 	if _, err := micros(r.Base); err != nil {
 		return err

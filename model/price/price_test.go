@@ -127,7 +127,8 @@ func TestOverride(t *testing.T) {
 	path, err := override(t, `{"providers": {
 		"openai": [
 			{"id": "my-model", "prices": {"input_mtok": 1, "output_mtok": 2}},
-			{"id": "gpt-4o", "match": {"equals": "gpt-4o"}, "prices": {"input_mtok": 9, "output_mtok": 9}}
+			{"id": "gpt-4o", "match": {"equals": "gpt-4o"}, "prices": {"input_mtok": 9, "output_mtok": 9}},
+			{"id": "null-model", "prices": {"input_mtok": null, "output_mtok": 9}}
 		],
 		"anthropic": [
 			{"id": "claude-mythos-5", "prices": [
@@ -151,6 +152,10 @@ func TestOverride(t *testing.T) {
 	}
 	if f, err := Find("anthropic", "claude-mythos-5"); err != nil || f.Price.CacheWrite != 12_500_000 {
 		t.Errorf("claude-mythos-5: %+v, %v", f, err)
+	}
+	// A null price is no price, never a free one.
+	if _, ok := Lookup("openai", "null-model"); ok {
+		t.Error("null-model, with a null input price, has a price")
 	}
 	// The rest is the embedded table's.
 	if f, err := Find("openai", "gpt-4.1"); err != nil || f.Price.Input != 2_000_000 || !strings.Contains(f.Source, "genai-prices") {
@@ -202,6 +207,9 @@ func TestOverrideErrors(t *testing.T) {
 		{"string price", `{"providers": {"openai": [{"id": "a", "prices": {"input_mtok": "1"}}]}}`, "/providers/openai/0/prices/input_mtok"},
 		{"fine price", `{"providers": {"openai": [{"id": "a", "prices": {"input_mtok": 0.0000001}}]}}`, "finer than a micro-USD"},
 		{"bad tier", `{"providers": {"openai": [{"id": "a", "prices": {"input_mtok": {"base": 1, "tiers": [{"start": -5, "price": 2}]}}}]}}`, "tier start -5"},
+		{"no base", `{"providers": {"openai": [{"id": "a", "prices": {"input_mtok": {"tiers": [{"start": 5, "price": 2}]}}}]}}`, `needs a "base"`},
+		{"null tier price", `{"providers": {"openai": [{"id": "a", "prices": {"input_mtok": {"base": 1, "tiers": [{"start": 5, "price": null}]}}}]}}`, `a tier needs a "start" and a "price"`},
+		{"tier without start", `{"providers": {"openai": [{"id": "a", "prices": {"input_mtok": {"base": 1, "tiers": [{"price": 3}]}}}]}}`, `a tier needs a "start" and a "price"`},
 		{"two operators", `{"providers": {"openai": [{"id": "a", "match": {"equals": "a", "contains": "b"}, "prices": {}}]}}`, "exactly one of"},
 		{"no operator", `{"providers": {"openai": [{"id": "a", "match": {}, "prices": {}}]}}`, "exactly one of"},
 		{"unknown operator", `{"providers": {"openai": [{"id": "a", "match": {"glob": "a*"}, "prices": {}}]}}`, `unknown object member name "glob"`},
