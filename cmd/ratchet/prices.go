@@ -24,8 +24,9 @@ func (m *Main) pricesCmd(args []string) int {
 
 Shows a model's prices per million tokens (input, output, cache read and
 write, long-context tiers, dated changes), the entry that matched its name
-and where the figures came from: the embedded table (`+price.EmbeddedSource().String()+`)
-or the override file ($RATCHET_PRICES, else $XDG_CONFIG_HOME/ratchet/prices.json).
+and where the figures came from: the embedded table, from
+`+price.EmbeddedSource().String()+`, or the override file
+($RATCHET_PRICES, else $XDG_CONFIG_HOME/ratchet/prices.json; docs/prices.md).
 MODEL is a model string (openai:gpt-4.1) or a bare name, looked up for every
 provider that prices it. A model with no price exits 1.
 `)

@@ -99,7 +99,7 @@ func TestPricesOverride(t *testing.T) {
 	for _, args := range [][]string{{"prices", "gpt-4.1"}, {"run", task}} {
 		c = run(t, env, args...)
 		c.wantCode(t, exitUsage)
-		if !strings.Contains(c.stderr, "prices file "+env["RATCHET_PRICES"]+": ") || !strings.Contains(c.stderr, "price -10 is not between 0 and") {
+		if !strings.Contains(c.stderr, "prices file "+env["RATCHET_PRICES"]+":1:71: ") || !strings.Contains(c.stderr, "price -10 is not between 0 and") {
 			t.Errorf("%v with a bad prices file:\n%v", args, c)
 		}
 	}
