@@ -7,12 +7,13 @@
 //
 // It needs npm and node. The package ships its data inside JavaScript, not
 // as JSON, so node loads the package and prints the providers' data as
-// JSON through its public findProvider; gen keeps ratchet's providers and
-// the prices ratchet bills (but not the source's Google entries for
-// Claude on Vertex AI: ratchet's gemini provider is the Gemini API) (text tokens: input, output, cache read and
-// write, their tiers and dates), with the source's match rules unchanged,
-// and checks the result parses as the package price reads it. The
-// package's licence is written next to the data (prices.json.LICENSE).
+// JSON through its public findProvider. gen keeps ratchet's providers, each
+// entry in the source's order with its match rules unchanged, and the
+// prices ratchet bills (text tokens: input, output, cache read and write,
+// their tiers and dates); it leaves out the source's Google entries for
+// Claude on Vertex AI, since ratchet's gemini provider is the Gemini API.
+// It checks the result parses as the package price reads it, and writes
+// the package's licence next to the data (prices.json.LICENSE).
 package main
 
 import (
