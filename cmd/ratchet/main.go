@@ -131,8 +131,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	switch args[0] {
-	case "help", "-h", "--help", "version", "--version", "completion", "__runs", "prices":
-		// print no prices, or (prices) load them themselves
+	case "help", "-h", "--help", "version", "--version", "completion", "__runs", "prices", "doctor":
+		// print no prices, or (prices, doctor) load them themselves
 	default:
 		// The models this command opens price their calls by the user's
 		// override file too; a broken one is said before anything runs.

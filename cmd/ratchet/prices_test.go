@@ -104,3 +104,20 @@ func TestPricesOverride(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorPrices: doctor says which prices it uses, and a broken
+// override file is a failed check with the file's problem, not the end.
+func TestDoctorPrices(t *testing.T) {
+	t.Cleanup(func() { price.LoadOverride(func(string) string { return "" }) })
+	c := run(t, nil, "doctor")
+	if !strings.Contains(c.stdout, "ok    prices: embedded table, from @pydantic/genai-prices ") {
+		t.Errorf("doctor does not say which prices it uses:\n%v", c)
+	}
+	dir := write(t, map[string]string{"bad.json": `{"providers": {"opneai": []}}`})
+	bad := filepath.Join(dir, "bad.json")
+	c = run(t, map[string]string{"RATCHET_PRICES": bad}, "doctor")
+	if c.code != exitNotDone || !strings.Contains(c.stdout, "FAIL  prices: prices file "+bad+": providers: unknown provider \"opneai\"") ||
+		!strings.Contains(c.stdout, "ANTHROPIC_API_KEY") {
+		t.Errorf("doctor with a broken prices file:\n%v", c)
+	}
+}
