@@ -10,7 +10,7 @@ import (
 
 // commands are the subcommands completion offers, in usage order.
 var commands = []string{"run", "ls", "show", "apply", "rm", "gc", "resume", "answer", "approve", "deny", "say", "fork",
-	"verify", "replay", "sim", "eval", "ui", "worker", "doctor", "completion", "version", "help"}
+	"verify", "replay", "sim", "eval", "ui", "worker", "doctor", "prices", "completion", "version", "help"}
 
 // evalCommands are eval's subcommands.
 var evalCommands = []string{"run", "report", "compare", "add", "rescore"}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/price"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/store"
@@ -57,6 +58,7 @@ func (m *Main) doctorCmd(ctx context.Context, args []string) int {
 	found = append(found, checkCommand("go", "go", []string{"version"}, "install Go (go test checks need it): https://go.dev/doc/install"))
 	found = append(found, checkCommand("node", "node", []string{"--version"}, "apt-get install nodejs (node --test checks need it)"))
 	found = append(found, m.checkDB(ctx, db))
+	found = append(found, m.checkPrices())
 	for _, key := range []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"} {
 		provider := strings.ToLower(strings.TrimSuffix(key, "_API_KEY"))
 		if m.Getenv(key) != "" {
@@ -85,6 +87,20 @@ func (m *Main) doctorCmd(ctx context.Context, args []string) int {
 		}
 	}
 	return exit
+}
+
+// checkPrices loads the price table with the override file, if any (Run
+// leaves doctor to, so that a broken file is a finding, not the end).
+func (m *Main) checkPrices() finding {
+	t, err := price.LoadOverride(m.Getenv)
+	if err != nil {
+		return finding{markFail, "prices", err.Error(), "fix the file (docs/prices.md), or move it away"}
+	}
+	detail := "embedded table, from " + price.EmbeddedSource().String()
+	if path := t.Overrides(); path != "" {
+		detail += "; override file " + path
+	}
+	return finding{markOK, "prices", detail, ""}
 }
 
 // checkSandbox reports which isolating backends work here.

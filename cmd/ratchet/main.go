@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/model/cache"
 	"github.com/ratchetloop/ratchet/model/limit"
+	"github.com/ratchetloop/ratchet/model/price"
 	"github.com/ratchetloop/ratchet/redact"
 )
 
@@ -106,6 +107,7 @@ Usage:
   ratchet ui [flags]              browse runs and evals, follow live runs, answer waiting ones
   ratchet worker --temporal H:P --task-queue Q  carry out runs started with run --temporal
   ratchet doctor [--model MODEL]  check the sandbox, test runners, database and keys, with fixes
+  ratchet prices MODEL...         what a model costs per million tokens, and where the figures came from
   ratchet completion bash|zsh|fish  print a shell completion script
   ratchet version                 print the version
 
@@ -127,6 +129,17 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, usage)
 		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "--help", "version", "--version", "completion", "__runs", "prices", "doctor":
+		// print no prices, or (prices, doctor) load them themselves
+	default:
+		// The models this command opens price their calls by the user's
+		// override file too; a broken one is said before anything runs.
+		if _, err := price.LoadOverride(m.Getenv); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet: %v\n", err)
+			return exitUsage
+		}
 	}
 	switch args[0] {
 	case "run":
@@ -153,6 +166,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return m.gcCmd(ctx, args[1:])
 	case "doctor":
 		return m.doctorCmd(ctx, args[1:])
+	case "prices":
+		return m.pricesCmd(args[1:])
 	case "completion":
 		return m.completionCmd(args[1:])
 	case "__runs": // for the completion scripts; not in the usage
