@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,5 +101,38 @@ func TestElide(t *testing.T) {
 	}
 	if n := elide(h, 5); n != 0 {
 		t.Errorf("cut %d outputs again", n)
+	}
+}
+
+// Compaction keeps what a reasoning model's provider requires of the turns
+// it keeps: their thinking blocks (Anthropic's signed and redacted ones)
+// and Gemini's thought signatures on calls stay byte for byte, and the
+// thinking of the turns it summarises is never fed to the summariser.
+func TestCompactionKeepsThinking(t *testing.T) {
+	h := &history{}
+	h.append(model.Message{Role: model.User, Content: []model.Block{model.TextBlock("goal")}})
+	for i := range 5 {
+		id := string(rune('a' + i))
+		h.append(model.Message{Role: model.Assistant, Content: []model.Block{
+			{Type: model.Thinking, Text: "secret reasoning " + id, Signature: "sig-" + id},
+			{Type: model.RedactedThinking, Signature: "enc-" + id},
+			{Type: model.ToolUse, ID: id, Name: "look", Input: []byte(`{}`), Signature: "thought-" + id},
+		}})
+		h.append(model.Message{Role: model.User, Content: []model.Block{{Type: model.ToolResult, ID: id, Text: strings.Repeat("x", 1000)}}})
+	}
+	var c compactor
+	if !c.begin(h, 2, 7, 900) {
+		t.Fatal("not begun")
+	}
+	if got := c.request("goal", "", h)[0].Content[0].Text; strings.Contains(got, "secret reasoning") || strings.Contains(got, "sig-") {
+		t.Errorf("the summariser was shown thinking: %q", got)
+	}
+	kept := slices.Clone(h.Messages[c.Job.To:])
+	c.apply(model.Response{Content: []model.Block{model.TextBlock("done a-c")}}, h, "goal", 100)
+	if got := h.Messages[1:]; !reflect.DeepEqual(got, kept) {
+		t.Errorf("the kept turns changed:\n got %+v\nwant %+v", got, kept)
+	}
+	if last := h.Messages[len(h.Messages)-2].Content; last[0].Signature != "sig-e" || last[1].Signature != "enc-e" || last[2].Signature != "thought-e" {
+		t.Errorf("the last assistant turn lost what its provider needs: %+v", last)
 	}
 }
