@@ -1,6 +1,7 @@
 package limit_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -69,11 +70,13 @@ func TestTighten(t *testing.T) {
 // a shorter pause does not cut a longer one short.
 func TestPauseIsCapped(t *testing.T) {
 	now := time.Unix(1000, 0)
-	reg := limit.NewRegistry(limit.Config{MaxPause: time.Second, Now: func() time.Time { return now }})
+	ledger := limit.Memory(func() time.Time { return now })
+	reg := limit.NewRegistry(limit.Config{MaxPause: time.Second, Ledger: ledger})
 	l := reg.Limiter("anthropic")
 	l.Pause(time.Hour)
 	l.Pause(time.Millisecond)
-	if got := l.PausedUntil(); !got.Equal(now.Add(time.Second)) {
-		t.Errorf("paused until %s, want %s", got, now.Add(time.Second))
+	slot, wait, why, err := ledger.Take(context.Background(), "anthropic", limit.Limits{}, time.Minute)
+	if slot != nil || err != nil || wait != time.Second || why != limit.Paused {
+		t.Errorf("Take = %v, %s, %q, %v; want a wait of %s, paused", slot, wait, why, err, time.Second)
 	}
 }

@@ -1,0 +1,185 @@
+package limit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// A Ledger keeps the counts a provider's limits are held against: the
+// slots of attempts in flight and of those replied within the window, the
+// tokens spent within it, and the server's pause. Memory keeps them for
+// one process; store/sqlite and store/postgres keep them in a run
+// database, for every process that shares it (a fleet of workers, several
+// ratchet run). Each process holds the counts against its own Limits: the
+// processes of a fleet are given the same.
+type Ledger interface {
+	// Take takes a slot for an attempt on provider if lim allows one now,
+	// counting over window. When it does not, the slot is nil and wait is
+	// how long at most to wait before asking again (0: until an attempt
+	// of this process ends or lim changes), why the reason in words.
+	Take(ctx context.Context, provider string, lim Limits, window time.Duration) (slot Slot, wait time.Duration, why string, err error)
+	// Spend counts tokens a call on provider used, ending now.
+	Spend(ctx context.Context, provider string, tokens int64) error
+	// Pause holds attempts on provider back for d from now; a later pause
+	// already set stands.
+	Pause(ctx context.Context, provider string, d time.Duration) error
+}
+
+// A Slot is one attempt's place in its provider's counts: in flight from
+// Take to Closed, and counted in the requests of every window from Take
+// to a window after Replied.
+type Slot interface {
+	// Replied says the attempt's reply (or failure) is in.
+	Replied(ctx context.Context) error
+	// Closed says the attempt is over: no longer in flight. Replied comes
+	// first.
+	Closed(ctx context.Context) error
+}
+
+// Memory returns a ledger of this process's own, on the clock now.
+func Memory(now func() time.Time) Ledger {
+	return &memory{now: now, providers: map[string]*counts{}}
+}
+
+type memory struct {
+	now       func() time.Time
+	mu        sync.Mutex
+	providers map[string]*counts
+}
+
+// counts are one provider's: open counts the attempts sent and not yet
+// over, pending those of them whose reply has not come; sent are the
+// reply times of attempts within the last window, spent the tokens of
+// calls that ended within it.
+type counts struct {
+	open, pending int
+	sent          []time.Time
+	spent         []spend
+	paused        time.Time
+}
+
+type spend struct {
+	at     time.Time
+	tokens int64
+}
+
+func (m *memory) counts(provider string) *counts {
+	c := m.providers[provider]
+	if c == nil {
+		c = &counts{}
+		m.providers[provider] = c
+	}
+	return c
+}
+
+func (m *memory) Take(_ context.Context, provider string, lim Limits, window time.Duration) (Slot, time.Duration, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.counts(provider)
+	now := m.now()
+	if wait, why := c.blocked(now, lim, window); why != "" {
+		return nil, wait, why, nil
+	}
+	c.open++
+	c.pending++
+	return &memSlot{m: m, c: c}, 0, "", nil
+}
+
+// blocked says why an attempt may not be sent at now, and for how long at
+// most (0 when only the end of another attempt can free it); "" when it
+// may.
+func (c *counts) blocked(now time.Time, lim Limits, window time.Duration) (time.Duration, string) {
+	if now.Before(c.paused) {
+		return c.paused.Sub(now), Paused
+	}
+	from := now.Add(-window)
+	c.sent = slices.DeleteFunc(c.sent, func(t time.Time) bool { return !t.After(from) })
+	c.spent = slices.DeleteFunc(c.spent, func(s spend) bool { return !s.at.After(from) })
+	if lim.MaxInFlight > 0 && c.open >= lim.MaxInFlight {
+		return 0, InFlight(c.open)
+	}
+	if n := lim.RequestsPerMinute; n > 0 && c.pending+len(c.sent) >= n {
+		var wait time.Duration
+		if len(c.sent) > 0 {
+			wait = c.sent[0].Sub(from) // sent in order: the oldest frees first
+		}
+		return wait, Requests(n, window)
+	}
+	if n := lim.TokensPerMinute; n > 0 {
+		var used int64
+		for _, s := range c.spent {
+			used += s.tokens
+		}
+		if used >= n {
+			return c.spent[0].at.Sub(from), Tokens(n, window)
+		}
+	}
+	return 0, ""
+}
+
+func (m *memory) Spend(_ context.Context, provider string, tokens int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.counts(provider)
+	c.spent = append(c.spent, spend{at: m.now(), tokens: tokens})
+	return nil
+}
+
+func (m *memory) Pause(_ context.Context, provider string, d time.Duration) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.counts(provider)
+	if until := m.now().Add(d); until.After(c.paused) {
+		c.paused = until
+	}
+	return nil
+}
+
+type memSlot struct {
+	m *memory
+	c *counts
+}
+
+func (s *memSlot) Replied(context.Context) error {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	s.c.pending--
+	s.c.sent = append(s.c.sent, s.m.now())
+	return nil
+}
+
+func (s *memSlot) Closed(context.Context) error {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	s.c.open--
+	return nil
+}
+
+// The reasons a Ledger gives for a wait, the same whichever keeps the
+// counts.
+
+// Paused is the reason while the server's retry-after holds.
+const Paused = "paused by the server's retry-after"
+
+// InFlight is the reason when n calls are in flight.
+func InFlight(n int) string { return fmt.Sprintf("%d calls in flight (max_in_flight)", n) }
+
+// Requests is the reason when n requests per window are reached.
+func Requests(n int, window time.Duration) string {
+	return fmt.Sprintf("%d requests per %s reached (requests_per_minute)", n, windowName(window))
+}
+
+// Tokens is the reason when n tokens per window are reached.
+func Tokens(n int64, window time.Duration) string {
+	return fmt.Sprintf("%d tokens per %s reached (tokens_per_minute)", n, windowName(window))
+}
+
+func windowName(d time.Duration) string {
+	if d == time.Minute {
+		return "minute"
+	}
+	return d.String()
+}
