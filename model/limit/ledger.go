@@ -89,33 +89,63 @@ func (m *memory) Take(_ context.Context, provider string, lim Limits, window tim
 }
 
 // blocked says why an attempt may not be sent at now, and for how long at
-// most (0 when only the end of another attempt can free it); "" when it
-// may.
+// most; "" when it may.
 func (c *counts) blocked(now time.Time, lim Limits, window time.Duration) (time.Duration, string) {
-	if now.Before(c.paused) {
-		return c.paused.Sub(now), Paused
-	}
 	from := now.Add(-window)
 	c.sent = slices.DeleteFunc(c.sent, func(t time.Time) bool { return !t.After(from) })
 	c.spent = slices.DeleteFunc(c.spent, func(s spend) bool { return !s.at.After(from) })
-	if lim.MaxInFlight > 0 && c.open >= lim.MaxInFlight {
-		return 0, InFlight(c.open)
+	k := Counts{InFlight: c.open, Requests: c.pending + len(c.sent), Paused: c.paused}
+	if len(c.sent) > 0 {
+		k.Oldest = c.sent[0] // sent in order: the oldest frees first
 	}
-	if n := lim.RequestsPerMinute; n > 0 && c.pending+len(c.sent) >= n {
+	for _, s := range c.spent {
+		k.Tokens += s.tokens
+	}
+	if len(c.spent) > 0 {
+		k.OldestSpend = c.spent[0].at
+	}
+	return Blocked(k, now, lim, window)
+}
+
+// Counts are what a ledger knows of one provider at a moment, as Blocked
+// weighs them.
+type Counts struct {
+	// InFlight counts the attempts taken and not yet over.
+	InFlight int
+	// Requests counts the attempts the window holds: those without a
+	// reply, and those replied within the window.
+	Requests int
+	// Oldest is the reply of the oldest attempt counted in Requests, the
+	// first to leave the window; zero when none has replied.
+	Oldest time.Time
+	// Tokens are those spent within the window; OldestSpend is when the
+	// first of them was.
+	Tokens      int64
+	OldestSpend time.Time
+	// Paused is when the server's pause ends.
+	Paused time.Time
+}
+
+// Blocked says why lim allows no attempt at now given c, and for how long
+// at most (0 when only the end of an attempt can free one); "" when lim
+// allows one. Every Ledger decides by it, so that they agree.
+func Blocked(c Counts, now time.Time, lim Limits, window time.Duration) (time.Duration, string) {
+	if now.Before(c.Paused) {
+		return c.Paused.Sub(now), Paused
+	}
+	from := now.Add(-window)
+	if lim.MaxInFlight > 0 && c.InFlight >= lim.MaxInFlight {
+		return 0, InFlight(c.InFlight)
+	}
+	if n := lim.RequestsPerMinute; n > 0 && c.Requests >= n {
 		var wait time.Duration
-		if len(c.sent) > 0 {
-			wait = c.sent[0].Sub(from) // sent in order: the oldest frees first
+		if !c.Oldest.IsZero() {
+			wait = max(c.Oldest.Sub(from), time.Microsecond)
 		}
 		return wait, Requests(n, window)
 	}
-	if n := lim.TokensPerMinute; n > 0 {
-		var used int64
-		for _, s := range c.spent {
-			used += s.tokens
-		}
-		if used >= n {
-			return c.spent[0].at.Sub(from), Tokens(n, window)
-		}
+	if n := lim.TokensPerMinute; n > 0 && c.Tokens >= n {
+		return max(c.OldestSpend.Sub(from), time.Microsecond), Tokens(n, window)
 	}
 	return 0, ""
 }

@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	driver "modernc.org/sqlite"
@@ -76,6 +77,9 @@ func DefaultPath() (string, error) {
 type Store struct {
 	db *sql.DB // readers
 	w  *writer
+	// ledger is the store's own limit ledger (Ledger), made on first use.
+	ledgerOnce sync.Once
+	ledger     *Ledger
 }
 
 var _ store.Store = (*Store)(nil)
@@ -176,6 +180,10 @@ func New(cfg Config) (*Store, error) {
 // Close waits for the writes in flight, then closes the database. Calls
 // after Close fail.
 func (s *Store) Close() error {
+	s.ledgerOnce.Do(func() {}) // no ledger is made from here on
+	if s.ledger != nil {
+		s.ledger.Stop()
+	}
 	err := s.db.Close()
 	return errors.Join(err, s.w.close())
 }
