@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,6 +55,9 @@ type Config struct {
 type Store struct {
 	pool *pgxpool.Pool
 	w    *writer
+	// ledger is the store's own limit ledger (Ledger), made on first use.
+	ledgerOnce sync.Once
+	ledger     *Ledger
 }
 
 var _ store.Store = (*Store)(nil)
@@ -116,6 +120,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 // Close waits for the appends in flight, then closes the pool. Calls after
 // Close fail.
 func (s *Store) Close() error {
+	s.ledgerOnce.Do(func() {}) // no ledger is made from here on
+	if s.ledger != nil {
+		s.ledger.Stop()
+	}
 	s.w.close()
 	s.pool.Close()
 	return nil
