@@ -61,13 +61,16 @@ func (m *Main) workerCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&namespace, "namespace", "default", "the Temporal namespace")
 	fs.StringVar(&db, "db", "", "the run database every worker and starter shares: a postgres:// DSN for workers on several machines (default $RATCHET_DB, else "+defaultDBHint+")")
 	fs.BoolVar(&unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
+	m.providerLimitFlag(fs, nil)
 	setUsage(fs, `Usage: ratchet worker --temporal HOST:PORT --task-queue Q [flags]
 
 Serves a Temporal task queue: carries out the model calls, tool calls and
 checks of the runs started with 'ratchet run --temporal' on that queue, and
 records their entries in the run database. Run as many workers as you like,
 on as many machines; each needs the task files (at the paths the runs were
-started with) and the run database. See docs/temporal.md.
+started with) and the run database. Provider limits (--provider-limit,
+the task files' provider_limits:, a run's own --provider-limit) hold across
+every worker and process on the run database. See docs/temporal.md.
 
 Flags:
 `)
@@ -114,6 +117,10 @@ Flags:
 		rf := info.flags()
 		rf.quiet = true
 		rf.unsafeSandbox = rf.unsafeSandbox || unsafeSandbox
+		// The run's --provider-limit flags hold, as in a local run.
+		if err := m.applyProviderLimits(rf.providerLimits); err != nil {
+			return temporal.Live{}, err
+		}
 		built, err := m.build(ctx, info.TaskFile, &rf)
 		if err != nil {
 			return temporal.Live{}, err

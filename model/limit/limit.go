@@ -35,6 +35,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -116,6 +117,9 @@ type Registry struct {
 	cfg      Config
 	mu       sync.Mutex
 	limiters map[string]*Limiter
+	// own is Config.Ledger, shares the Shares not yet ended.
+	own    Ledger
+	shares []*share
 }
 
 // NewRegistry returns an empty registry: no limits, but a provider's
@@ -133,16 +137,40 @@ func NewRegistry(cfg Config) *Registry {
 	if cfg.Ledger == nil {
 		cfg.Ledger = Memory(cfg.Now)
 	}
-	return &Registry{cfg: cfg, limiters: map[string]*Limiter{}}
+	return &Registry{cfg: cfg, limiters: map[string]*Limiter{}, own: cfg.Ledger}
 }
 
-// Share makes the registry's limiters count in ledger from now on: the
-// CLI makes its registry before it knows the run database, whose ledger
-// the limits are then shared in. Attempts already holding a slot give it
-// back where they took it.
-func (r *Registry) Share(ledger Ledger) {
+// Share makes the registry's limiters count in ledger until restore is
+// called: the CLI makes its registry before it opens the run database
+// whose ledger the limits are then shared in, and gives the ledger up
+// when it closes the database. Shares may nest, and end in any order: the
+// latest that has not ended holds. Attempts already holding a slot give
+// it back where they took it.
+func (r *Registry) Share(ledger Ledger) (restore func()) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	s := &share{ledger}
+	r.shares = append(r.shares, s)
+	r.use(ledger)
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if i := slices.Index(r.shares, s); i >= 0 {
+			r.shares = slices.Delete(r.shares, i, i+1)
+		}
+		ledger := r.own
+		if len(r.shares) > 0 {
+			ledger = r.shares[len(r.shares)-1].ledger
+		}
+		r.use(ledger)
+	}
+}
+
+// share is one Share, told apart from another of the same ledger.
+type share struct{ ledger Ledger }
+
+// use makes ledger the registry's; r.mu is held.
+func (r *Registry) use(ledger Ledger) {
 	r.cfg.Ledger = ledger
 	for _, l := range r.limiters {
 		l.mu.Lock()

@@ -80,3 +80,43 @@ func TestPauseIsCapped(t *testing.T) {
 		t.Errorf("Take = %v, %s, %q, %v; want a wait of %s, paused", slot, wait, why, err, time.Second)
 	}
 }
+
+// Shares nest and end in any order: the latest not ended holds, and once
+// all end, the registry's own ledger does again.
+func TestShareNests(t *testing.T) {
+	own, a, b, c := &pauses{}, &pauses{}, &pauses{}, &pauses{}
+	reg := limit.NewRegistry(limit.Config{Ledger: own})
+	l := reg.Limiter("anthropic")
+	check := func(when string, want *pauses) {
+		t.Helper()
+		l.Pause(time.Second)
+		for name, p := range map[string]*pauses{"own": own, "a": a, "b": b, "c": c} {
+			if n := p.n; (p == want) != (n == 1) {
+				t.Errorf("%s: ledger %s was paused %d times", when, name, n)
+			}
+			p.n = 0
+		}
+	}
+	endA := reg.Share(a)
+	endB := reg.Share(b)
+	check("a, then b shared", b)
+	endA()
+	check("a ended", b)
+	endC := reg.Share(c)
+	check("c shared", c)
+	endC()
+	check("c ended", b)
+	endB()
+	check("every share ended", own)
+}
+
+// pauses is a ledger that counts its pauses.
+type pauses struct {
+	limit.Ledger
+	n int
+}
+
+func (p *pauses) Pause(context.Context, string, time.Duration) error {
+	p.n++
+	return nil
+}
