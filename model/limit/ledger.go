@@ -53,11 +53,15 @@ type memory struct {
 // counts are one provider's: open counts the attempts sent and not yet
 // over, pending those of them whose reply has not come; sent are the
 // reply times of attempts within the last window, spent the tokens of
-// calls that ended within it.
+// calls that ended within it (tokens their sum). Both are in time order,
+// as they were added under the lock: what leaves the window is a prefix,
+// found by binary search, so that a call costs the same however many the
+// window holds.
 type counts struct {
 	open, pending int
 	sent          []time.Time
 	spent         []spend
+	tokens        int64
 	paused        time.Time
 }
 
@@ -92,14 +96,26 @@ func (m *memory) Take(_ context.Context, provider string, lim Limits, window tim
 // most; "" when it may.
 func (c *counts) blocked(now time.Time, lim Limits, window time.Duration) (time.Duration, string) {
 	from := now.Add(-window)
-	c.sent = slices.DeleteFunc(c.sent, func(t time.Time) bool { return !t.After(from) })
-	c.spent = slices.DeleteFunc(c.spent, func(s spend) bool { return !s.at.After(from) })
-	k := Counts{InFlight: c.open, Requests: c.pending + len(c.sent), Paused: c.paused}
-	if len(c.sent) > 0 {
-		k.Oldest = c.sent[0] // sent in order: the oldest frees first
+	i, _ := slices.BinarySearchFunc(c.sent, from, func(t, from time.Time) int {
+		if t.After(from) {
+			return 1
+		}
+		return -1
+	})
+	c.sent = c.sent[i:]
+	i, _ = slices.BinarySearchFunc(c.spent, from, func(s spend, from time.Time) int {
+		if s.at.After(from) {
+			return 1
+		}
+		return -1
+	})
+	for _, s := range c.spent[:i] {
+		c.tokens -= s.tokens
 	}
-	for _, s := range c.spent {
-		k.Tokens += s.tokens
+	c.spent = c.spent[i:]
+	k := Counts{InFlight: c.open, Requests: c.pending + len(c.sent), Tokens: c.tokens, Paused: c.paused}
+	if len(c.sent) > 0 {
+		k.Oldest = c.sent[0] // the oldest frees first
 	}
 	if len(c.spent) > 0 {
 		k.OldestSpend = c.spent[0].at
@@ -155,6 +171,7 @@ func (m *memory) Spend(_ context.Context, provider string, tokens int64) error {
 	defer m.mu.Unlock()
 	c := m.counts(provider)
 	c.spent = append(c.spent, spend{at: m.now(), tokens: tokens})
+	c.tokens += tokens
 	return nil
 }
 

@@ -18,3 +18,6 @@ func TestMemoryConformance(t *testing.T) {
 		return ls
 	}})
 }
+
+// go test -run '^$' -bench SharedLimiter ./model/limit ./store/sqlite ./store/postgres
+func BenchmarkSharedLimiter(b *testing.B) { limittest.Bench(b, limit.Memory(time.Now)) }

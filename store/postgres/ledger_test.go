@@ -36,3 +36,10 @@ func TestLedgerConformance(t *testing.T) {
 		Lease:   lease,
 	})
 }
+
+// go test -run '^$' -bench SharedLimiter ./model/limit ./store/sqlite ./store/postgres
+func BenchmarkSharedLimiter(b *testing.B) {
+	s := open(b)
+	defer s.Close()
+	limittest.Bench(b, s.Ledger())
+}

@@ -6,7 +6,10 @@ package limittest
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -256,4 +259,47 @@ func leases(t *testing.T, k Kit) {
 	blocked(t, k, ls[1], lim, limit.Requests(1, window), window)
 	time.Sleep(window)
 	soon(t, ls[1], lim)
+}
+
+// Bench measures what the limits cost a model call when they are kept in
+// l: one attempt through the limited transport (its slot taken, replied,
+// closed) and the call's tokens spent, under limits it never reaches.
+// The attempt itself costs nothing (a RoundTripper that answers at once).
+func Bench(b *testing.B, l limit.Ledger) {
+	reg := limit.NewRegistry(limit.Config{Ledger: l})
+	reg.Set("anthropic", limit.Limits{RequestsPerMinute: 1 << 30, TokensPerMinute: 1 << 50, MaxInFlight: 1 << 20})
+	lim := reg.Limiter("anthropic")
+	rt := lim.Transport(answer{})
+	call := func() {
+		req, err := http.NewRequest("POST", "http://model.invalid/v1/messages", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		lim.Spend(15)
+	}
+	b.Run("serial", func(b *testing.B) {
+		for b.Loop() {
+			call()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.SetParallelism(4) // 4×GOMAXPROCS calls at once, as a busy eval
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				call()
+			}
+		})
+	})
+}
+
+// answer is a RoundTripper that answers 200 at once.
+type answer struct{}
+
+func (answer) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}")), Header: http.Header{}}, nil
 }
