@@ -49,7 +49,7 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 		if err != nil {
 			return nil, fmt.Errorf("run database (PostgreSQL): %w", err)
 		}
-		return m.shareLimits(s, s.Ledger()), nil
+		return m.shareLimits(s, s.Ledger)
 	}
 	if err := os.MkdirAll(filepath.Dir(where), 0o700); err != nil {
 		return nil, fmt.Errorf("run database: %w", err)
@@ -58,15 +58,20 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 	if err != nil {
 		return nil, fmt.Errorf("run database %s: %w", where, err)
 	}
-	return m.shareLimits(s, s.Ledger()), nil
+	return m.shareLimits(s, s.Ledger)
 }
 
 // shareLimits makes the process's provider limits count in the run
 // database's ledger while s is open: every process and machine with the
 // same run database holds its calls against the same counts (see
 // docs/providers.md, "Shared limits").
-func (m *Main) shareLimits(s store.Store, ledger limit.Ledger) store.Store {
-	return sharing{Store: s, end: m.limits.Share(ledger)}
+func (m *Main) shareLimits(s store.Store, ledger func() (limit.Ledger, error)) (store.Store, error) {
+	l, err := ledger()
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("run database: %w", err)
+	}
+	return sharing{Store: s, end: m.limits.Share(l)}, nil
 }
 
 // sharing is a run database the process's limits are shared in until it

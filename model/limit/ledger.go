@@ -20,6 +20,9 @@ type Ledger interface {
 	// counting over window. When it does not, the slot is nil and wait is
 	// how long at most to wait before asking again (0: until an attempt
 	// of this process ends or lim changes), why the reason in words.
+	// Under limits with neither requests per minute nor calls in flight,
+	// a shared ledger may give Uncounted: such a process honours the
+	// pause, and its attempts do not count against the others' limits.
 	Take(ctx context.Context, provider string, lim Limits, window time.Duration) (slot Slot, wait time.Duration, why string, err error)
 	// Spend counts tokens a call on provider used, ending now.
 	Spend(ctx context.Context, provider string, tokens int64) error
@@ -38,6 +41,14 @@ type Slot interface {
 	// first.
 	Closed(ctx context.Context) error
 }
+
+// Uncounted is a slot that counts nowhere.
+var Uncounted Slot = uncounted{}
+
+type uncounted struct{}
+
+func (uncounted) Replied(context.Context) error { return nil }
+func (uncounted) Closed(context.Context) error  { return nil }
 
 // Memory returns a ledger of this process's own, on the clock now.
 func Memory(now func() time.Time) Ledger {

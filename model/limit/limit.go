@@ -309,15 +309,17 @@ func (l *Limiter) Pause(d time.Duration) {
 	_ = ledger.Pause(context.Background(), l.provider, min(d, l.cfg.MaxPause))
 }
 
-// Spend counts tokens used by a call that just ended. A ledger that fails
-// to record them undercounts the window, as a call still in flight does.
+// Spend counts tokens used by a call that just ended, if the provider has
+// a limit on tokens per minute (a process without one leaves no record
+// that anything would prune). A ledger that fails to record them
+// undercounts the window, as a call still in flight does.
 func (l *Limiter) Spend(tokens int64) {
-	if tokens <= 0 {
+	l.mu.Lock()
+	ledger, lim := l.ledger, l.limits
+	l.mu.Unlock()
+	if tokens <= 0 || lim.TokensPerMinute == 0 {
 		return
 	}
-	l.mu.Lock()
-	ledger := l.ledger
-	l.mu.Unlock()
 	_ = ledger.Spend(context.Background(), l.provider, tokens)
 }
 

@@ -26,7 +26,10 @@ func TestLedgerConformance(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { s.Close() })
-				l := s.NewLedger(postgres.LedgerConfig{Lease: lease, Poll: 10 * time.Millisecond})
+				l, err := s.NewLedger(postgres.LedgerConfig{Lease: lease, Poll: 10 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
 				t.Cleanup(l.Stop)
 				ls[i] = l
 			}
@@ -41,5 +44,9 @@ func TestLedgerConformance(t *testing.T) {
 func BenchmarkSharedLimiter(b *testing.B) {
 	s := open(b)
 	defer s.Close()
-	limittest.Bench(b, s.Ledger())
+	l, err := s.Ledger()
+	if err != nil {
+		b.Fatal(err)
+	}
+	limittest.Bench(b, l)
 }

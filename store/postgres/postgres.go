@@ -55,9 +55,11 @@ type Config struct {
 type Store struct {
 	pool *pgxpool.Pool
 	w    *writer
+	pcfg *pgxpool.Config // the pool's, for the ledger's own (Ledger)
 	// ledger is the store's own limit ledger (Ledger), made on first use.
 	ledgerOnce sync.Once
 	ledger     *Ledger
+	ledgerErr  error
 }
 
 var _ store.Store = (*Store)(nil)
@@ -114,7 +116,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}
-	return &Store{pool: pool, w: startWriter(pool, cfg.Writers, cfg.MaxBatch)}, nil
+	return &Store{pool: pool, w: startWriter(pool, cfg.Writers, cfg.MaxBatch), pcfg: pcfg}, nil
 }
 
 // Close waits for the appends in flight, then closes the pool. Calls after

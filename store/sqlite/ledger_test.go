@@ -22,7 +22,10 @@ func TestLedgerConformance(t *testing.T) {
 			for i := range ls {
 				s := open(t, path)
 				t.Cleanup(func() { s.Close() })
-				l := s.NewLedger(sqlite.LedgerConfig{Lease: lease, Poll: 10 * time.Millisecond})
+				l, err := s.NewLedger(sqlite.LedgerConfig{Lease: lease, Poll: 10 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
 				t.Cleanup(l.Stop)
 				ls[i] = l
 			}
@@ -37,5 +40,9 @@ func TestLedgerConformance(t *testing.T) {
 func BenchmarkSharedLimiter(b *testing.B) {
 	s := open(b, filepath.Join(b.TempDir(), "ratchet.db"))
 	defer s.Close()
-	limittest.Bench(b, s.Ledger())
+	l, err := s.Ledger()
+	if err != nil {
+		b.Fatal(err)
+	}
+	limittest.Bench(b, l)
 }

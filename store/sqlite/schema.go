@@ -80,7 +80,8 @@ var migrations = []string{
 		closed   INTEGER NOT NULL DEFAULT 0,
 		lease    INTEGER NOT NULL
 	);
-	CREATE INDEX limit_slots_provider ON limit_slots (provider);
+	CREATE INDEX limit_slots_replied ON limit_slots (provider, replied);
+	CREATE INDEX limit_slots_open ON limit_slots (provider) WHERE NOT closed;
 	CREATE INDEX limit_slots_owner ON limit_slots (owner) WHERE NOT closed;
 	CREATE TABLE limit_tokens (
 		provider TEXT    NOT NULL,

@@ -75,11 +75,13 @@ func DefaultPath() (string, error) {
 
 // Store is a store.Store in one SQLite file.
 type Store struct {
-	db *sql.DB // readers
-	w  *writer
+	db  *sql.DB // readers
+	w   *writer
+	cfg Config
 	// ledger is the store's own limit ledger (Ledger), made on first use.
 	ledgerOnce sync.Once
 	ledger     *Ledger
+	ledgerErr  error
 }
 
 var _ store.Store = (*Store)(nil)
@@ -174,7 +176,7 @@ func New(cfg Config) (*Store, error) {
 	}
 	rdb.SetMaxOpenConns(cfg.Readers)
 	rdb.SetMaxIdleConns(cfg.Readers)
-	return &Store{db: rdb, w: startWriter(wdb, conn, cfg.MaxBatch)}, nil
+	return &Store{db: rdb, w: startWriter(wdb, conn, cfg.MaxBatch), cfg: cfg}, nil
 }
 
 // Close waits for the writes in flight, then closes the database. Calls

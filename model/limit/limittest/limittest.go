@@ -263,37 +263,55 @@ func leases(t *testing.T, k Kit) {
 
 // Bench measures what the limits cost a model call when they are kept in
 // l: one attempt through the limited transport (its slot taken, replied,
-// closed) and the call's tokens spent, under limits it never reaches.
-// The attempt itself costs nothing (a RoundTripper that answers at once).
+// closed) and the call's tokens spent, under limits it never reaches. The
+// attempt itself costs nothing (a RoundTripper that answers at once).
+//
+// A ledger's counting grows with the requests the window holds (up to
+// the limit): "idle" counts over a window of 50 ms, which holds next to
+// nothing; "full" over the minute, which holds 1,000 requests before the
+// first call (a provider at 1,000 requests per minute) and each call's
+// own after.
 func Bench(b *testing.B, l limit.Ledger) {
-	reg := limit.NewRegistry(limit.Config{Ledger: l})
-	reg.Set("anthropic", limit.Limits{RequestsPerMinute: 1 << 30, TokensPerMinute: 1 << 50, MaxInFlight: 1 << 20})
-	lim := reg.Limiter("anthropic")
-	rt := lim.Transport(answer{})
-	call := func() {
-		req, err := http.NewRequest("POST", "http://model.invalid/v1/messages", nil)
-		if err != nil {
-			b.Fatal(err)
+	lim := limit.Limits{RequestsPerMinute: 1 << 30, TokensPerMinute: 1 << 50, MaxInFlight: 1 << 20}
+	bench := func(provider string, window time.Duration) func() {
+		reg := limit.NewRegistry(limit.Config{Ledger: l, Window: window})
+		reg.Set(provider, lim)
+		rt := reg.Limiter(provider).Transport(answer{})
+		return func() {
+			req, err := http.NewRequest("POST", "http://model.invalid/v1/messages", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			reg.Limiter(provider).Spend(15)
 		}
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		resp.Body.Close()
-		lim.Spend(15)
 	}
-	b.Run("serial", func(b *testing.B) {
+	idle := bench("anthropic", 50*time.Millisecond)
+	b.Run("idle", func(b *testing.B) {
 		for b.Loop() {
-			call()
+			idle()
 		}
 	})
-	b.Run("parallel", func(b *testing.B) {
+	b.Run("idle-parallel", func(b *testing.B) {
 		b.SetParallelism(4) // 4×GOMAXPROCS calls at once, as a busy eval
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				call()
+				idle()
 			}
 		})
+	})
+	full := bench("openai", time.Minute)
+	for range 1000 {
+		full()
+	}
+	b.Run("full", func(b *testing.B) {
+		for b.Loop() {
+			full()
+		}
 	})
 }
 
