@@ -123,3 +123,26 @@ func fleetProcess(s string) int {
 		limits: limit.NewRegistry(limit.Config{Window: fleetWindow})}
 	return m.Run(context.Background(), job.Args)
 }
+
+// ratchet worker takes --provider-limit as ratchet run does: a bad one is
+// a usage error, a good one tightens the limits the worker's runs share.
+func TestWorkerProviderLimit(t *testing.T) {
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+	if code := m.Run(context.Background(), []string{"worker", "--provider-limit", "bedrock:max_in_flight=1", "--temporal", "127.0.0.1:1", "--task-queue", "q"}); code != exitUsage {
+		t.Errorf("exit %d, want %d; stderr %s", code, exitUsage, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), `unknown provider "bedrock" for limits`) {
+		t.Errorf("stderr %q does not name the bad provider", errOut.String())
+	}
+	db := filepath.Join(t.TempDir(), "runs.db")
+	m = &Main{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// No Temporal server listens there: the worker stops at the dial, its
+	// flags read.
+	m.Run(ctx, []string{"worker", "--provider-limit", "anthropic:max_in_flight=2,requests_per_minute=60", "--db", db, "--temporal", "127.0.0.1:1", "--task-queue", "q"})
+	if got, want := m.limits.Limiter("anthropic").Limits(), (limit.Limits{MaxInFlight: 2, RequestsPerMinute: 60}); got != want {
+		t.Errorf("the worker's limits are %+v, want %+v", got, want)
+	}
+}
