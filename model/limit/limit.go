@@ -1,9 +1,13 @@
 // Package limit holds the limits that every run on one provider shares
 // within a process (an eval run at concurrency 50, a service running many
-// loops): requests per minute, tokens per minute and calls in flight, and
-// the pause a 429's retry-after asks for.
+// loops), and across the processes and machines that keep their counts in
+// one Ledger (a run database: store/sqlite, store/postgres): requests per
+// minute, tokens per minute and calls in flight, and the pause a 429's
+// retry-after asks for.
 //
-// A Registry keeps one Limiter per provider. A provider's HTTP attempts go
+// A Registry keeps one Limiter per provider, its counts in a Ledger
+// (Memory, this process's own, unless Config.Ledger or Share says
+// otherwise). A provider's HTTP attempts go
 // through its Limiter's Transport, placed under the retrying transport
 // (model/retry), so that every attempt, retries included, waits its turn;
 // Model wraps the provider's model to count the tokens each call used.
