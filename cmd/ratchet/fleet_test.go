@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ratchetloop/ratchet/model/limit"
+	"github.com/ratchetloop/ratchet/store"
 )
 
 // fleetWindow stands in for the minute in the fleet test: the limits are
@@ -144,5 +145,28 @@ func TestWorkerProviderLimit(t *testing.T) {
 	m.Run(ctx, []string{"worker", "--provider-limit", "anthropic:max_in_flight=2,requests_per_minute=60", "--db", db, "--temporal", "127.0.0.1:1", "--task-queue", "q"})
 	if got, want := m.limits.Limiter("anthropic").Limits(), (limit.Limits{MaxInFlight: 2, RequestsPerMinute: 60}); got != want {
 		t.Errorf("the worker's limits are %+v, want %+v", got, want)
+	}
+}
+
+// A worker building a run takes the limits the run was started with (its
+// --provider-limit flags, kept on its row) and its task file's
+// provider_limits:, as a local run does.
+func TestWorkerTakesTheRunsLimits(t *testing.T) {
+	dir := write(t, map[string]string{"task.yaml": "goal: What is 2+3?\nmodel: anthropic:claude-sonnet-4-5\nchecks: [{equals: \"5\"}]\nprovider_limits: {anthropic: {max_in_flight: 3}}\n"})
+	info, err := json.Marshal(taskInfo{TaskFile: filepath.Join(dir, "task.yaml"), ProviderLimits: []string{"anthropic:requests_per_minute=60"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &out, Getenv: func(k string) string { return map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test"}[k] },
+		limits: limit.NewRegistry(limit.Config{})}
+	m.guard()
+	live, err := m.workerOpener(false)(context.Background(), store.Run{ID: "r1", Task: info})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	defer live.Close()
+	if got, want := m.limits.Limiter("anthropic").Limits(), (limit.Limits{RequestsPerMinute: 60, MaxInFlight: 3}); got != want {
+		t.Errorf("the worker's limits for the run are %+v, want %+v", got, want)
 	}
 }
