@@ -42,6 +42,8 @@ func TestMain(m *testing.M) {
 	case os.Getenv(envServerVar) == "1": // secrets_test.go
 		serveEnvPrinter()
 		return
+	case os.Getenv(fleetChild) != "": // fleet_test.go
+		os.Exit(fleetProcess(os.Getenv(fleetChild)))
 	}
 	os.Exit(m.Run())
 }

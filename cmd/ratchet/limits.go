@@ -25,7 +25,7 @@ func modelFlag(fs *flag.FlagSet, dst *string, usage string) {
 // providerLimitFlag adds --provider-limit to fs, tightening m.limits;
 // kept, when not nil, collects the flags given.
 func (m *Main) providerLimitFlag(fs *flag.FlagSet, kept *[]string) {
-	fs.Func("provider-limit", "limits every run of this process shares on a provider (repeatable), PROVIDER:FIELD=N,...: fields requests_per_minute, tokens_per_minute, max_in_flight, e.g. anthropic:requests_per_minute=50,max_in_flight=8 (see docs/providers.md)", func(s string) error {
+	fs.Func("provider-limit", "limits every run of this process, and every process on the same run database, shares on a provider (repeatable), PROVIDER:FIELD=N,...: fields requests_per_minute, tokens_per_minute, max_in_flight, e.g. anthropic:requests_per_minute=50,max_in_flight=8 (see docs/providers.md)", func(s string) error {
 		name, l, err := limit.ParseFlag(s)
 		if err != nil {
 			return err

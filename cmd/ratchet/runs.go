@@ -19,6 +19,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/progress"
@@ -48,7 +49,7 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 		if err != nil {
 			return nil, fmt.Errorf("run database (PostgreSQL): %w", err)
 		}
-		return s, nil
+		return m.shareLimits(s, s.Ledger)
 	}
 	if err := os.MkdirAll(filepath.Dir(where), 0o700); err != nil {
 		return nil, fmt.Errorf("run database: %w", err)
@@ -57,7 +58,35 @@ func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, er
 	if err != nil {
 		return nil, fmt.Errorf("run database %s: %w", where, err)
 	}
-	return s, nil
+	return m.shareLimits(s, s.Ledger)
+}
+
+// shareLimits makes the process's provider limits count in the run
+// database's ledger while s is open: every process and machine with the
+// same run database holds its calls against the same counts (see
+// docs/providers.md, "Shared limits").
+func (m *Main) shareLimits(s store.Store, ledger func() (limit.Ledger, error)) (store.Store, error) {
+	if m.limits == nil {
+		return s, nil // not opened by Run (a test's direct call): no model of this Main counts anything
+	}
+	l, err := ledger()
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("run database: %w", err)
+	}
+	return sharing{Store: s, end: m.limits.Share(l)}, nil
+}
+
+// sharing is a run database the process's limits are shared in until it
+// is closed.
+type sharing struct {
+	store.Store
+	end func()
+}
+
+func (s sharing) Close() error {
+	s.end()
+	return s.Store.Close()
 }
 
 // dbLocation is the run database openStore opens: a SQLite file's path or

@@ -34,6 +34,31 @@ func dialTemporal(ctx context.Context, hostPort, namespace string, w io.Writer) 
 	return c, nil
 }
 
+// workerOpener builds a run's live task on a worker, from the task file
+// and flags its row keeps, as ratchet run built it.
+func (m *Main) workerOpener(unsafeSandbox bool) temporal.Opener {
+	return func(ctx context.Context, row store.Run) (temporal.Live, error) {
+		var info taskInfo
+		if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
+			return temporal.Live{}, fmt.Errorf("run %s was not started by 'ratchet run --temporal' (its row keeps no task file)", row.ID)
+		}
+		rf := info.flags()
+		rf.quiet = true
+		rf.unsafeSandbox = rf.unsafeSandbox || unsafeSandbox
+		// The run's --provider-limit flags hold, as in a local run.
+		if err := m.applyProviderLimits(rf.providerLimits); err != nil {
+			return temporal.Live{}, err
+		}
+		built, err := m.build(ctx, info.TaskFile, &rf)
+		if err != nil {
+			return temporal.Live{}, err
+		}
+		// The task file's part of the run's config, as a local run takes it.
+		cfg := built.Runner()
+		return temporal.Live{Task: built.Task, Model: cfg.Model, Exec: cfg.Exec, Patch: cfg.Patch, Redactor: m.secrets, Close: built.Close}, nil
+	}
+}
+
 // onTemporal says r runs on Temporal workers: no process of ours holds
 // its lease, and it is never interrupted while Temporal carries it on.
 func onTemporal(r store.Run) bool {
@@ -61,13 +86,16 @@ func (m *Main) workerCmd(ctx context.Context, args []string) int {
 	fs.StringVar(&namespace, "namespace", "default", "the Temporal namespace")
 	fs.StringVar(&db, "db", "", "the run database every worker and starter shares: a postgres:// DSN for workers on several machines (default $RATCHET_DB, else "+defaultDBHint+")")
 	fs.BoolVar(&unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
+	m.providerLimitFlag(fs, nil)
 	setUsage(fs, `Usage: ratchet worker --temporal HOST:PORT --task-queue Q [flags]
 
 Serves a Temporal task queue: carries out the model calls, tool calls and
 checks of the runs started with 'ratchet run --temporal' on that queue, and
 records their entries in the run database. Run as many workers as you like,
 on as many machines; each needs the task files (at the paths the runs were
-started with) and the run database. See docs/temporal.md.
+started with) and the run database. Provider limits (--provider-limit,
+the task files' provider_limits:, a run's own --provider-limit) hold across
+every worker and process on the run database. See docs/temporal.md.
 
 Flags:
 `)
@@ -106,22 +134,7 @@ Flags:
 	// Models are opened without transport retries: the activity's retry
 	// policy retries them, within the run's deadline.
 	m.noModelRetry = true
-	acts := temporal.NewActivities(st, func(ctx context.Context, row store.Run) (temporal.Live, error) {
-		var info taskInfo
-		if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
-			return temporal.Live{}, fmt.Errorf("run %s was not started by 'ratchet run --temporal' (its row keeps no task file)", row.ID)
-		}
-		rf := info.flags()
-		rf.quiet = true
-		rf.unsafeSandbox = rf.unsafeSandbox || unsafeSandbox
-		built, err := m.build(ctx, info.TaskFile, &rf)
-		if err != nil {
-			return temporal.Live{}, err
-		}
-		// The task file's part of the run's config, as a local run takes it.
-		cfg := built.Runner()
-		return temporal.Live{Task: built.Task, Model: cfg.Model, Exec: cfg.Exec, Patch: cfg.Patch, Redactor: m.secrets, Close: built.Close}, nil
-	})
+	acts := temporal.NewActivities(st, m.workerOpener(unsafeSandbox))
 	defer acts.Close()
 	w := worker.New(c, queue, worker.Options{})
 	temporal.Register(w, acts)

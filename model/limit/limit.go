@@ -1,9 +1,13 @@
 // Package limit holds the limits that every run on one provider shares
 // within a process (an eval run at concurrency 50, a service running many
-// loops): requests per minute, tokens per minute and calls in flight, and
-// the pause a 429's retry-after asks for.
+// loops), and across the processes and machines that keep their counts in
+// one Ledger (a run database: store/sqlite, store/postgres): requests per
+// minute, tokens per minute and calls in flight, and the pause a 429's
+// retry-after asks for.
 //
-// A Registry keeps one Limiter per provider. A provider's HTTP attempts go
+// A Registry keeps one Limiter per provider, its counts in a Ledger
+// (Memory, this process's own, unless Config.Ledger or Share says
+// otherwise). A provider's HTTP attempts go
 // through its Limiter's Transport, placed under the retrying transport
 // (model/retry), so that every attempt, retries included, waits its turn;
 // Model wraps the provider's model to count the tokens each call used.
@@ -102,8 +106,13 @@ type Config struct {
 	// MaxPause is the longest retry-after that pauses the provider
 	// (default 60s, the retrying transport's longest honoured wait).
 	MaxPause time.Duration
-	// Now is the clock; nil means time.Now.
+	// Now is the clock of the in-process ledger; nil means time.Now. A
+	// shared ledger keeps its own clock.
 	Now func() time.Time
+	// Ledger keeps the counts; nil means one of this process's own
+	// (Memory). A ledger in a run database (store/sqlite, store/postgres)
+	// shares the limits with every process that uses it.
+	Ledger Ledger
 }
 
 // Registry holds the Limiter of each provider. It is safe for concurrent
@@ -112,6 +121,9 @@ type Registry struct {
 	cfg      Config
 	mu       sync.Mutex
 	limiters map[string]*Limiter
+	// own is Config.Ledger, shares the Shares not yet ended.
+	own    Ledger
+	shares []*share
 }
 
 // NewRegistry returns an empty registry: no limits, but a provider's
@@ -126,7 +138,50 @@ func NewRegistry(cfg Config) *Registry {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Registry{cfg: cfg, limiters: map[string]*Limiter{}}
+	if cfg.Ledger == nil {
+		cfg.Ledger = Memory(cfg.Now)
+	}
+	return &Registry{cfg: cfg, limiters: map[string]*Limiter{}, own: cfg.Ledger}
+}
+
+// Share makes the registry's limiters count in ledger until restore is
+// called: the CLI makes its registry before it opens the run database
+// whose ledger the limits are then shared in, and gives the ledger up
+// when it closes the database. Shares may nest, and end in any order: the
+// latest that has not ended holds. Attempts already holding a slot give
+// it back where they took it.
+func (r *Registry) Share(ledger Ledger) (restore func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &share{ledger}
+	r.shares = append(r.shares, s)
+	r.use(ledger)
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if i := slices.Index(r.shares, s); i >= 0 {
+			r.shares = slices.Delete(r.shares, i, i+1)
+		}
+		ledger := r.own
+		if len(r.shares) > 0 {
+			ledger = r.shares[len(r.shares)-1].ledger
+		}
+		r.use(ledger)
+	}
+}
+
+// share is one Share, told apart from another of the same ledger.
+type share struct{ ledger Ledger }
+
+// use makes ledger the registry's; r.mu is held.
+func (r *Registry) use(ledger Ledger) {
+	r.cfg.Ledger = ledger
+	for _, l := range r.limiters {
+		l.mu.Lock()
+		l.ledger = ledger
+		l.wake()
+		l.mu.Unlock()
+	}
 }
 
 // Set tightens provider's limits by l (see Limits.Tighten).
@@ -144,35 +199,25 @@ func (r *Registry) Limiter(provider string) *Limiter {
 	defer r.mu.Unlock()
 	l := r.limiters[provider]
 	if l == nil {
-		l = &Limiter{provider: provider, cfg: r.cfg, changed: make(chan struct{})}
+		l = &Limiter{provider: provider, cfg: r.cfg, ledger: r.cfg.Ledger, changed: make(chan struct{})}
 		r.limiters[provider] = l
 	}
 	return l
 }
 
-// Limiter is one provider's shared limits and their state.
+// Limiter is one provider's limits, kept in a Ledger.
 type Limiter struct {
 	provider string
 	cfg      Config
 
 	mu     sync.Mutex
 	limits Limits
-	// open counts the attempts sent and not yet read to their end;
-	// pending those of them whose reply has not come. sent are the reply
-	// times of attempts within the last Window; spent the tokens of calls
-	// that ended within it.
-	open, pending int
-	sent          []time.Time
-	spent         []spend
-	paused        time.Time
+	ledger Ledger
 	// changed is closed, and replaced, whenever a waiting attempt might
-	// now go: an attempt ended, limits changed.
+	// now go: an attempt of this process ended, limits changed. (A shared
+	// ledger's waits are bounded by its polling instead: other processes'
+	// attempts end unseen.)
 	changed chan struct{}
-}
-
-type spend struct {
-	at     time.Time
-	tokens int64
 }
 
 // Limits returns the provider's limits.
@@ -187,22 +232,22 @@ func (l *Limiter) wake() {
 	l.changed = make(chan struct{})
 }
 
-// acquire waits until an attempt may be sent and takes its slot; replied
-// must be called once its reply arrived (or it failed), closed once it is
-// over.
-func (l *Limiter) acquire(ctx context.Context) error {
+// acquire waits until an attempt may be sent and takes its slot, to be
+// released by replied once its reply arrived (or it failed) and by closed
+// once it is over.
+func (l *Limiter) acquire(ctx context.Context) (Slot, error) {
 	told := false
 	for {
 		l.mu.Lock()
-		wait, why := l.blocked(l.cfg.Now())
-		if why == "" {
-			l.open++
-			l.pending++
-			l.mu.Unlock()
-			return nil
-		}
-		changed := l.changed
+		lim, ledger, changed := l.limits, l.ledger, l.changed
 		l.mu.Unlock()
+		slot, wait, why, err := ledger.Take(ctx, l.provider, lim, l.cfg.Window)
+		if err != nil {
+			return nil, fmt.Errorf("the shared limits of %s: %w", l.provider, err)
+		}
+		if slot != nil {
+			return slot, nil
+		}
 		if !told {
 			told = true
 			if h := model.HooksFrom(ctx); h.OnWait != nil {
@@ -210,7 +255,7 @@ func (l *Limiter) acquire(ctx context.Context) error {
 			}
 		}
 		if err := sleep(ctx, wait, changed); err != nil {
-			return err
+			return nil, err
 		}
 	}
 }
@@ -233,91 +278,53 @@ func sleep(ctx context.Context, d time.Duration, changed <-chan struct{}) error 
 	return nil
 }
 
-// blocked says why an attempt may not be sent at now, and for how long at
-// most (0 when only the end of another attempt can free it); "" when it
-// may. l.mu is held.
-func (l *Limiter) blocked(now time.Time) (time.Duration, string) {
-	if now.Before(l.paused) {
-		return l.paused.Sub(now), "paused by the server's retry-after"
-	}
-	from := now.Add(-l.cfg.Window)
-	l.sent = slices.DeleteFunc(l.sent, func(t time.Time) bool { return !t.After(from) })
-	l.spent = slices.DeleteFunc(l.spent, func(s spend) bool { return !s.at.After(from) })
-	lim := l.limits
-	if lim.MaxInFlight > 0 && l.open >= lim.MaxInFlight {
-		return 0, fmt.Sprintf("%d calls in flight (max_in_flight)", l.open)
-	}
-	if n := lim.RequestsPerMinute; n > 0 && l.pending+len(l.sent) >= n {
-		var wait time.Duration
-		if len(l.sent) > 0 {
-			wait = l.sent[0].Sub(from) // sent in order: the oldest frees first
-		}
-		return wait, fmt.Sprintf("%d requests per %s reached (requests_per_minute)", n, window(l.cfg.Window))
-	}
-	if n := lim.TokensPerMinute; n > 0 {
-		var used int64
-		for _, s := range l.spent {
-			used += s.tokens
-		}
-		if used >= n {
-			return l.spent[0].at.Sub(from), fmt.Sprintf("%d tokens per %s reached (tokens_per_minute)", n, window(l.cfg.Window))
-		}
-	}
-	return 0, ""
-}
-
-func window(d time.Duration) string {
-	if d == time.Minute {
-		return "minute"
-	}
-	return d.String()
-}
+// release is the context a slot is given back under: the attempt's own
+// may be cancelled already, and a slot not given back is held until its
+// lease runs out.
+func release(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // replied moves an attempt from in flight to the window, once its reply
-// (or failure) is in: from here on the server has certainly seen it.
-func (l *Limiter) replied() {
+// (or failure) is in: from here on the server has certainly seen it. A
+// ledger that fails to record it keeps the slot until its lease ends,
+// which only errs on the side of the limit.
+func (l *Limiter) replied(ctx context.Context, s Slot) {
+	_ = s.Replied(release(ctx))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.pending--
-	l.sent = append(l.sent, l.cfg.Now())
 	l.wake()
 }
 
-// closed ends an attempt's time in flight.
-func (l *Limiter) closed() {
+// closed ends an attempt's time in flight (a failure to record it, as
+// replied's).
+func (l *Limiter) closed(ctx context.Context, s Slot) {
+	_ = s.Closed(release(ctx))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.open--
 	l.wake()
 }
 
-// Pause holds every attempt on the provider back until now+d (capped at
-// Config.MaxPause); a later pause already set stands.
+// Pause holds every attempt on the provider back for d (capped at
+// Config.MaxPause); a later pause already set stands. A ledger that fails
+// to record it loses only the pause: the server's next 429 asks again.
 func (l *Limiter) Pause(d time.Duration) {
-	d = min(d, l.cfg.MaxPause)
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if until := l.cfg.Now().Add(d); until.After(l.paused) {
-		l.paused = until
-	}
+	ledger := l.ledger
+	l.mu.Unlock()
+	_ = ledger.Pause(context.Background(), l.provider, min(d, l.cfg.MaxPause))
 }
 
-// PausedUntil is when the latest pause ends; the zero time if none was
-// asked for.
-func (l *Limiter) PausedUntil() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.paused
-}
-
-// Spend counts tokens used by a call that just ended.
+// Spend counts tokens used by a call that just ended, if the provider has
+// a limit on tokens per minute (a process without one leaves no record
+// that anything would prune). A ledger that fails to record them
+// undercounts the window, as a call still in flight does.
 func (l *Limiter) Spend(tokens int64) {
-	if tokens <= 0 {
+	l.mu.Lock()
+	ledger, lim := l.ledger, l.limits
+	l.mu.Unlock()
+	if tokens <= 0 || lim.TokensPerMinute == 0 {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.spent = append(l.spent, spend{at: l.cfg.Now(), tokens: tokens})
+	_ = ledger.Spend(context.Background(), l.provider, tokens)
 }
 
 // Transport returns base (nil: http.DefaultTransport) under l: each
@@ -336,27 +343,30 @@ type transport struct {
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	c, _ := req.Context().Value(callKey{}).(*call)
+	ctx := req.Context()
+	c, _ := ctx.Value(callKey{}).(*call)
 	if c != nil {
 		c.release() // an earlier attempt of the call is over, and used nothing
 	}
-	if err := t.l.acquire(req.Context()); err != nil {
+	slot, err := t.l.acquire(ctx)
+	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
 		return nil, err
 	}
 	resp, err := t.base.RoundTrip(req)
-	t.l.replied()
+	t.l.replied(ctx, slot)
+	closed := func() { t.l.closed(ctx, slot) }
 	if err != nil {
-		t.l.closed()
+		closed()
 		return nil, err
 	}
-	done := t.l.closed
+	done := closed
 	if c != nil && resp.StatusCode/100 == 2 {
 		// A reply's call stays in flight until Model has counted its
 		// tokens: the next attempt must see them.
-		done = func() { c.hold(t.l.closed) }
+		done = func() { c.hold(closed) }
 	}
 	resp.Body = &body{ReadCloser: resp.Body, done: done}
 	switch resp.StatusCode {

@@ -1,6 +1,7 @@
 package limit_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -69,11 +70,53 @@ func TestTighten(t *testing.T) {
 // a shorter pause does not cut a longer one short.
 func TestPauseIsCapped(t *testing.T) {
 	now := time.Unix(1000, 0)
-	reg := limit.NewRegistry(limit.Config{MaxPause: time.Second, Now: func() time.Time { return now }})
+	ledger := limit.Memory(func() time.Time { return now })
+	reg := limit.NewRegistry(limit.Config{MaxPause: time.Second, Ledger: ledger})
 	l := reg.Limiter("anthropic")
 	l.Pause(time.Hour)
 	l.Pause(time.Millisecond)
-	if got := l.PausedUntil(); !got.Equal(now.Add(time.Second)) {
-		t.Errorf("paused until %s, want %s", got, now.Add(time.Second))
+	slot, wait, why, err := ledger.Take(context.Background(), "anthropic", limit.Limits{}, time.Minute)
+	if slot != nil || err != nil || wait != time.Second || why != limit.Paused {
+		t.Errorf("Take = %v, %s, %q, %v; want a wait of %s, paused", slot, wait, why, err, time.Second)
 	}
+}
+
+// Shares nest and end in any order: the latest not ended holds, and once
+// all end, the registry's own ledger does again.
+func TestShareNests(t *testing.T) {
+	own, a, b, c := &pauses{}, &pauses{}, &pauses{}, &pauses{}
+	reg := limit.NewRegistry(limit.Config{Ledger: own})
+	l := reg.Limiter("anthropic")
+	check := func(when string, want *pauses) {
+		t.Helper()
+		l.Pause(time.Second)
+		for name, p := range map[string]*pauses{"own": own, "a": a, "b": b, "c": c} {
+			if n := p.n; (p == want) != (n == 1) {
+				t.Errorf("%s: ledger %s was paused %d times", when, name, n)
+			}
+			p.n = 0
+		}
+	}
+	endA := reg.Share(a)
+	endB := reg.Share(b)
+	check("a, then b shared", b)
+	endA()
+	check("a ended", b)
+	endC := reg.Share(c)
+	check("c shared", c)
+	endC()
+	check("c ended", b)
+	endB()
+	check("every share ended", own)
+}
+
+// pauses is a ledger that counts its pauses.
+type pauses struct {
+	limit.Ledger
+	n int
+}
+
+func (p *pauses) Pause(context.Context, string, time.Duration) error {
+	p.n++
+	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,6 +55,11 @@ type Config struct {
 type Store struct {
 	pool *pgxpool.Pool
 	w    *writer
+	pcfg *pgxpool.Config // the pool's, for the ledger's own (Ledger)
+	// ledger is the store's own limit ledger (Ledger), made on first use.
+	ledgerOnce sync.Once
+	ledger     *Ledger
+	ledgerErr  error
 }
 
 var _ store.Store = (*Store)(nil)
@@ -110,12 +116,16 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: migrate: %w", err)
 	}
-	return &Store{pool: pool, w: startWriter(pool, cfg.Writers, cfg.MaxBatch)}, nil
+	return &Store{pool: pool, w: startWriter(pool, cfg.Writers, cfg.MaxBatch), pcfg: pcfg}, nil
 }
 
 // Close waits for the appends in flight, then closes the pool. Calls after
 // Close fail.
 func (s *Store) Close() error {
+	s.ledgerOnce.Do(func() {}) // no ledger is made from here on
+	if s.ledger != nil {
+		s.ledger.Stop()
+	}
 	s.w.close()
 	s.pool.Close()
 	return nil

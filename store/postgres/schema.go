@@ -65,6 +65,29 @@ var migrations = []string{
 		at   timestamptz NOT NULL
 	);
 	CREATE INDEX messages_run ON messages (run, id);`,
+	// 4: the provider limits every process on the database shares
+	// (ledger.go): the slots of attempts, the tokens spent, the pauses.
+	`CREATE TABLE limit_slots (
+		id       bigserial   PRIMARY KEY,
+		provider text        NOT NULL,
+		owner    text        NOT NULL,
+		replied  timestamptz,
+		closed   boolean     NOT NULL DEFAULT false,
+		lease    timestamptz NOT NULL
+	);
+	CREATE INDEX limit_slots_replied ON limit_slots (provider, replied);
+	CREATE INDEX limit_slots_open ON limit_slots (provider) WHERE NOT closed;
+	CREATE INDEX limit_slots_owner ON limit_slots (owner) WHERE NOT closed;
+	CREATE TABLE limit_tokens (
+		provider text        NOT NULL,
+		at       timestamptz NOT NULL,
+		tokens   bigint      NOT NULL
+	);
+	CREATE INDEX limit_tokens_provider ON limit_tokens (provider, at);
+	CREATE TABLE limit_pauses (
+		provider text        PRIMARY KEY,
+		until    timestamptz NOT NULL
+	);`,
 }
 
 // migrateLock is the advisory lock key that serializes migrations of one

@@ -70,6 +70,29 @@ var migrations = []string{
 		at   INTEGER NOT NULL
 	);
 	CREATE INDEX messages_run ON messages (run, id);`,
+	// 5: the provider limits every process on the database shares
+	// (ledger.go): the slots of attempts, the tokens spent, the pauses.
+	`CREATE TABLE limit_slots (
+		id       INTEGER PRIMARY KEY,
+		provider TEXT    NOT NULL,
+		owner    TEXT    NOT NULL,
+		replied  INTEGER,
+		closed   INTEGER NOT NULL DEFAULT 0,
+		lease    INTEGER NOT NULL
+	);
+	CREATE INDEX limit_slots_replied ON limit_slots (provider, replied);
+	CREATE INDEX limit_slots_open ON limit_slots (provider) WHERE NOT closed;
+	CREATE INDEX limit_slots_owner ON limit_slots (owner) WHERE NOT closed;
+	CREATE TABLE limit_tokens (
+		provider TEXT    NOT NULL,
+		at       INTEGER NOT NULL,
+		tokens   INTEGER NOT NULL
+	);
+	CREATE INDEX limit_tokens_provider ON limit_tokens (provider, at);
+	CREATE TABLE limit_pauses (
+		provider TEXT    PRIMARY KEY,
+		until    INTEGER NOT NULL
+	) WITHOUT ROWID;`,
 }
 
 // migrate brings the database on c to the newest schema in one immediate

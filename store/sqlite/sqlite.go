@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	driver "modernc.org/sqlite"
@@ -74,8 +75,13 @@ func DefaultPath() (string, error) {
 
 // Store is a store.Store in one SQLite file.
 type Store struct {
-	db *sql.DB // readers
-	w  *writer
+	db  *sql.DB // readers
+	w   *writer
+	cfg Config
+	// ledger is the store's own limit ledger (Ledger), made on first use.
+	ledgerOnce sync.Once
+	ledger     *Ledger
+	ledgerErr  error
 }
 
 var _ store.Store = (*Store)(nil)
@@ -170,12 +176,16 @@ func New(cfg Config) (*Store, error) {
 	}
 	rdb.SetMaxOpenConns(cfg.Readers)
 	rdb.SetMaxIdleConns(cfg.Readers)
-	return &Store{db: rdb, w: startWriter(wdb, conn, cfg.MaxBatch)}, nil
+	return &Store{db: rdb, w: startWriter(wdb, conn, cfg.MaxBatch), cfg: cfg}, nil
 }
 
 // Close waits for the writes in flight, then closes the database. Calls
 // after Close fail.
 func (s *Store) Close() error {
+	s.ledgerOnce.Do(func() {}) // no ledger is made from here on
+	if s.ledger != nil {
+		s.ledger.Stop()
+	}
 	err := s.db.Close()
 	return errors.Join(err, s.w.close())
 }

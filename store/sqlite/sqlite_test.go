@@ -71,8 +71,8 @@ func TestReopen(t *testing.T) {
 	}
 	defer db.Close()
 	var version, rows int
-	if err := db.QueryRow(`SELECT version, (SELECT count(*) FROM schema_version) FROM schema_version`).Scan(&version, &rows); err != nil || version != 4 || rows != 1 {
-		t.Errorf("schema_version = %d (%d rows), %v; want version 4 in one row", version, rows, err)
+	if err := db.QueryRow(`SELECT version, (SELECT count(*) FROM schema_version) FROM schema_version`).Scan(&version, &rows); err != nil || version != 5 || rows != 1 {
+		t.Errorf("schema_version = %d (%d rows), %v; want version 5 in one row", version, rows, err)
 	}
 	var mode string
 	if err := db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
