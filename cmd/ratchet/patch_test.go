@@ -92,6 +92,18 @@ checks: [{equals: "yes"}]
 	if data, _ := os.ReadFile(filepath.Join(ws, "journal.txt")); string(data) != "start\nyes\n" {
 		t.Errorf("a refused apply changed the original: journal %q", data)
 	}
+	// Deleting the run deletes the copy it kept for its patch.
+	copies := func() []string {
+		m, _ := filepath.Glob(filepath.Join(os.Getenv("TMPDIR"), "ratchet-workspace-*"))
+		return m
+	}
+	if len(copies()) != 1 {
+		t.Fatalf("workspace copies before rm: %q, want the run's one", copies())
+	}
+	run(t, env, "rm", id).wantCode(t, exitDone)
+	if left := copies(); len(left) != 0 {
+		t.Errorf("rm left the run's workspace copy: %q", left)
+	}
 }
 
 // TestNoPatch: a run without a copied workspace has no patch to show or

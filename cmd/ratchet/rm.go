@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +23,7 @@ func (m *Main) rmCmd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet rm", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	fs.StringVar(&db, "db", "", "the run database (default $RATCHET_DB, else "+defaultDBHint+")")
-	setUsage(fs, "Usage: ratchet rm RUN... [flags]\n\nDeletes runs, their logs and their sub-agents' runs. A running run is never deleted.\n\nFlags:\n")
+	setUsage(fs, "Usage: ratchet rm RUN... [flags]\n\nDeletes runs, their logs, their sub-agents' runs and the workspace copies they kept. A running run is never deleted.\n\nFlags:\n")
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
@@ -144,7 +148,29 @@ func deleteRun(ctx context.Context, s store.Store, row store.Run) error {
 			return err
 		}
 	}
-	return s.DeleteRun(ctx, row.ID)
+	if err := s.DeleteRun(ctx, row.ID); err != nil {
+		return err
+	}
+	return removeWorkspaceCopy(row)
+}
+
+// removeWorkspaceCopy removes the workspace copy (or layer) a deleted
+// copy_workspace run worked in, which nothing else reads: a resumed or
+// forked run needs it while its run exists, so it outlives the process that
+// made it. Only a directory patch.Begin or BeginLayer made is removed.
+func removeWorkspaceCopy(row store.Run) error {
+	var info taskInfo
+	if json.Unmarshal(row.Task, &info) != nil || info.Start == nil {
+		return nil
+	}
+	dir := info.Start.Dir()
+	if !strings.HasPrefix(filepath.Base(dir), "ratchet-workspace-") {
+		return nil
+	}
+	if err := info.Start.End(false); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("run %s is deleted, but not its workspace copy %s: %w", row.ID, dir, err)
+	}
+	return nil
 }
 
 // parseAge reads a duration as time.ParseDuration does, plus whole days
