@@ -20,7 +20,10 @@ import (
 // cache beside `bwrap true` and the host's `go test` of an empty package
 // on its warm cache, and of a HumanEval-X Go problem whose tests use a
 // vendored testify, there and on the host; the pytest check in both isolations beside
-// `python3 -c pass` in the sandbox. Each reports its p50 as ms/p50.
+// `python3 -c pass` in the sandbox, its candidates in runs started ahead
+// (warm.go) and, for comparison, in runs started with them (cold). The
+// candidates come back to back: each run started ahead must be ready in
+// the time the checks before it take. Each reports its p50 as ms/p50.
 //
 //	flock /tmp/ratchet-sandbox.lock go test -run '^$' -bench BenchmarkChecks -benchtime 20x ./verify/execcheck/
 func BenchmarkChecks(b *testing.B) {
@@ -97,6 +100,12 @@ func BenchmarkChecks(b *testing.B) {
 	}
 	for _, iso := range []string{execcheck.Judge, execcheck.InProcess} {
 		b.Run("pytest-check/"+iso, p50(check(pytestCheck(b, iso), string(isPrime))))
+	}
+	// The same checks with each run started with its candidate (a Runner
+	// that cannot start runs ahead), as before warm runs.
+	cold := coldRunner{r}
+	for _, iso := range []string{execcheck.Judge, execcheck.InProcess} {
+		b.Run("pytest-check-cold/"+iso, p50(check(pytestCheckOn(b, cold, iso), string(isPrime))))
 	}
 }
 

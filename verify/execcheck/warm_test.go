@@ -1,0 +1,77 @@
+package execcheck_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ratchetloop/ratchet/sandbox"
+	"github.com/ratchetloop/ratchet/verify"
+	"github.com/ratchetloop/ratchet/verify/execcheck"
+)
+
+// countingStarter counts the runs started ahead.
+type countingStarter struct {
+	sandbox.Starter
+	starts atomic.Int32
+}
+
+func (c *countingStarter) Start(ctx context.Context, s sandbox.Spec) (*sandbox.Started, error) {
+	c.starts.Add(1)
+	return c.Starter.Start(ctx, s)
+}
+
+// TestWarmRuns: with a Runner that starts runs ahead, a pytest check's
+// candidates run in warm runs, each its own (in judge isolation the
+// candidate's server too), and each is judged on its own answer: wrong
+// and right candidates alternating back to back get their own verdicts.
+func TestWarmRuns(t *testing.T) {
+	requirePytest(t)
+	tests, err := filepath.Abs("../../examples/is-prime/test_is_prime.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := "def is_prime(n):\n    if n < 2:\n        return False\n    return all(n % i for i in range(2, int(n ** 0.5) + 1))\n"
+	wrong := "def is_prime(n):\n    return n in (2, 3, 5, 7)\n"
+	for _, isolation := range []string{execcheck.InProcess, execcheck.Judge} {
+		t.Run(isolation, func(t *testing.T) {
+			st, ok := runner(t).(sandbox.Starter)
+			if !ok {
+				t.Fatal("the sandbox's Runner is not a Starter")
+			}
+			counting := &countingStarter{Starter: st}
+			v, err := execcheck.New(execcheck.Config{
+				Name: "tests", Runner: counting, Format: "pytest", Artifact: "is_prime.py", Isolation: isolation,
+				Command: []string{"python3", "-m", "pytest", "-q", "test_is_prime.py"},
+				Tests:   []sandbox.Mount{{Source: tests, Target: "test_is_prime.py"}},
+				Limits:  sandbox.Limits{Wall: 20 * time.Second},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 4
+			for i := range n {
+				answer, want := right, true
+				if i%2 == 1 {
+					answer, want = wrong, false
+				}
+				got, err := v.Check(context.Background(), verify.Candidate{Answer: answer})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.OK != want || (!want && got.Where == execcheck.Tampered) {
+					t.Fatalf("candidate %d: ok=%v where=%q, want ok=%v on its own answer; detail:\n%s", i, got.OK, got.Where, want, got.Detail)
+				}
+			}
+			perCandidate := int32(1)
+			if isolation == execcheck.Judge {
+				perCandidate = 2 // the tests' sandbox and the candidate's
+			}
+			if got := counting.starts.Load(); got < n*perCandidate {
+				t.Errorf("%d runs started ahead for %d candidates: want at least %d each, none shared", got, n, perCandidate)
+			}
+		})
+	}
+}
