@@ -41,9 +41,49 @@ const (
 
 // warmSlots bounds the warm runs waiting in all the checks of this
 // process: each keeps a process of the sandbox uid, which under the
-// namespaces and unsafe backends counts against every run's Limits.Procs,
-// and checks that are no longer used keep theirs for warmIdle.
+// namespaces and unsafe backends counts against every run's Limits.Procs.
+// A check that finds none free stops the one that has waited longest in
+// another check (one no longer used, most likely).
 var warmSlots = make(chan struct{}, 4)
+
+// waiting are the warm runs waiting in any check, oldest first.
+var waiting struct {
+	mu   sync.Mutex
+	runs []*warmRun
+}
+
+// claim makes the caller the owner of a waiting run, or says that its
+// idle timer (which then owns it) or another claim came first; the owner
+// uses or stops it and frees its slot.
+func (w *warmRun) claim() bool {
+	if !w.idle.Stop() {
+		return false
+	}
+	waiting.mu.Lock()
+	waiting.runs = slices.DeleteFunc(waiting.runs, func(o *warmRun) bool { return o == w })
+	waiting.mu.Unlock()
+	<-warmSlots
+	return true
+}
+
+// evict stops the longest waiting run of a check other than p's, and
+// says whether it freed a slot.
+func evict(p *warmPool) bool {
+	waiting.mu.Lock()
+	var oldest *warmRun
+	for _, w := range waiting.runs {
+		if w.pool != p {
+			oldest = w
+			break
+		}
+	}
+	waiting.mu.Unlock()
+	if oldest == nil || !oldest.claim() {
+		return false
+	}
+	go oldest.close()
+	return true
+}
 
 // warmRun is one run started ahead.
 type warmRun struct {
@@ -54,7 +94,10 @@ type warmRun struct {
 	// 3), and the candidate's server, started ahead too.
 	channel *judge.Channel
 	server  *judge.Warm
-	idle    *time.Timer
+	// idle stops it when no candidate took it in warmIdle; pool is the
+	// pool it waits in.
+	idle *time.Timer
+	pool *warmPool
 }
 
 // close releases what a candidate's check did not take over; the
@@ -88,10 +131,8 @@ type warmPool struct {
 }
 
 // take returns a warm run for one candidate: a ready one, one still
-// starting, or (when none is under way, or they failed) one started now;
-// it tops the pool up again.
+// starting, or (when none is under way, or they failed) one started now.
 func (p *warmPool) take(ctx context.Context) (*warmRun, error) {
-	defer p.fill()
 	for {
 		var r warmResult
 		select {
@@ -114,11 +155,11 @@ func (p *warmPool) take(ctx context.Context) (*warmRun, error) {
 			// An earlier start failed: start again, reporting its own
 			// error if it fails too.
 			return p.c.startWarm(p.starter)
-		case r.run.idle.Stop():
-			<-warmSlots // it no longer waits
+		case r.run.claim():
 			return r.run, nil
 		}
-		// It waited too long and was stopped: the next.
+		// It waited too long, or another check needed its slot, and was
+		// stopped: the next.
 	}
 }
 
@@ -131,16 +172,26 @@ func (p *warmPool) fill() {
 		select {
 		case warmSlots <- struct{}{}:
 		default:
-			return
+			if !evict(p) {
+				return
+			}
+			continue
 		}
 		p.starting++
 		go func() {
 			r, err := p.c.startWarm(p.starter)
 			if err == nil {
+				r.pool = p
+				waiting.mu.Lock()
 				r.idle = time.AfterFunc(warmIdle, func() {
+					waiting.mu.Lock()
+					waiting.runs = slices.DeleteFunc(waiting.runs, func(o *warmRun) bool { return o == r })
+					waiting.mu.Unlock()
 					r.close()
 					<-warmSlots
 				})
+				waiting.runs = append(waiting.runs, r)
+				waiting.mu.Unlock()
 			} else {
 				<-warmSlots
 			}
@@ -204,6 +255,9 @@ func (c *checker) startWarm(st sandbox.Starter) (_ *warmRun, err error) {
 // with limits (of which only Wall may differ from the check's: the run's
 // deadline).
 func (c *checker) checkWarm(ctx context.Context, cand verify.Candidate, files map[string][]byte, limits sandbox.Limits) (verify.Verdict, error) {
+	// The pool is topped up once the candidate is judged, not while its
+	// tests run: starting a run ahead takes a core for 0.2 s.
+	defer c.pool.fill()
 	w, err := c.pool.take(ctx)
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)

@@ -75,3 +75,43 @@ func TestWarmRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestWarmSlots: the runs that earlier checks keep waiting take the
+// process's slots, and a new check still gets runs started ahead, by
+// stopping the ones that waited longest.
+func TestWarmSlots(t *testing.T) {
+	requirePytest(t)
+	tests, err := filepath.Abs("../../examples/is-prime/test_is_prime.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := runner(t).(sandbox.Starter)
+	if !ok {
+		t.Fatal("the sandbox's Runner is not a Starter")
+	}
+	right := "def is_prime(n):\n    return n > 1 and all(n % i for i in range(2, n))\n"
+	var last *countingStarter
+	for range 3 { // two checks' runs fill the 4 slots
+		last = &countingStarter{Starter: st}
+		v, err := execcheck.New(execcheck.Config{
+			Name: "tests", Runner: last, Format: "pytest", Artifact: "is_prime.py", Isolation: execcheck.InProcess,
+			Command: []string{"python3", "-m", "pytest", "-q", "test_is_prime.py"},
+			Tests:   []sandbox.Mount{{Source: tests, Target: "test_is_prime.py"}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := v.Check(context.Background(), verify.Candidate{Answer: right}); err != nil || !got.OK {
+			t.Fatalf("verdict %+v, err %v", got, err)
+		}
+		// Its own run, then two started ahead once it was judged (the
+		// starts are under way when Check returns).
+		for deadline := time.Now().Add(10 * time.Second); last.starts.Load() < 3 && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // until they wait, and can be stopped
+	}
+	if got := last.starts.Load(); got != 3 {
+		t.Errorf("the third check started %d runs; want 3 (one for its candidate, two ahead in slots the others' runs held)", got)
+	}
+}
