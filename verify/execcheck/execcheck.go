@@ -26,7 +26,10 @@
 // PYTHON* variables, without plugin autoloading and without pytest's
 // cache; HOME is an empty directory outside the workspace, fresh for each
 // run. The Go build cache, the one thing runs share, is read-only to each
-// (package sandbox/gocache).
+// (package sandbox/gocache). A pytest check of `python -m pytest` runs each
+// candidate in a run started ahead of it, pytest already imported
+// (warm.go): a sandbox of its own all the same, serving that candidate
+// alone.
 //
 // In judge isolation (Config.Isolation, the default for pytest checks of a
 // generate-mode module) the candidate runs in a sandbox of its own and the
