@@ -285,3 +285,18 @@ func (c *checker) checkWarm(ctx context.Context, cand verify.Candidate, files ma
 	}
 	return c.verdict(res, w.plan, w.stream)
 }
+
+// StopWarm stops every warm run waiting in this process's checks, so that
+// a process about to exit leaves no sandbox behind (those of a process
+// that was killed are swept by the next one). Runs still starting are not
+// waited for.
+func StopWarm() {
+	waiting.mu.Lock()
+	runs := slices.Clone(waiting.runs)
+	waiting.mu.Unlock()
+	for _, w := range runs {
+		if w.claim() {
+			w.close()
+		}
+	}
+}

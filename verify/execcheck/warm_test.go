@@ -115,3 +115,46 @@ func TestWarmSlots(t *testing.T) {
 		t.Errorf("the third check started %d runs; want 3 (one for its candidate, two ahead in slots the others' runs held)", got)
 	}
 }
+
+// TestStopWarm: StopWarm stops the runs waiting ahead, so that the next
+// candidate's run is started with it.
+func TestStopWarm(t *testing.T) {
+	requirePytest(t)
+	tests, err := filepath.Abs("../../examples/is-prime/test_is_prime.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, ok := runner(t).(sandbox.Starter)
+	if !ok {
+		t.Fatal("the sandbox's Runner is not a Starter")
+	}
+	counting := &countingStarter{Starter: st}
+	v, err := execcheck.New(execcheck.Config{
+		Name: "tests", Runner: counting, Format: "pytest", Artifact: "is_prime.py", Isolation: execcheck.InProcess,
+		Command: []string{"python3", "-m", "pytest", "-q", "test_is_prime.py"},
+		Tests:   []sandbox.Mount{{Source: tests, Target: "test_is_prime.py"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	right := "def is_prime(n):\n    return n > 1 and all(n % i for i in range(2, n))\n"
+	settle := func(want int32) {
+		for deadline := time.Now().Add(10 * time.Second); counting.starts.Load() < want && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // until they wait
+	}
+	for range 2 {
+		if got, err := v.Check(context.Background(), verify.Candidate{Answer: right}); err != nil || !got.OK {
+			t.Fatalf("verdict %+v, err %v", got, err)
+		}
+		settle(3)
+		execcheck.StopWarm()
+	}
+	// Each candidate's own run and two ahead, twice: none of the first
+	// two served the second candidate.
+	settle(6)
+	if got := counting.starts.Load(); got != 6 {
+		t.Errorf("%d runs started for two candidates with StopWarm between them; want 6", got)
+	}
+}
