@@ -116,6 +116,7 @@ func (b *bwrapBackend) run(ctx context.Context, j *job) (exit, error) {
 	if err != nil {
 		return exit{}, fmt.Errorf("sandbox: starting bwrap: %w", err)
 	}
+	j.started()
 	// The sandbox's init, as a host pid, from bwrap's --info-fd.
 	pid1 := make(chan proc, 1)
 	go func() {

@@ -70,6 +70,7 @@ func (b *nsBackend) run(ctx context.Context, j *job) (exit, error) {
 			return
 		}
 		started <- nil
+		j.started()
 		pidc <- cmd.Process.Pid
 		err := cmd.Wait()
 		done <- outcome{cmd.ProcessState, err}

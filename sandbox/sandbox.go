@@ -52,6 +52,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,6 +60,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ratchetloop/ratchet/layer"
@@ -464,106 +466,197 @@ func (r *runner) Run(ctx context.Context, s Spec) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if len(s.Command) == 0 || s.Command[0] == "" {
-		return Result{}, errors.New("sandbox: empty command")
-	}
-	lim := s.Limits.withDefaults()
-	ws, err := prepare(s, r.ids, r.b.name() == IsolationUnsafe, lim.Disk)
+	rn, err := r.prepareRun(ctx, s, false)
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Workspace: ws.dir, Isolation: r.b.name()}
+	defer rn.cleanup()
+	rn.begin(ctx, rn.lim.Wall)
+	rn.launch()
+	return rn.finish(ctx)
+}
+
+// pending is one run on its way: prepared, its command started, finished.
+type pending struct {
+	r   *runner
+	s   Spec // its Files are those written so far
+	lim Limits
+	ws  *workspace
+	j   *job
+	// base is the context the command lives under; life is cancelled to
+	// kill the tree: by the wall timer, the caller giving up, the disk
+	// watch, or Started.Close.
+	base   context.Context
+	life   context.Context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the backend returned ex and err
+	ex     exit
+	err    error
+	// gate is the write end of a Started run's gate (see Start), gateR
+	// the host's copy of its read end.
+	gate, gateR *os.File
+
+	// Set by begin.
+	rules     *shadowRules
+	pre       []string
+	watch     *watcher
+	disk      *diskWatch
+	wallTimer *time.Timer
+	stopCtx   func() bool
+	start     time.Time
+	cleaned   sync.Once
+}
+
+// prepareRun builds the workspace and the job of s; the command lives
+// under base. gated adds the read end of a pipe as the descriptor after
+// s.ExtraFiles.
+func (r *runner) prepareRun(base context.Context, s Spec, gated bool) (_ *pending, err error) {
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return nil, errors.New("sandbox: empty command")
+	}
+	rn := &pending{r: r, s: s, lim: s.Limits.withDefaults(), base: base, done: make(chan struct{})}
+	rn.life, rn.cancel = context.WithCancel(base)
+	if rn.ws, err = prepare(s, r.ids, r.b.name() == IsolationUnsafe, rn.lim.Disk); err != nil {
+		rn.cancel()
+		return nil, err
+	}
 	defer func() {
-		ws.unscaffold()
-		if !s.Keep {
-			ws.remove()
-		} else {
-			ws.removeStaging()
+		if err != nil {
+			rn.cleanup()
 		}
 	}()
-	env, err := buildEnv(s.Env, ws)
+	env, err := buildEnv(s.Env, rn.ws)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	argv := slices.Clone(s.Command)
 	for i := range argv {
-		argv[i] = strings.ReplaceAll(argv[i], "${WORKSPACE}", ws.view)
+		argv[i] = strings.ReplaceAll(argv[i], "${WORKSPACE}", rn.ws.view)
 		if s.Report {
-			argv[i] = strings.ReplaceAll(argv[i], "${REPORT}", ws.reportPath)
+			argv[i] = strings.ReplaceAll(argv[i], "${REPORT}", rn.ws.reportPath)
 		}
 	}
-	caches, err := ws.bindCaches(s.Caches)
+	caches, err := rn.ws.bindCaches(s.Caches)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	stdout, stderr := newCapture(lim.Output), newCapture(lim.Output)
-	j := &job{
-		ws:     ws,
-		argv:   append(prlimitArgs(r.prlimit, lim), argv...),
-		env:    env,
-		limits: lim,
-		ids:    r.ids,
-		stdout: stdout,
-		stderr: stderr,
-		caches: caches,
-		extra:  s.ExtraFiles,
-		stdin:  s.Stdin,
+	extra := s.ExtraFiles
+	if gated {
+		if rn.gateR, rn.gate, err = os.Pipe(); err != nil {
+			return nil, err
+		}
+		extra = append(slices.Clone(extra), rn.gateR)
 	}
-	// Shadowing by the candidate's own files, before it can remove them,
-	// and by files it creates while it runs, even if it removes them.
-	rules := ws.shadowRules(s)
-	pre := ws.shadows(rules, nil)
-	watch := ws.watch(rules.watchDirs())
-	wctx, cancel := context.WithTimeout(ctx, lim.Wall)
-	defer cancel()
-	j.wallCtx = wctx
+	rn.j = &job{
+		ws:      rn.ws,
+		argv:    append(prlimitArgs(r.prlimit, rn.lim), argv...),
+		env:     env,
+		limits:  rn.lim,
+		ids:     r.ids,
+		stdout:  newCapture(rn.lim.Output),
+		stderr:  newCapture(rn.lim.Output),
+		caches:  caches,
+		extra:   extra,
+		stdin:   s.Stdin,
+		wallCtx: rn.life,
+	}
+	if gated {
+		rn.j.forked = make(chan struct{})
+	}
+	return rn, nil
+}
+
+// launch starts the command; finish waits for it.
+func (rn *pending) launch() {
+	go func() {
+		defer close(rn.done)
+		rn.ex, rn.err = rn.r.b.run(rn.life, rn.j)
+	}()
+}
+
+// begin starts what watches the candidate: shadowing by the candidate's
+// own files, before it can remove them, and by files it creates while it
+// runs, even if it removes them; the wall clock, whose limit is wall;
+// the caller's ctx; the disk.
+func (rn *pending) begin(ctx context.Context, wall time.Duration) {
+	rn.rules = rn.ws.shadowRules(rn.s)
+	rn.pre = rn.ws.shadows(rn.rules, nil)
+	rn.watch = rn.ws.watch(rn.rules.watchDirs())
+	rn.wallTimer = time.AfterFunc(wall, rn.cancel)
+	rn.stopCtx = context.AfterFunc(ctx, rn.cancel)
 	var unbounded []string // what no tmpfs bounds
-	for _, c := range s.Caches {
+	for _, c := range rn.s.Caches {
 		if c.Fill {
 			unbounded = append(unbounded, c.Host)
 		}
 	}
-	if !ws.tmpfs {
-		unbounded = append(unbounded, ws.run)
+	if !rn.ws.tmpfs {
+		unbounded = append(unbounded, rn.ws.run)
 	}
-	if s.Layer != nil {
-		unbounded = append(unbounded, s.Layer.Upper())
+	if rn.s.Layer != nil {
+		unbounded = append(unbounded, rn.s.Layer.Upper())
 	}
-	disk := watchDisk(wctx, cancel, unbounded, lim.Disk)
-	start := time.Now()
-	ex, err := r.b.run(wctx, j)
-	res.Duration = time.Since(start)
-	cancel()
-	diskKilled := disk.stop()
-	created, lost := ws.stopWatch(watch)
-	if err != nil {
-		return res, err
+	rn.disk = watchDisk(rn.life, rn.cancel, unbounded, rn.lim.Disk)
+	rn.start = time.Now()
+}
+
+// finish waits for the command begun under ctx and reads what it did.
+func (rn *pending) finish(ctx context.Context) (Result, error) {
+	ws, s := rn.ws, rn.s
+	res := Result{Workspace: ws.dir, Isolation: rn.r.b.name()}
+	<-rn.done
+	res.Duration = time.Since(rn.start)
+	rn.cancel()
+	rn.wallTimer.Stop()
+	rn.stopCtx()
+	diskKilled := rn.disk.stop()
+	created, lost := ws.stopWatch(rn.watch)
+	if rn.err != nil {
+		return res, rn.err
 	}
-	res.Stdout, res.TruncatedStdout, res.StdoutBytes = stdout.result()
-	res.Stderr, res.TruncatedStderr, res.StderrBytes = stderr.result()
+	ex := rn.ex
+	res.Stdout, res.TruncatedStdout, res.StdoutBytes = rn.j.stdout.result()
+	res.Stderr, res.TruncatedStderr, res.StderrBytes = rn.j.stderr.result()
 	res.ExitCode, res.Signal = ex.code, ex.signal
-	if ex.killed && ctx.Err() == nil && !diskKilled {
+	if ex.killed && ctx.Err() == nil && rn.base.Err() == nil && !diskKilled {
 		res.TimedOut = true
 	}
-	res.CPUExceeded = !ex.killed && cpuKilled(ex, lim.CPU, res.Duration)
+	res.CPUExceeded = !ex.killed && cpuKilled(ex, rn.lim.CPU, res.Duration)
 	res.DiskFull = diskKilled || ws.full()
 	if s.Report {
 		res.Report, res.ReportProblem = ws.readReport()
 	}
-	res.Tampered = ws.check(rules, created)
+	res.Tampered = ws.check(rn.rules, created)
 	if lost {
 		res.Tampered = append(res.Tampered, "workspace: too many files created to watch them all; files created and removed again may have been missed")
 	}
-	res.Tampered = append(res.Tampered, pre...)
+	res.Tampered = append(res.Tampered, rn.pre...)
 	if ex.survivors {
 		res.Tampered = append(res.Tampered, "processes: still running when the command exited, and killed: one that outlives the test runner can rewrite what it reported")
 	}
 	sort.Strings(res.Tampered)
 	res.Tampered = slices.Compact(res.Tampered)
-	if ctx.Err() != nil {
-		return res, ctx.Err()
+	if err := cmp.Or(ctx.Err(), rn.base.Err()); err != nil {
+		return res, err
 	}
 	return res, nil
+}
+
+// cleanup removes the run's files, once.
+func (rn *pending) cleanup() {
+	rn.cleaned.Do(func() {
+		rn.cancel()
+		if rn.gate != nil {
+			rn.gate.Close()
+			rn.gateR.Close()
+		}
+		rn.ws.unscaffold()
+		if !rn.s.Keep {
+			rn.ws.remove()
+		} else {
+			rn.ws.removeStaging()
+		}
+	})
 }
 
 // job is one prepared run handed to a backend.
@@ -581,6 +674,16 @@ type job struct {
 	// wallCtx is done when the wall timeout expires or the caller gives
 	// up; the backend then kills the whole tree.
 	wallCtx context.Context
+	// forked, when set, is closed once the command's process exists and
+	// holds its descriptors (Starter.Start returns then).
+	forked chan struct{}
+}
+
+// started tells whoever waits on j.forked that the command was started.
+func (j *job) started() {
+	if j.forked != nil {
+		close(j.forked)
+	}
 }
 
 // exit is how the command ended.

@@ -42,6 +42,7 @@ func (b *unsafeBackend) run(ctx context.Context, j *job) (exit, error) {
 	if err := cmd.Start(); err != nil {
 		return exit{}, fmt.Errorf("sandbox: starting the command: %w", err)
 	}
+	j.started()
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

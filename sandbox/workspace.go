@@ -137,10 +137,8 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 	if err := os.Mkdir(filepath.Join(w.staging, "empty"), 0o555); err != nil {
 		return nil, err
 	}
-	for _, name := range files {
-		if err := w.writeFile(name, s.Files[name], s.Executable[name]); err != nil {
-			return nil, err
-		}
+	if err := w.writeFiles(files, s); err != nil {
+		return nil, err
 	}
 	pyDirs := map[string]bool{}
 	for i, m := range mounts {
@@ -197,6 +195,16 @@ func prepare(s Spec, id ids, unsafe bool, disk int64) (_ *workspace, err error) 
 		}
 	}
 	return w, nil
+}
+
+// writeFiles writes the candidate files names of s.
+func (w *workspace) writeFiles(names []string, s Spec) error {
+	for _, name := range names {
+		if err := w.writeFile(name, s.Files[name], s.Executable[name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // validate checks the paths of s and returns the file names and the mounts

@@ -15,6 +15,7 @@ import (
 	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/model/price"
 	"github.com/ratchetloop/ratchet/redact"
+	"github.com/ratchetloop/ratchet/verify/execcheck"
 )
 
 // Exit codes.
@@ -37,7 +38,9 @@ func main() {
 		stop()
 	}()
 	m := &Main{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
-	os.Exit(m.Run(ctx, os.Args[1:]))
+	code := m.Run(ctx, os.Args[1:])
+	execcheck.StopWarm() // the pytest runs started ahead that no candidate took
+	os.Exit(code)
 }
 
 // Main is the CLI with its environment, so tests can run it in-process.

@@ -20,7 +20,10 @@ import (
 // cache beside `bwrap true` and the host's `go test` of an empty package
 // on its warm cache, and of a HumanEval-X Go problem whose tests use a
 // vendored testify, there and on the host; the pytest check in both isolations beside
-// `python3 -c pass` in the sandbox. Each reports its p50 as ms/p50.
+// `python3 -c pass` in the sandbox, its candidates in runs started ahead
+// (warm.go) and, for comparison, in runs started with them (cold). The
+// candidates come back to back: each run started ahead must be ready in
+// the time the checks before it take. Each reports its p50 as ms/p50.
 //
 //	flock /tmp/ratchet-sandbox.lock go test -run '^$' -bench BenchmarkChecks -benchtime 20x ./verify/execcheck/
 func BenchmarkChecks(b *testing.B) {
@@ -98,16 +101,33 @@ func BenchmarkChecks(b *testing.B) {
 	for _, iso := range []string{execcheck.Judge, execcheck.InProcess} {
 		b.Run("pytest-check/"+iso, p50(check(pytestCheck(b, iso), string(isPrime))))
 	}
+	// Candidates that come as a loop's do, a model's turn apart (here
+	// half a second, untimed): the run started ahead is ready.
+	for _, iso := range []string{execcheck.Judge, execcheck.InProcess} {
+		b.Run("pytest-check-spaced/"+iso, spaced(500*time.Millisecond, check(pytestCheck(b, iso), string(isPrime))))
+	}
+	// The same checks with each run started with its candidate (a Runner
+	// that cannot start runs ahead), as before warm runs.
+	cold := coldRunner{r}
+	for _, iso := range []string{execcheck.Judge, execcheck.InProcess} {
+		b.Run("pytest-check-cold/"+iso, p50(check(pytestCheckOn(b, cold, iso), string(isPrime))))
+	}
 }
 
 // p50 runs once per iteration, after one untimed run that warms what
 // the check prepares once (the Go build cache, the interpreter's files in
 // the page cache), and reports the median iteration as ms/p50.
-func p50(once func(b *testing.B)) func(b *testing.B) {
+func p50(once func(b *testing.B)) func(b *testing.B) { return spaced(0, once) }
+
+// spaced is p50 with a pause, untimed, before each iteration.
+func spaced(pause time.Duration, once func(b *testing.B)) func(b *testing.B) {
 	return func(b *testing.B) {
 		once(b)
 		var times []time.Duration
 		for b.Loop() {
+			b.StopTimer()
+			time.Sleep(pause)
+			b.StartTimer()
 			start := time.Now()
 			once(b)
 			times = append(times, time.Since(start))

@@ -26,7 +26,10 @@
 // PYTHON* variables, without plugin autoloading and without pytest's
 // cache; HOME is an empty directory outside the workspace, fresh for each
 // run. The Go build cache, the one thing runs share, is read-only to each
-// (package sandbox/gocache).
+// (package sandbox/gocache). A pytest check of `python -m pytest` runs each
+// candidate in a run started ahead of it, pytest already imported
+// (warm.go): a sandbox of its own all the same, serving that candidate
+// alone.
 //
 // In judge isolation (Config.Isolation, the default for pytest checks of a
 // generate-mode module) the candidate runs in a sandbox of its own and the
@@ -50,6 +53,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,6 +150,9 @@ type checker struct {
 	cfg Config
 	// inProcess says why the check runs in-process, when it does.
 	inProcess string
+	// pool holds the runs started ahead of the candidates (warm.go), nil
+	// when the check's runs start with their candidate.
+	pool *warmPool
 }
 
 // New validates cfg and returns the check.
@@ -260,7 +267,11 @@ func New(cfg Config) (verify.Verifier, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("exec check %s: %s", cfg.Name, strings.Join(problems, "; "))
 	}
-	return &checker{cfg: cfg, inProcess: inProcess}, nil
+	c := &checker{cfg: cfg, inProcess: inProcess}
+	if st, ok := cfg.Runner.(sandbox.Starter); ok && c.launches() {
+		c.pool = &warmPool{c: c, starter: st, ready: make(chan warmResult, warmAhead)}
+	}
+	return c, nil
 }
 
 // Isolation says where the check runs the candidate (Judge or InProcess)
@@ -305,6 +316,9 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 	if c.cfg.Format == "io" {
 		return c.checkCases(ctx, files, limits)
 	}
+	if c.pool != nil {
+		return c.checkWarm(ctx, cand, files, limits)
+	}
 	var extra []*os.File
 	if c.cfg.Isolation == Judge {
 		jc := judge.Config{Runner: c.cfg.Runner, CallTimeout: c.cfg.CallTimeout}
@@ -331,24 +345,45 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		defer s.Close()
 		extra = []*os.File{s.TestEnd()}
 	}
-	p, err := c.newPlan()
+	p, err := c.newPlan(false)
 	if err != nil {
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 	}
 	if p.dir != "" {
 		defer os.RemoveAll(p.dir)
 	}
-	cmd := isolate(c.cfg.Command)
 	var stream *outcomeStream
 	if p.launcher != "" {
-		// python -E -s -m pytest ARGS → python -E -s -P LAUNCHER ARGS,
-		// reporting each outcome on the next descriptor.
-		cmd = slices.Concat(cmd[:3], []string{"-P", p.launcher}, cmd[5:])
 		if stream, err = newOutcomeStream(); err != nil {
 			return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 		}
 		defer stream.close()
 		extra = append(extra, stream.w)
+	}
+	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
+		Files: files, Mounts: append(slices.Clone(c.cfg.Tests), p.mounts...), Command: c.command(p, len(extra), false), Env: c.cfg.Env, Limits: limits,
+		Report: c.cfg.Format == "pytest", Caches: c.caches(), ExtraFiles: extra,
+	})
+	if err != nil {
+		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
+	}
+	return c.verdict(res, p, stream)
+}
+
+// command is the command of a run of plan p whose ExtraFiles are extra
+// descriptors, the outcome stream last when p has the launcher; gated
+// says the run is started ahead (sandbox.Starter), its gate the next
+// descriptor.
+func (c *checker) command(p *plan, extra int, gated bool) []string {
+	cmd := isolate(c.cfg.Command)
+	if p.launcher != "" {
+		// python -E -s -m pytest ARGS → python -E -s -P LAUNCHER OUT GATE ARGS,
+		// reporting each outcome on descriptor OUT.
+		gate := "-"
+		if gated {
+			gate = strconv.Itoa(3 + extra)
+		}
+		cmd = slices.Concat(cmd[:3], []string{"-P", p.launcher, strconv.Itoa(3 + extra - 1), gate}, cmd[5:])
 	}
 	if c.cfg.Format == "pytest" {
 		// The report goes where only the sandbox knows, outside the
@@ -357,14 +392,12 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		// is neither read nor written.
 		cmd = append(cmd, "--junitxml=${REPORT}", "--continue-on-collection-errors", "-p", "no:cacheprovider")
 	}
-	cmd = append(cmd, p.args...)
-	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
-		Files: files, Mounts: append(slices.Clone(c.cfg.Tests), p.mounts...), Command: cmd, Env: c.cfg.Env, Limits: limits,
-		Report: c.cfg.Format == "pytest", Caches: c.caches(), ExtraFiles: extra,
-	})
-	if err != nil {
-		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
-	}
+	return append(cmd, p.args...)
+}
+
+// verdict judges the run of plan p, whose outcomes the launcher streamed
+// to stream (nil without the launcher).
+func (c *checker) verdict(res sandbox.Result, p *plan, stream *outcomeStream) (verify.Verdict, error) {
 	if why := cmp.Or(c.buildKilled(res), c.testsMissModule(res)); why != "" {
 		return verify.Verdict{}, fmt.Errorf("exec check %s could not run: %s", c.cfg.Name, why)
 	}

@@ -42,12 +42,18 @@ func requirePytest(t *testing.T) {
 
 func pytestCheck(t testing.TB, isolation string) verify.Verifier {
 	t.Helper()
+	return pytestCheckOn(t, runner(t), isolation)
+}
+
+// pytestCheckOn is pytestCheck on the Runner r.
+func pytestCheckOn(t testing.TB, r sandbox.Runner, isolation string) verify.Verifier {
+	t.Helper()
 	tests, err := filepath.Abs("../../examples/is-prime/test_is_prime.py") // the example's own tests
 	if err != nil {
 		t.Fatal(err)
 	}
 	v, err := execcheck.New(execcheck.Config{
-		Name: "tests", Runner: runner(t), Format: "pytest", Artifact: "is_prime.py", Isolation: isolation,
+		Name: "tests", Runner: r, Format: "pytest", Artifact: "is_prime.py", Isolation: isolation,
 		Command: []string{"python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_is_prime.py"},
 		Tests:   []sandbox.Mount{{Source: tests, Target: "test_is_prime.py"}},
 		Limits:  sandbox.Limits{Wall: 20 * time.Second, CPU: 2 * time.Second},

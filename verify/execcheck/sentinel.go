@@ -66,8 +66,10 @@ type expectedTest struct {
 const maxTestFile = 4 << 20
 
 // newPlan draws a nonce and writes the sentinel for c's format into a
-// fresh host directory; the caller removes p.dir.
-func (c *checker) newPlan() (p *plan, err error) {
+// fresh host directory; the caller removes p.dir. The launcher runs
+// in-process wherever it can, and in judge isolation in a run started
+// ahead (warm), whose gate it waits at.
+func (c *checker) newPlan(warm bool) (p *plan, err error) {
 	p = &plan{}
 	if c.cfg.Format == "exit" {
 		return p, nil
@@ -100,7 +102,7 @@ func (c *checker) newPlan() (p *plan, err error) {
 		if namesTests(c.cfg.Command, c.cfg.Tests) {
 			p.args = append(p.args, target)
 		}
-		if c.cfg.Isolation == InProcess && err == nil && runsPytestModule(c.cfg.Command, cmp.Or(c.cfg.Env["PATH"], sandboxPath)) {
+		if err == nil && (c.cfg.Isolation == InProcess || warm) && c.launches() {
 			p.launcher = ".ratchet-pytest-" + nonce + ".py"
 			err = add(p.launcher, pytestLaunch)
 		}
@@ -132,6 +134,12 @@ func (c *checker) newPlan() (p *plan, err error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// launches says whether the launcher can stand in for the command: a
+// pytest check of `python -m pytest`.
+func (c *checker) launches() bool {
+	return c.cfg.Format == "pytest" && runsPytestModule(c.cfg.Command, cmp.Or(c.cfg.Env["PATH"], sandboxPath))
 }
 
 // sentinelDir is where the sentinel goes for pytest and node: beside the

@@ -78,6 +78,40 @@ type Config struct {
 	// MaxRestarts bounds the processes started after the first (default 3).
 	StartTimeout, CallTimeout time.Duration
 	MaxRestarts               int
+	// Channel is the tests' line to the session, when it was made before
+	// it (NewChannel): a test runner started ahead of its candidate holds
+	// its end from its start. Nil makes a fresh one (Session.TestEnd).
+	Channel *Channel
+	// Warm, when set, is the candidate's first process, started ahead
+	// for Spec (PythonWarm): Spec's Files go to it. Later ones start
+	// with Spec.
+	Warm *Warm
+}
+
+// Channel is a line between a test runner and the session that will
+// answer it, made before the session is: its tests' end can be handed to
+// a sandbox that starts ahead. It serves one session.
+type Channel struct {
+	host net.Conn
+	end  *os.File
+}
+
+// NewChannel makes a channel for Config.Channel.
+func NewChannel() (*Channel, error) {
+	host, end, err := socketPair()
+	if err != nil {
+		return nil, err
+	}
+	return &Channel{host: host, end: end}, nil
+}
+
+// TestEnd is the file the tests' sandbox gets as its descriptor 3.
+func (c *Channel) TestEnd() *os.File { return c.end }
+
+// Close closes both ends of a channel that no session took.
+func (c *Channel) Close() {
+	c.end.Close()
+	c.host.Close()
 }
 
 // PythonSpec is the candidate's sandbox for the Python module named
@@ -86,10 +120,49 @@ type Config struct {
 func PythonSpec(module string, source []byte, python string, env map[string]string, limits sandbox.Limits) sandbox.Spec {
 	return sandbox.Spec{
 		Files:   map[string][]byte{module + ".py": source},
-		Command: []string{cmp.Or(python, "python3"), "-E", "-s", "-c", wirePy + "\n\n" + serverPy + "\n\n_serve(" + pyString(module) + ")\n"},
+		Command: serverCommand(python, module, ""),
 		Env:     env,
 		Limits:  limits,
 	}
+}
+
+// Warm is the candidate's first process started ahead of its candidate
+// (PythonWarm): the server waits at its gate until the session gives it
+// the module. It serves one session.
+type Warm struct {
+	st   *sandbox.Started
+	conn net.Conn
+}
+
+// PythonWarm starts ahead what PythonSpec would run, for the module named
+// module: the server, whose module source the session's Spec.Files hold.
+func PythonWarm(st sandbox.Starter, module, python string, env map[string]string, limits sandbox.Limits) (*Warm, error) {
+	host, end, err := socketPair()
+	if err != nil {
+		return nil, err
+	}
+	defer end.Close() // the sandbox holds it once Start returns
+	started, err := st.Start(context.Background(), sandbox.Spec{
+		Command:    serverCommand(python, module, ", gate=4"),
+		Env:        env,
+		Limits:     limits,
+		ExtraFiles: []*os.File{end},
+	})
+	if err != nil {
+		host.Close()
+		return nil, err
+	}
+	return &Warm{st: started, conn: host}, nil
+}
+
+// Close stops a Warm that no session took.
+func (w *Warm) Close() {
+	w.st.Close()
+	w.conn.Close()
+}
+
+func serverCommand(python, module, args string) []string {
+	return []string{cmp.Or(python, "python3"), "-E", "-s", "-c", wirePy + "\n\n" + serverPy + "\n\n_serve(" + pyString(module) + args + ")\n"}
 }
 
 // Stats is what a session did.
@@ -127,11 +200,14 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	if cfg.MaxRestarts == 0 {
 		cfg.MaxRestarts = 3
 	}
-	host, end, err := socketPair()
-	if err != nil {
-		return nil, err
+	ch := cfg.Channel
+	if ch == nil {
+		var err error
+		if ch, err = NewChannel(); err != nil {
+			return nil, err
+		}
 	}
-	s := &Session{cfg: cfg, tests: host, testEnd: end, served: make(chan struct{})}
+	s := &Session{cfg: cfg, tests: ch.host, testEnd: ch.end, served: make(chan struct{})}
 	if w := cfg.Spec.Limits.Wall; w > 0 {
 		s.ctx, s.cancel = context.WithTimeout(ctx, w)
 	} else {
@@ -272,6 +348,17 @@ type proc struct {
 
 func (s *Session) start() *proc {
 	p := &proc{done: make(chan struct{})}
+	if w := s.cfg.Warm; w != nil {
+		s.cfg.Warm = nil
+		p.conn = w.conn
+		ctx, cancel := context.WithCancel(s.ctx)
+		p.cancel = cancel
+		go func() {
+			defer close(p.done)
+			p.res, p.err = w.st.Run(ctx, s.cfg.Spec.Files, s.cfg.Spec.Limits.Wall)
+		}()
+		return p
+	}
 	host, end, err := socketPair()
 	if err != nil {
 		p.err = err

@@ -312,3 +312,58 @@ print("ok")
 		})
 	}
 }
+
+// TestWarm: a session given a server started ahead (PythonWarm) and a
+// channel made before it serves the tests from that process, which
+// imports the candidate's module only when the session hands it over:
+// the process answering is older than the session.
+func TestWarm(t *testing.T) {
+	r := runner(t)
+	st, ok := r.(sandbox.Starter)
+	if !ok {
+		t.Fatal("the sandbox's Runner is not a Starter")
+	}
+	ch, err := judge.NewChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := judge.PythonWarm(st, "solution", "", nil, sandbox.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	// The process's age, from its start time in /proc (bwrap's own).
+	source := `import os
+def age():
+    ticks = os.sysconf("SC_CLK_TCK")
+    with open("/proc/self/stat") as f:
+        start = int(f.read().rsplit(")", 1)[1].split()[19])
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0]) - start / ticks
+`
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := judge.Start(ctx, judge.Config{
+		Runner: r, Channel: ch, Warm: w,
+		Spec: judge.PythonSpec("solution", []byte(source), "", nil, sandbox.Limits{}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(ctx, sandbox.Spec{
+		Files:      map[string][]byte{"solution.py": judge.Proxy("solution"), "t.py": []byte("from solution import age\nprint(age())\n")},
+		Command:    []string{"python3", "-E", "-s", "t.py"},
+		ExtraFiles: []*os.File{ch.TestEnd()},
+	})
+	stats := s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var age float64
+	if _, err := fmt.Sscan(string(res.Stdout), &age); err != nil {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if age < 1 || stats.Restarts != 0 || stats.Calls != 1 {
+		t.Errorf("the answering process was %.2f s old (restarts %d, calls %d): want the one started ahead, over 1 s before", age, stats.Restarts, stats.Calls)
+	}
+}

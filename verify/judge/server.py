@@ -1,7 +1,10 @@
 # The candidate's side: import the candidate module, say what it defines,
 # then answer calls until the judge hangs up. This process holds nothing
-# of the tests; whatever it sends is checked by the judge.
-def _serve(module, fd=3):
+# of the tests; whatever it sends is checked by the judge. Started ahead
+# of its candidate, it waits for one byte at descriptor gate first, which
+# comes once the candidate's module is in the workspace (end of file: no
+# candidate came).
+def _serve(module, fd=3, gate=None):
     import builtins
     import importlib
     import inspect
@@ -9,6 +12,10 @@ def _serve(module, fd=3):
     import traceback
 
     sys.dont_write_bytecode = True
+    if gate is not None:
+        if not _os.read(gate, 1):
+            return
+        _os.close(gate)
     try:
         mod = importlib.import_module(module)
     except BaseException:
