@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,9 +85,15 @@ func TestSweepKilledOwner(t *testing.T) {
 	}
 }
 
-// mounted reports whether dir is a mount point in this mount namespace.
+// mounted reports whether dir is a mount point in the mount namespace of
+// this goroutine's thread. Not /proc/self's: that is the main thread's,
+// which a namespaces-backend run of an earlier test may have left in a
+// private namespace of its own (the runtime keeps a locked main thread
+// instead of ending it).
 func mounted(t *testing.T, dir string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
