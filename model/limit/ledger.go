@@ -153,6 +153,19 @@ type Counts struct {
 	Paused time.Time
 }
 
+// Counted says whether attempts under l take slots in a ledger: only
+// requests per minute and calls in flight count them.
+func (l Limits) Counted() bool { return l.RequestsPerMinute > 0 || l.MaxInFlight > 0 }
+
+// Earliest is the earlier of two times, a zero one being none: how a
+// ledger finds Counts.Oldest from its rows.
+func Earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // Blocked says why lim allows no attempt at now given c, and for how long
 // at most (0 when only the end of an attempt can free one); "" when lim
 // allows one. Every Ledger decides by it, so that they agree.

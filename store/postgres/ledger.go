@@ -148,8 +148,8 @@ func (l *Ledger) Take(ctx context.Context, provider string, lim limit.Limits, wi
 			return err
 		}
 		c.Paused, c.OldestSpend = deref(paused), deref(oldestSpend)
-		c.Oldest = earliest(deref(oldest), deref(oldestLease))
-		if wait, why = limit.Blocked(c, now, lim, window); why != "" || !counted(lim) {
+		c.Oldest = limit.Earliest(deref(oldest), deref(oldestLease))
+		if wait, why = limit.Blocked(c, now, lim, window); why != "" || !lim.Counted() {
 			return nil
 		}
 		return tx.QueryRow(ctx, `INSERT INTO limit_slots (provider, owner, lease) VALUES ($1, $2, $3) RETURNING id`,
@@ -164,23 +164,11 @@ func (l *Ledger) Take(ctx context.Context, provider string, lim limit.Limits, wi
 		}
 		return nil, wait, why, nil
 	}
-	if !counted(lim) {
+	if !lim.Counted() {
 		return limit.Uncounted, 0, "", nil
 	}
 	l.renew.Hold()
 	return &slot{l: l, id: id}, 0, "", nil
-}
-
-// counted says whether attempts under lim take slots: only requests per
-// minute and calls in flight count them.
-func counted(lim limit.Limits) bool { return lim.RequestsPerMinute > 0 || lim.MaxInFlight > 0 }
-
-// earliest is the earlier of two times, a zero one being none.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || !b.IsZero() && b.Before(a) {
-		return b
-	}
-	return a
 }
 
 func deref(t *time.Time) time.Time {

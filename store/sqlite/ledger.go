@@ -160,7 +160,7 @@ func (l *Ledger) Take(ctx context.Context, provider string, lim limit.Limits, wi
 			if err != nil {
 				return err
 			}
-			c.Oldest = earliest(fromNull(oldest), fromNull(oldestLease))
+			c.Oldest = limit.Earliest(fromNull(oldest), fromNull(oldestLease))
 		}
 		if lim.TokensPerMinute > 0 {
 			if _, err := l.exec(ctx, t, qDropTokens, provider, from); err != nil {
@@ -171,7 +171,7 @@ func (l *Ledger) Take(ctx context.Context, provider string, lim limit.Limits, wi
 			}
 			c.OldestSpend = fromNull(oldestSpend)
 		}
-		if wait, why = limit.Blocked(c, now, lim, window); why != "" || !counted(lim) {
+		if wait, why = limit.Blocked(c, now, lim, window); why != "" || !lim.Counted() {
 			return nil
 		}
 		res, err := l.exec(ctx, t, qInsertSlot, provider, l.owner, now.Add(l.cfg.Lease).UnixMicro())
@@ -190,23 +190,11 @@ func (l *Ledger) Take(ctx context.Context, provider string, lim limit.Limits, wi
 		}
 		return nil, wait, why, nil
 	}
-	if !counted(lim) {
+	if !lim.Counted() {
 		return limit.Uncounted, 0, "", nil
 	}
 	l.renew.Hold()
 	return &slot{l: l, id: id}, 0, "", nil
-}
-
-// counted says whether attempts under lim take slots: only requests per
-// minute and calls in flight count them.
-func counted(lim limit.Limits) bool { return lim.RequestsPerMinute > 0 || lim.MaxInFlight > 0 }
-
-// earliest is the earlier of two times, a zero one being none.
-func earliest(a, b time.Time) time.Time {
-	if a.IsZero() || !b.IsZero() && b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // exec runs one of ledgerStatements in t (nil: in a transaction of its
