@@ -45,8 +45,9 @@ func chromium(t *testing.T) string {
 }
 
 // TestBrowser drives the UI in headless Chromium as a person would: the
-// list and its filters, a run's transcript, a live run's new step, the
-// answer form of a waiting run, a suite and a comparison.
+// list and its filters, a run's transcript, a reasoning run's thinking, a
+// live run's new step, the answer form of a waiting run, a suite and a
+// comparison.
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
 	sd := seed(t)
@@ -132,6 +133,17 @@ func TestBrowser(t *testing.T) {
 	scripts := must(chromedp.Run(ctx, chromedp.Evaluate[int](`document.scripts.length`)))
 	if strings.Contains(transcript, secret) || scripts != 2 {
 		t.Errorf("the secret is shown, or the model's script is on the page (%d scripts)", scripts)
+	}
+
+	// A reasoning model's thinking: in its step, folded, apart from its text.
+	run(t, sd.store, "run-think", addTask(), nil, scripted.Turn{
+		Thinking: "Add 2 and 3: 2 + 3 = 5. Check: 5 - 3 = 2.", Text: "The sum is 5.",
+		Finish: &scripted.Finish{Answer: "5", Confidence: conf(0.95)},
+	})
+	do("read a run's thinking", chromedp.Navigate(base+"/runs/run-think"), chromedp.WaitVisible(css("details.item.thinking summary")),
+		chromedp.Click(css("details.item.thinking summary")), chromedp.WaitVisible(css("details.item.thinking[open]")), shot("thinking"))
+	if got := text("details.item.thinking"); !strings.Contains(got, "2 + 3 = 5. Check: 5 - 3 = 2.") {
+		t.Errorf("the thinking reads %q", got)
 	}
 
 	// A live run: its next step appears without a reload.
