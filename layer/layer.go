@@ -56,6 +56,10 @@ type Layer struct {
 	// view, and own every file of the upper layer.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
+
+	// over, for a scratch layer, is the layer whose view is Original: it
+	// shows the owner as UID:GID already, so it is the lower layer as is.
+	over *Layer
 }
 
 // Merged is the directory where the view is mounted.
@@ -64,6 +68,17 @@ func (l *Layer) Merged() string { return filepath.Join(l.Dir, "merged") }
 // Upper is the upper layer: the files the run created or changed, and a
 // whiteout for each it removed.
 func (l *Layer) Upper() string { return filepath.Join(l.Dir, "upper") }
+
+// Uppers are the upper layers of the view, topmost first: Upper, and for a
+// scratch layer the Uppers of the layer it is over. Everything in the view
+// that is not the original's is in one of them.
+func (l *Layer) Uppers() []string {
+	out := []string{l.Upper()}
+	if l.over != nil {
+		out = append(out, l.over.Uppers()...)
+	}
+	return out
+}
 
 func (l *Layer) work() string  { return filepath.Join(l.Dir, "work") }
 func (l *Layer) lower() string { return filepath.Join(l.Dir, "lower") }
@@ -82,38 +97,61 @@ func New(original, dir string, uid, gid int) (*Layer, error) {
 		gid = 65534
 	}
 	l := &Layer{Original: original, Dir: dir, UID: uid, GID: gid}
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("%w (running as uid %d)", ErrUnsupported, os.Geteuid())
-	}
-	fi, err := os.Stat(original)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("layer: %s is not a directory", original)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	for _, p := range []string{l.work(), l.Merged(), l.lower()} {
-		if err := os.Mkdir(p, 0o700); err != nil {
-			return nil, err
-		}
-	}
-	// The view's root is the upper layer's: it looks like the original's.
-	if err := os.Mkdir(l.Upper(), fi.Mode().Perm()); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(l.Upper(), fi.Mode().Perm()); err != nil {
-		return nil, err
-	}
-	if err := os.Chown(l.Upper(), uid, gid); err != nil {
+	if err := l.prepare(); err != nil {
 		return nil, err
 	}
 	if err := l.Mount(); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// prepare makes Dir's directories, the upper layer's root looking like the
+// original's.
+func (l *Layer) prepare() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("%w (running as uid %d)", ErrUnsupported, os.Geteuid())
+	}
+	fi, err := os.Stat(l.Original)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("layer: %s is not a directory", l.Original)
+	}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return err
+	}
+	for _, p := range []string{l.work(), l.Merged(), l.lower()} {
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(l.Upper(), fi.Mode().Perm()); err != nil {
+		return err
+	}
+	if err := os.Chmod(l.Upper(), fi.Mode().Perm()); err != nil {
+		return err
+	}
+	return os.Chown(l.Upper(), l.UID, l.GID)
+}
+
+// Scratch mounts in dir, which must not exist or be empty, a throwaway
+// layer over l's view as it is now: an agent's exec check judges the
+// workspace as the run left it without copying it, and what the check
+// writes lands in the scratch layer, which Remove deletes, never in l's
+// change set. l's view must stay unchanged while the scratch is mounted
+// (overlayfs does not allow a lower layer to change under it).
+func (l *Layer) Scratch(dir string) (*Layer, error) {
+	s := &Layer{Original: l.Merged(), Dir: dir, UID: l.UID, GID: l.GID, over: l}
+	if err := s.prepare(); err != nil {
+		return nil, err
+	}
+	if err := s.Mount(); err != nil {
+		s.Remove()
+		return nil, err
+	}
+	return s, nil
 }
 
 // Mount mounts the view at Merged, over the upper layer as it is (a new
@@ -128,22 +166,26 @@ func (l *Layer) Mount() error {
 			return fmt.Errorf("layer: the path %s cannot be an overlayfs layer (it holds ',', ':' or '\\')", p)
 		}
 	}
-	fi, err := os.Stat(l.Original)
-	if err != nil {
-		return err
+	lower := l.Original
+	if l.over == nil {
+		fi, err := os.Stat(l.Original)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if err := l.attachLower(int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+		// overlayfs keeps a private clone of its layers: the attachment is
+		// only needed while mounting, and none is left where a path reaches it.
+		defer unix.Unmount(l.lower(), unix.MNT_DETACH)
+		lower = l.lower()
 	}
-	st := fi.Sys().(*syscall.Stat_t)
-	if err := l.attachLower(int(st.Uid), int(st.Gid)); err != nil {
-		return err
-	}
-	// overlayfs keeps a private clone of its layers: the attachment is
-	// only needed while mounting, and none is left where a path reaches it.
-	defer unix.Unmount(l.lower(), unix.MNT_DETACH)
 	// Renamed directories (redirect_dir) and metadata-only copy-ups
 	// (metacopy) would make the upper layer mean more than its files say:
 	// off, so that Changes reads it as it is. index and xino are not
 	// needed for one mount at a time.
-	opts := "lowerdir=" + l.lower() + ",upperdir=" + l.Upper() + ",workdir=" + l.work() +
+	opts := "lowerdir=" + lower + ",upperdir=" + l.Upper() + ",workdir=" + l.work() +
 		",redirect_dir=off,metacopy=off,index=off,xino=off"
 	if err := unix.Mount("overlay", l.Merged(), "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("%w: overlayfs: %v", ErrUnsupported, err)

@@ -224,3 +224,49 @@ func TestLayerSnapshot(t *testing.T) {
 	os.Chmod(f.Dir, 0o711)
 	asSandbox(t, f, "echo f >> a.txt")
 }
+
+// TestLayerScratch: a scratch layer shows the run's view as it is (its
+// writes and removals over the original), the sandbox uid may change it,
+// and what it writes reaches neither the run's view nor its change set;
+// Remove leaves nothing mounted.
+func TestLayerScratch(t *testing.T) {
+	l := newLayer(t, map[string]string{"a.txt": "a\n", "gone.txt": "g\n"})
+	asSandbox(t, l, `echo run >> a.txt && rm gone.txt && echo new > new.txt`)
+	before, err := l.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "scratch")
+	s, err := l.Scratch(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(s.Dir, 0o711)
+	for rel, want := range map[string]string{"a.txt": "a\nrun\n", "new.txt": "new\n"} {
+		if data, err := os.ReadFile(filepath.Join(s.Merged(), rel)); string(data) != want {
+			t.Errorf("scratch %s = %q, %v; want %q", rel, data, err, want)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(s.Merged(), "gone.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the scratch shows a file the run removed: %v", err)
+	}
+	asSandbox(t, s, `echo check >> a.txt && rm new.txt && mkdir cache && echo c > cache/c`)
+	if data, _ := os.ReadFile(filepath.Join(l.Merged(), "a.txt")); string(data) != "a\nrun\n" {
+		t.Errorf("the check's write reached the run's view: %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(l.Merged(), "new.txt")); err != nil {
+		t.Errorf("the check's removal reached the run's view: %v", err)
+	}
+	if after, err := l.Changes(); err != nil || !cmp.Equal(after, before) {
+		t.Errorf("the run's change set moved: %v, %v; was %v", after, err, before)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Mounted() {
+		t.Error("the scratch is still mounted")
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Remove left %s: %v", dir, err)
+	}
+}

@@ -151,39 +151,58 @@ func (r *shadowRules) watchDirs() []string { return sortedKeys(r.importDirs) }
 
 // shadows finds workspace files that interfere with the mounted tests by
 // their placement (see Result.Tampered), and judges the names in created
-// (recorded during the run) that are gone by now. On a layer only the
-// upper layer is looked at: the original's files are the user's, not the
-// run's, and the walk costs the change set, not the workspace (a
-// whiteout, a removal, shadows nothing).
+// (recorded during the run) that are gone by now. On a layer only its
+// upper layers are looked at (a scratch layer's and the run's below it):
+// the original's files are the user's, not the run's, and the walk costs
+// the change set, not the workspace (a whiteout, a removal, shadows
+// nothing).
 func (w *workspace) shadows(r *shadowRules, created map[string]bool) []string {
 	var out []string
 	n := 0
-	top := w.dir
+	tops := []string{w.dir}
 	if w.layer != nil {
-		top = w.layer.Upper()
+		tops = w.layer.Uppers()
 	}
-	filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == top || d.Type()&fs.ModeCharDevice != 0 {
-			return nil
+	var seen map[string]bool // what an upper layer above has judged
+	if len(tops) > 1 {
+		seen = map[string]bool{}
+	}
+	for i, top := range tops {
+		if n > maxWalk {
+			break
 		}
-		if n++; n > maxWalk {
-			out = append(out, "workspace: more than "+strconv.Itoa(maxWalk)+" entries; the rest was not checked for shadowing")
-			return fs.SkipAll
-		}
-		rel, err := filepath.Rel(top, p)
-		if err != nil {
-			return nil
-		}
-		rel = filepath.ToSlash(rel)
-		if r.skip[rel] {
-			if d.IsDir() {
-				return fs.SkipDir
+		filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || p == top || d.Type()&fs.ModeCharDevice != 0 {
+				return nil
 			}
+			if n++; n > maxWalk {
+				out = append(out, "workspace: more than "+strconv.Itoa(maxWalk)+" entries; the rest was not checked for shadowing")
+				return fs.SkipAll
+			}
+			rel, err := filepath.Rel(top, p)
+			if err != nil {
+				return nil
+			}
+			rel = filepath.ToSlash(rel)
+			if r.skip[rel] {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if seen != nil {
+				if seen[rel] {
+					return nil
+				}
+				seen[rel] = true
+				if _, err := os.Lstat(w.abs(rel)); i > 0 && err != nil {
+					return nil // a layer above removed it
+				}
+			}
+			out = append(out, r.judge(rel, d.IsDir(), p, d)...)
 			return nil
-		}
-		out = append(out, r.judge(rel, d.IsDir(), p, d)...)
-		return nil
-	})
+		})
+	}
 	for _, rel := range sortedKeys(created) {
 		if _, err := os.Lstat(w.abs(rel)); err == nil || r.skip[rel] {
 			continue // judged above

@@ -411,6 +411,9 @@ func (b *builder) modelSpec(f *File) (spec, base string) {
 func (b *builder) checks(f *File, generator string) error {
 	env := Env{OpenModel: b.cfg.OpenModel, Generator: generator, Sandbox: b.cfg.Sandbox, Getenv: b.cfg.Getenv, Secrets: b.cfg.Secrets,
 		original: b.original, testRoot: b.testRoot}
+	if b.run.Start != nil {
+		env.layer = b.run.Start.Layer
+	}
 	var problems Problems
 	collect := func(err error) error {
 		var ps Problems

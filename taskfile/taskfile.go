@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/ratchetloop/ratchet/model/limit"
 	"io"
 	"maps"
 	"math"
@@ -25,8 +24,10 @@ import (
 
 	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/internal/yamlerr"
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/limit"
 	"github.com/ratchetloop/ratchet/progress"
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/sandbox"
@@ -1157,6 +1158,8 @@ type Env struct {
 	// original): the original, or a snapshot of the tests of a workspace
 	// the agent edits in place.
 	original, testRoot string
+	// layer is the run's layer, whose view is File.Workspace (nil: none).
+	layer *layer.Layer
 }
 
 // Verifiers builds the file's checks. Errors name the check's line. A file
@@ -1295,6 +1298,11 @@ func (f *File) verifier(c Check, env Env) (verify.Verifier, error) {
 			cfg.Artifact = f.Artifact
 		} else {
 			cfg.Workspace, cfg.Copy = f.Workspace, c.Exec.Copy
+			// On the run's layer the check judges a scratch layer over
+			// it, where its sandbox can run on one.
+			if uid, gid, ok := sandbox.LayerIDs(runner); ok && env.layer != nil && uid == env.layer.UID && gid == env.layer.GID {
+				cfg.Layer = env.layer
+			}
 		}
 		return execcheck.New(cfg)
 	}

@@ -3,7 +3,9 @@
 // not by anyone's opinion of the code.
 //
 // The candidate is written into a fresh sandbox workspace (as the artifact
-// file in generate mode, or as a copy of the agent's workspace), the tests
+// file in generate mode, or as a copy of the agent's workspace; on a run's
+// layer the agent's workspace is a scratch layer over it instead, which
+// copies nothing), the tests
 // are mounted read-only from outside it and hashed before and after, and
 // the command's outcome is read according to Format:
 //
@@ -57,6 +59,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/sandbox"
 	"github.com/ratchetloop/ratchet/sandbox/gocache"
 	"github.com/ratchetloop/ratchet/verify"
@@ -84,6 +87,13 @@ type Config struct {
 	// the test mounted there is the one that runs.
 	Workspace string
 	Copy      []string
+	// Layer, when set, is the run's layer, whose view is Workspace. With
+	// no Copy, each run of the check gets a scratch layer over that view
+	// (layer.Scratch) instead of a copy: nothing is copied, the workspace
+	// may be of any size, links and .git are as the agent left them, and
+	// what the check writes is removed with the scratch. Needs a Runner
+	// that can run on a layer (sandbox.LayerIDs).
+	Layer *layer.Layer
 	// Env adds variables to the sandbox's scrubbed environment.
 	Env map[string]string
 	// Limits bound the run; zero fields take the sandbox defaults.
@@ -268,7 +278,7 @@ func New(cfg Config) (verify.Verifier, error) {
 		return nil, fmt.Errorf("exec check %s: %s", cfg.Name, strings.Join(problems, "; "))
 	}
 	c := &checker{cfg: cfg, inProcess: inProcess}
-	if st, ok := cfg.Runner.(sandbox.Starter); ok && c.launches() {
+	if st, ok := cfg.Runner.(sandbox.Starter); ok && c.launches() && !c.onLayer() {
 		c.pool = &warmPool{c: c, starter: st, ready: make(chan warmResult, warmAhead)}
 	}
 	return c, nil
@@ -289,7 +299,7 @@ func (c *checker) Provenance() verify.Provenance { return verify.Execution }
 // Check runs the command. A Go error means the sandbox could not run it.
 func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verdict, error) {
 	files := map[string][]byte{}
-	if c.cfg.Workspace != "" {
+	if c.cfg.Workspace != "" && !c.onLayer() {
 		if err := copyTree(c.cfg.Workspace, c.cfg.Copy, files); err != nil {
 			return verify.Verdict{}, fmt.Errorf("exec check %s: reading the workspace: %w", c.cfg.Name, err)
 		}
@@ -360,7 +370,7 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		defer stream.close()
 		extra = append(extra, stream.w)
 	}
-	res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
+	res, err := c.run(ctx, sandbox.Spec{
 		Files: files, Mounts: append(slices.Clone(c.cfg.Tests), p.mounts...), Command: c.command(p, len(extra), false), Env: c.cfg.Env, Limits: limits,
 		Report: c.cfg.Format == "pytest", Caches: c.caches(), ExtraFiles: extra,
 	})
@@ -368,6 +378,30 @@ func (c *checker) Check(ctx context.Context, cand verify.Candidate) (verify.Verd
 		return verify.Verdict{}, fmt.Errorf("exec check %s: %w", c.cfg.Name, err)
 	}
 	return c.verdict(res, p, stream)
+}
+
+// onLayer says the check judges the agent's workspace on a scratch layer
+// over the run's view (Config.Layer), not on a copy.
+func (c *checker) onLayer() bool { return c.cfg.Layer != nil && len(c.cfg.Copy) == 0 }
+
+// run runs spec in the sandbox, on a scratch layer over the run's view
+// when onLayer (spec has no Files then: an agent's check writes none).
+func (c *checker) run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if !c.onLayer() {
+		return c.cfg.Runner.Run(ctx, spec)
+	}
+	dir, err := os.MkdirTemp("", "ratchet-check-")
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	s, err := c.cfg.Layer.Scratch(filepath.Join(dir, "layer"))
+	if err != nil {
+		return sandbox.Result{}, fmt.Errorf("a scratch layer over the workspace: %w", err)
+	}
+	defer s.Remove()
+	spec.Files, spec.Layer = nil, s
+	return c.cfg.Runner.Run(ctx, spec)
 }
 
 // command is the command of a run of plan p whose ExtraFiles are extra

@@ -39,7 +39,7 @@ func (c *checker) checkCases(ctx context.Context, files map[string][]byte, limit
 	v := verify.Verdict{Check: c.cfg.Name, Provenance: verify.Execution, Confidence: 1, Isolation: Judge}
 	for i, cs := range c.cfg.Cases {
 		name := cmp.Or(cs.Name, "case "+strconv.Itoa(i+1))
-		res, err := c.cfg.Runner.Run(ctx, sandbox.Spec{
+		res, err := c.run(ctx, sandbox.Spec{
 			Files: files, Command: append(slices.Clone(c.cfg.Command), cs.Args...), Env: c.cfg.Env,
 			Limits: limits, Stdin: []byte(cs.Stdin),
 		})
