@@ -75,11 +75,11 @@ func (c *temporalCLI) run(t *testing.T, args ...string) (int, string, string) {
 	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
 }
 
-// worker starts 'ratchet worker' on the test's queue; it is killed when
-// the test ends if it is still running.
-func (c *temporalCLI) worker(t *testing.T) *exec.Cmd {
+// worker starts 'ratchet worker' on the test's queue, with flags more;
+// it is killed when the test ends if it is still running.
+func (c *temporalCLI) worker(t *testing.T, flags ...string) *exec.Cmd {
 	t.Helper()
-	cmd := c.command(context.Background(), "worker", "--temporal", c.addr, "--task-queue", "e2e")
+	cmd := c.command(context.Background(), append([]string{"worker", "--temporal", c.addr, "--task-queue", "e2e"}, flags...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -140,6 +140,7 @@ func TestTemporal(t *testing.T) {
 	t.Run("eval", func(t *testing.T) { testTemporalEval(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("subagents", func(t *testing.T) { testTemporalSubagents(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("secrets", func(t *testing.T) { testTemporalSecrets(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("fleet limits", func(t *testing.T) { testTemporalFleetLimits(t, newTemporalCLI(t, bin, addr)) })
 }
 
 // testTemporalSecrets: a secret the processes know (a secret-named
