@@ -35,8 +35,11 @@ or $RATCHET_EVAL_DIR/LABEL). Suite files, metrics and the tests are described
 in docs/eval.md.
 `
 
-// evalCmd dispatches the eval subcommands.
-func (m *Main) evalCmd(ctx context.Context, args []string) int {
+// evalCommand is 'ratchet eval' and its subcommands.
+type evalCommand struct{ *Main }
+
+// run dispatches the eval subcommands.
+func (m evalCommand) run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, evalUsage)
 		return exitUsage
@@ -61,20 +64,20 @@ func (m *Main) evalCmd(ctx context.Context, args []string) int {
 }
 
 // evalRoot is where labels live.
-func (m *Main) evalRoot() string {
-	if d := m.Getenv("RATCHET_EVAL_DIR"); d != "" {
+func evalRoot(getenv func(string) string) string {
+	if d := getenv("RATCHET_EVAL_DIR"); d != "" {
 		return d
 	}
 	return filepath.Join(".ratchet", "eval")
 }
 
 // resultDir resolves a result directory or a label.
-func (m *Main) resultDir(arg string) (string, error) {
+func (m evalCommand) resultDir(arg string) (string, error) {
 	if st, err := os.Stat(filepath.Join(arg, eval.ResultsFile)); err == nil && !st.IsDir() {
 		return arg, nil
 	}
 	if eval.CheckLabel(arg) == nil {
-		dir := filepath.Join(m.evalRoot(), arg)
+		dir := filepath.Join(evalRoot(m.Getenv), arg)
 		if _, err := os.Stat(filepath.Join(dir, eval.ResultsFile)); err == nil {
 			return dir, nil
 		}
@@ -83,7 +86,7 @@ func (m *Main) resultDir(arg string) (string, error) {
 	return "", fmt.Errorf("%q is not a result directory (no %s in it)", arg, eval.ResultsFile)
 }
 
-func (m *Main) evalRun(ctx context.Context, args []string) int {
+func (m evalCommand) evalRun(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet eval run", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	label := fs.String("label", "", "name of this result set (default the suite's label:); a second run with the same label resumes")
@@ -167,7 +170,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 		suite.Label = *label
 	}
 	if *dir == "" {
-		*dir = filepath.Join(m.evalRoot(), suite.Label)
+		*dir = filepath.Join(evalRoot(m.Getenv), suite.Label)
 	}
 	store, err := eval.OpenDir(*dir)
 	if err != nil {
@@ -256,7 +259,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 
 // printSummary prints an eval's summary: as JSON, or as Markdown followed
 // by tail (where the results went, what to run next).
-func (m *Main) printSummary(sum eval.Summary, asJSON bool, tail string) error {
+func (m evalCommand) printSummary(sum eval.Summary, asJSON bool, tail string) error {
 	if asJSON {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
@@ -285,9 +288,9 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 // builder that ratchet run uses: its own model (a scripted model plays its
 // turns from the start), its own tools and MCP servers and, for
 // copy_workspace tasks, its own copy of the workspace, removed afterwards.
-func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, notices io.Writer) func(context.Context, eval.Case, int) (eval.Job, error) {
+func (m evalCommand) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, notices io.Writer) func(context.Context, eval.Case, int) (eval.Job, error) {
 	notice := &onceWriter{w: notices}
-	strengths := &strengthMemo{m: m, byCase: map[string]*strengthOnce{}}
+	strengths := &strengthMemo{m: checkStrength{m.Main}, byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
 			DefaultModel: m.Getenv("RATCHET_MODEL"),
@@ -350,7 +353,7 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 // openEvalModel is openModel with the scripted model's notice printed once
 // per suite rather than once per run, and the response cache's scope
 // that of the run.
-func (m *Main) openEvalModel(spec, base string, notice io.Writer, scope string) (model.Model, error) {
+func (m evalCommand) openEvalModel(spec, base string, notice io.Writer, scope string) (model.Model, error) {
 	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" && !strings.Contains(spec, ",") {
 		if base != "" && !filepath.IsAbs(arg) {
 			arg = filepath.Join(base, arg)
@@ -373,7 +376,7 @@ func cacheScope(caseName string, repeat int) string {
 
 // recordedTaskInfo is what a stored run's row keeps of how it was
 // started, empty if it kept nothing.
-func (m *Main) recordedTaskInfo(ctx context.Context, id, db string) taskInfo {
+func (m evalCommand) recordedTaskInfo(ctx context.Context, id, db string) taskInfo {
 	var info taskInfo
 	s, err := m.openStore(ctx, db)
 	if err != nil {
@@ -421,7 +424,7 @@ func (o *onceWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (m *Main) evalReport(args []string) int {
+func (m evalCommand) evalReport(args []string) int {
 	fs := flag.NewFlagSet("ratchet eval report", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
@@ -475,7 +478,7 @@ Flags:
 	return exitDone
 }
 
-func (m *Main) evalCompare(args []string) int {
+func (m evalCommand) evalCompare(args []string) int {
 	fs := flag.NewFlagSet("ratchet eval compare", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	gate := fs.Bool("gate", false, "exit 1 when any metric regressed significantly")
@@ -545,7 +548,7 @@ Flags:
 	return exitDone
 }
 
-func (m *Main) evalAdd(ctx context.Context, args []string) int {
+func (m evalCommand) evalAdd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet eval add", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	from := fs.String("from-run", "", "the failed run: its ID in the run database, or its event log (JSONL, as written by ratchet run --log)")
@@ -583,7 +586,7 @@ Flags:
 			return exitUsage
 		}
 	}
-	recs, err := m.records(ctx, *from, *db)
+	recs, err := replayCommand{m.Main}.records(ctx, *from, *db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval add: %s: %v\n", *from, err)
 		return exitUsage

@@ -65,7 +65,7 @@ func (n noCalls) Name() string {
 	return ""
 }
 
-func (m *Main) evalRescore(ctx context.Context, args []string) int {
+func (m evalCommand) evalRescore(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet eval rescore", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	suitePath := fs.String("suite", "", "the suite whose (edited) checks judge the candidates, each case by name (default: each run's task file, from the run database)")
@@ -103,7 +103,7 @@ func (m *Main) evalRescore(ctx context.Context, args []string) int {
 	}
 	cmpArg := *dir // what eval compare is told to read
 	if *dir == "" {
-		*dir, cmpArg = filepath.Join(m.evalRoot(), *label), *label
+		*dir, cmpArg = filepath.Join(evalRoot(m.Getenv), *label), *label
 	}
 	if same(src, *dir) {
 		fmt.Fprintf(m.Stderr, "ratchet eval rescore: the new result set would replace %s itself; pass another --label\n", src)
@@ -133,7 +133,7 @@ func (m *Main) evalRescore(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	defer closeCache()
-	checks := &rescoreChecks{m: m, suite: suite, runs: runs, unsafeSandbox: *unsafeSandbox}
+	checks := &rescoreChecks{m: m.Main, suite: suite, runs: runs, unsafeSandbox: *unsafeSandbox}
 	out, err := eval.Rescore(ctx, recs, eval.RescoreConfig{Checks: checks.of, Concurrency: *conc})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)

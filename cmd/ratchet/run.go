@@ -72,7 +72,7 @@ type runFlags struct {
 	providerLimits []string
 }
 
-func (m *Main) runUsage(fs *flag.FlagSet) func() {
+func (m runCommand) runUsage(fs *flag.FlagSet) func() {
 	return func() {
 		d := budget.Defaults
 		fmt.Fprintf(fs.Output(), `Usage: ratchet run TASK.yaml [flags]
@@ -156,7 +156,10 @@ func (f *runFlags) addOutput(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noWait, "no-wait", false, "never wait for a person: a stuck run ends escalated, and calls needing approval are refused")
 }
 
-func (m *Main) runCmd(ctx context.Context, args []string) int {
+// runCommand is 'ratchet run'.
+type runCommand struct{ *Main }
+
+func (m runCommand) run(ctx context.Context, args []string) int {
 	var f runFlags
 	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -243,7 +246,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
 	if f.temporal != "" {
 		built.Close() // the workers build the run themselves
-		return m.runTemporal(ctx, built.Task, db, runID, info, f)
+		return driver{m.Main}.runTemporal(ctx, built.Task, db, runID, info, f)
 	}
 	cfg := built.Runner()
 	cfg.RunID, cfg.Store, cfg.Labels, cfg.TaskInfo = runID, db, f.labels, info
@@ -252,7 +255,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		rec = scripted.Record(cfg.Model)
 		cfg.Model = rec
 	}
-	code = m.carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
+	code = driver{m.Main}.carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Run(ctx, built.Task, cfg)
 	})
 	if rec != nil {
@@ -294,7 +297,7 @@ func tick(p *observe.Printer) (stop func()) {
 
 // waiting says that run waits for a person and how to reply; with --json,
 // stdout gets the same as one JSON object, since there is no Result yet.
-func (m *Main) waiting(name, run, question string, f runFlags) int {
+func (m driver) waiting(name, run, question string, f runFlags) int {
 	fmt.Fprintf(m.Stderr, "%s: run %s is waiting for a person:\n  %s\n", name, run, question)
 	fmt.Fprintf(m.Stderr, "reply with: ratchet answer %[1]s \"...\"  (or, for an approval: ratchet approve %[1]s / ratchet deny %[1]s \"why\")\n", run)
 	if f.json {
@@ -316,7 +319,7 @@ func (m *Main) waiting(name, run, question string, f runFlags) int {
 
 // printResult prints a run's Result as JSON on stdout, and beside its
 // fields where to find the run again: its ID and database.
-func (m *Main) printResult(runID, db string, res loop.Result) error {
+func (m driver) printResult(runID, db string, res loop.Result) error {
 	enc := json.NewEncoder(m.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
@@ -326,9 +329,13 @@ func (m *Main) printResult(runID, db string, res loop.Result) error {
 	}{runID, m.shownDB(db), res})
 }
 
+// driver carries a run on at the terminal (or follows it on Temporal) and
+// reports how it ended: what ratchet run, resume, answer and fork share.
+type driver struct{ *Main }
+
 // carryOn runs (or resumes) a stored run with the terminal's observers and
 // reports how it ended.
-func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFlags, start func(runner.Config) (loop.Result, error)) int {
+func (m driver) carryOn(name string, task runner.Task, cfg runner.Config, f runFlags, start func(runner.Config) (loop.Result, error)) int {
 	progressOut := m.Stdout
 	if f.json {
 		progressOut = m.Stderr
@@ -440,7 +447,7 @@ func (p childPrinter) Observe(e observe.Entry) {
 
 // human is who answers a run's questions: the person at the terminal, or,
 // when nobody is there, whoever runs 'ratchet answer' later.
-func (m *Main) human(f runFlags) runner.Asker {
+func (m driver) human(f runFlags) runner.Asker {
 	if f.noWait {
 		return nil
 	}
@@ -477,7 +484,7 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		return nil, err
 	}
 	if tf.MinStrength > 0 {
-		if err := m.requireStrength(ctx, tf, run.Task.Checks); err != nil {
+		if err := (checkStrength{m}).requireStrength(ctx, tf, run.Task.Checks); err != nil {
 			run.Close()
 			return nil, err
 		}
@@ -564,7 +571,7 @@ func (m *Main) openUncached(spec, base string) (model.Model, error) {
 
 // writeRecording writes a recorded run's turns, secrets redacted, to path
 // (replacing it only once the whole file is written).
-func (m *Main) writeRecording(path string, rec *scripted.Recorder, runID string) error {
+func (m runCommand) writeRecording(path string, rec *scripted.Recorder, runID string) error {
 	name := "recorded"
 	if n := rec.Name(); n != "" {
 		name += "-" + n

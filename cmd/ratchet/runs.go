@@ -39,7 +39,7 @@ const defaultDBHint = "$XDG_STATE_HOME/ratchet/ratchet.db, XDG_STATE_HOME defaul
 // default SQLite file. A PostgreSQL DSN (postgres://…, or host=… dbname=…)
 // opens PostgreSQL.
 func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, error) {
-	where, err := m.dbLocation(flagValue)
+	where, err := dbLocation(m.Getenv, flagValue)
 	if err != nil {
 		return nil, err
 	}
@@ -91,15 +91,15 @@ func (s sharing) Close() error {
 
 // dbLocation is the run database openStore opens: a SQLite file's path or
 // a PostgreSQL DSN.
-func (m *Main) dbLocation(flagValue string) (string, error) {
+func dbLocation(getenv func(string) string, flagValue string) (string, error) {
 	where := flagValue
 	if where == "" {
-		where = m.Getenv("RATCHET_DB")
+		where = getenv("RATCHET_DB")
 	}
 	if where != "" {
 		return where, nil
 	}
-	dir := m.Getenv("XDG_STATE_HOME")
+	dir := getenv("XDG_STATE_HOME")
 	if dir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -113,7 +113,7 @@ func (m *Main) dbLocation(flagValue string) (string, error) {
 // shownDB is the run database's location as it may be printed: a DSN's
 // password is masked.
 func (m *Main) shownDB(flagValue string) string {
-	where, err := m.dbLocation(flagValue)
+	where, err := dbLocation(m.Getenv, flagValue)
 	if err != nil {
 		return ""
 	}
@@ -202,10 +202,13 @@ func (i taskInfo) flags() runFlags {
 	}
 }
 
-// resumeCmd carries on a run after its process stopped; answerCmd carries
+// resumeCommand is 'ratchet resume', 'answer', 'approve' and 'deny'.
+type resumeCommand struct{ *Main }
+
+// run carries on a run after its process stopped; answerCmd carries
 // on a run awaiting a person with their reply. They share everything but
 // the reply.
-func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
+func (m resumeCommand) run(ctx context.Context, name string, args []string) int {
 	var f runFlags
 	fs := flag.NewFlagSet("ratchet "+name, flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -247,7 +250,7 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		// Its workflow carries it on: the answer goes there.
 		rf := info.flags()
 		rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
-		return m.answerTemporal(ctx, name, db, row, info, opts, rf)
+		return driver{m.Main}.answerTemporal(ctx, name, db, row, info, opts, rf)
 	}
 	// The response cache the run was started with answers its calls again
 	// (here, not in storedRun: ratchet ui's resumes share one process).
@@ -263,7 +266,7 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		return exitUsage
 	}
 	defer sr.cleanup()
-	return m.carryOn("ratchet "+name, sr.task, sr.cfg, sr.flags, func(cfg runner.Config) (loop.Result, error) {
+	return driver{m.Main}.carryOn("ratchet "+name, sr.task, sr.cfg, sr.flags, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Resume(ctx, sr.task, cfg, opts)
 	})
 }
@@ -304,8 +307,11 @@ func (m *Main) storedRun(ctx context.Context, db store.Store, id string, out run
 	return storedRun{task: built.Task, cfg: cfg, flags: rf, cleanup: built.Close}, nil
 }
 
-// lsCmd lists stored runs.
-func (m *Main) lsCmd(ctx context.Context, args []string) int {
+// lsCommand is 'ratchet ls'.
+type lsCommand struct{ *Main }
+
+// run lists stored runs.
+func (m lsCommand) run(ctx context.Context, args []string) int {
 	var (
 		db, status, label, since string
 		limit                    int
@@ -476,8 +482,11 @@ func (m *Main) printJSON(name string, v any) int {
 	return exitDone
 }
 
-// showCmd prints one run: its Result, attempts, verdicts and usage.
-func (m *Main) showCmd(ctx context.Context, args []string) int {
+// showCommand is 'ratchet show'.
+type showCommand struct{ *Main }
+
+// run prints one run: its Result, attempts, verdicts and usage.
+func (m showCommand) run(ctx context.Context, args []string) int {
 	var (
 		db                                    string
 		events, asJSON, showPatch, transcript bool

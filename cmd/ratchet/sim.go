@@ -13,8 +13,11 @@ import (
 	"github.com/ratchetloop/ratchet/sim"
 )
 
-// simCmd runs the simulation of package sim and prints its table.
-func (m *Main) simCmd(ctx context.Context, args []string) int {
+// simCommand is 'ratchet sim'.
+type simCommand struct{ *Main }
+
+// run runs the simulation of package sim and prints its table.
+func (m simCommand) run(ctx context.Context, args []string) int {
 	cfg := sim.DefaultConfig()
 	fs := flag.NewFlagSet("ratchet sim", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)

@@ -15,8 +15,11 @@ import (
 	"github.com/ratchetloop/ratchet/ui"
 )
 
-// uiCmd serves the local web UI over the run database and eval results.
-func (m *Main) uiCmd(ctx context.Context, args []string) int {
+// uiCommand is 'ratchet ui'.
+type uiCommand struct{ *Main }
+
+// run serves the local web UI over the run database and eval results.
+func (m uiCommand) run(ctx context.Context, args []string) int {
 	var db, addr, token, evalDir string
 	var readOnly bool
 	fs := flag.NewFlagSet("ratchet ui", flag.ContinueOnError)
@@ -46,7 +49,7 @@ func (m *Main) uiCmd(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if evalDir == "" {
-		evalDir = m.evalRoot()
+		evalDir = evalRoot(m.Getenv)
 	}
 	s, err := m.openStore(ctx, db)
 	if err != nil {
@@ -95,7 +98,7 @@ func (m *Main) uiCmd(ctx context.Context, args []string) int {
 			if err != nil {
 				return err
 			}
-			built, rc, _, err := m.forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
+			built, rc, _, err := forkCommand{m.Main}.forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
 			if err != nil {
 				return err
 			}

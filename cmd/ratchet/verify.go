@@ -34,9 +34,12 @@ type tieredVerdict struct {
 	verify.Verdict
 }
 
-// verifyCmd runs a task file's checks on candidate files, with no model,
+// verifyCommand is 'ratchet verify', and its --strength (strength.go).
+type verifyCommand struct{ *Main }
+
+// run runs a task file's checks on candidate files, with no model,
 // or measures the strength of the checks (--strength).
-func (m *Main) verifyCmd(ctx context.Context, args []string) int {
+func (m verifyCommand) run(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet verify", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	asJSON := fs.Bool("json", false, "print the verdicts (or the strength report) as JSON")
@@ -185,7 +188,7 @@ func checkFile(ctx context.Context, tiers verify.Tiers, path, answer string, all
 }
 
 // strengthCmd is ratchet verify --strength.
-func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.Tiers, refPath string, parallel int, asJSON bool) int {
+func (m verifyCommand) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.Tiers, refPath string, parallel int, asJSON bool) int {
 	if tf.Mode != "generate" {
 		// In agent mode the checks read the workspace, not the answer: every
 		// mutant would pass untouched and the score would mean nothing.
@@ -203,7 +206,7 @@ func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.
 		fmt.Fprintf(m.Stderr, "ratchet verify --strength: %s has no gate checks to measure (holdout checks never gate)\n", tf.Path)
 		return exitUsage
 	}
-	rep, _, err := m.measureStrength(ctx, tf, tiers, refPath, parallel, false)
+	rep, _, err := checkStrength{m.Main}.measureStrength(ctx, tf, tiers, refPath, parallel, false)
 	switch {
 	case errors.Is(err, strength.ErrReferenceFails):
 		fmt.Fprintf(m.Stderr, "ratchet verify --strength: %s: %v\n", refPath, err)
@@ -220,7 +223,7 @@ func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.
 			return exitInfra
 		}
 	} else {
-		m.printStrength(tf, refPath, rep)
+		checkStrength{m.Main}.printStrength(tf, refPath, rep)
 	}
 	switch {
 	case rep.Errors > 0:
@@ -234,7 +237,7 @@ func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.
 
 // printInProcess names each exec check that runs the candidate inside the
 // tests' process, and why judge isolation does not serve it.
-func (m *Main) printInProcess(tiers verify.Tiers) {
+func (m verifyCommand) printInProcess(tiers verify.Tiers) {
 	said := map[string]bool{}
 	for _, v := range tiers.All() {
 		c, ok := v.(execcheck.Isolated)
@@ -248,7 +251,7 @@ func (m *Main) printInProcess(tiers verify.Tiers) {
 	}
 }
 
-func (m *Main) printReport(rep fileReport) {
+func (m verifyCommand) printReport(rep fileReport) {
 	status := "passed every gate check"
 	if !rep.OK {
 		status = "NOT accepted"
