@@ -161,54 +161,12 @@ type runCommand struct{ *Main }
 
 func (m runCommand) run(ctx context.Context, args []string) int {
 	var f runFlags
-	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = m.runUsage(fs)
-	modelFlag(fs, &f.model, "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
-	m.providerLimitFlag(fs, &f.providerLimits)
-	f.addOutput(fs)
-	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
-	fs.StringVar(&f.record, "record", "", "write the model's replies to this file as a scripted turns file, so the run can be played offline (--model scripted:FILE)")
-	fs.Func("label", "tag the run (repeatable), for 'ratchet ls --label'", func(s string) error {
-		f.labels = append(f.labels, s)
-		return nil
-	})
-	fs.BoolVar(&f.unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
-	fs.IntVar(&f.steps, "steps", 0, "limit on model turns")
-	fs.IntVar(&f.modelCalls, "model-calls", 0, "limit on model calls")
-	fs.IntVar(&f.toolCalls, "tool-calls", 0, "limit on tool calls")
-	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
-	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars, e.g. 0.25")
-	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
-	fs.StringVar(&f.cache, "cache", "", cacheHelp)
-	fs.StringVar(&f.temporal, "temporal", "", "run on Temporal workers (ratchet worker) at this server, HOST:PORT, instead of in this process; see docs/temporal.md")
-	fs.StringVar(&f.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
-	fs.StringVar(&f.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
+	fs := m.flags(&f)
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
 	}
-	if errs := checkBudgetFlags(fs, f); len(errs) > 0 {
-		for _, err := range errs {
-			fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
-		}
-		return exitUsage
-	}
-	if (f.temporal == "") != (f.taskQueue == "") {
-		fmt.Fprintln(m.Stderr, "ratchet run: --temporal and --task-queue go together")
-		return exitUsage
-	}
-	if f.temporal != "" && f.record != "" {
-		fmt.Fprintln(m.Stderr, "ratchet run: --record records a run in this process; it does not go with --temporal")
-		return exitUsage
-	}
-	if f.temporal != "" && f.cache != "" {
-		fmt.Fprintln(m.Stderr, "ratchet run: --cache answers the calls made in this process; it does not go with --temporal")
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(m.Stderr, "ratchet run: want exactly one task file")
-		fs.Usage()
+	if !m.wellUsed(fs, f, pos) {
 		return exitUsage
 	}
 	if f.cache != "" { // kept on the run's row for a resume, from anywhere
@@ -266,6 +224,63 @@ func (m runCommand) run(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "recorded the model's replies to %s (play them with --model scripted:%s)\n", f.record, f.record)
 	}
 	return code
+}
+
+// flags are run's flags, parsed into f.
+func (m runCommand) flags(f *runFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = m.runUsage(fs)
+	modelFlag(fs, &f.model, "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
+	m.providerLimitFlag(fs, &f.providerLimits)
+	f.addOutput(fs)
+	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
+	fs.StringVar(&f.record, "record", "", "write the model's replies to this file as a scripted turns file, so the run can be played offline (--model scripted:FILE)")
+	fs.Func("label", "tag the run (repeatable), for 'ratchet ls --label'", func(s string) error {
+		f.labels = append(f.labels, s)
+		return nil
+	})
+	fs.BoolVar(&f.unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
+	fs.IntVar(&f.steps, "steps", 0, "limit on model turns")
+	fs.IntVar(&f.modelCalls, "model-calls", 0, "limit on model calls")
+	fs.IntVar(&f.toolCalls, "tool-calls", 0, "limit on tool calls")
+	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
+	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars, e.g. 0.25")
+	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
+	fs.StringVar(&f.cache, "cache", "", cacheHelp)
+	fs.StringVar(&f.temporal, "temporal", "", "run on Temporal workers (ratchet worker) at this server, HOST:PORT, instead of in this process; see docs/temporal.md")
+	fs.StringVar(&f.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
+	fs.StringVar(&f.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
+	return fs
+}
+
+// wellUsed says whether run's flags and arguments go together, and how
+// not on stderr.
+func (m runCommand) wellUsed(fs *flag.FlagSet, f runFlags, pos []string) bool {
+	if errs := checkBudgetFlags(fs, f); len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		}
+		return false
+	}
+	if (f.temporal == "") != (f.taskQueue == "") {
+		fmt.Fprintln(m.Stderr, "ratchet run: --temporal and --task-queue go together")
+		return false
+	}
+	if f.temporal != "" && f.record != "" {
+		fmt.Fprintln(m.Stderr, "ratchet run: --record records a run in this process; it does not go with --temporal")
+		return false
+	}
+	if f.temporal != "" && f.cache != "" {
+		fmt.Fprintln(m.Stderr, "ratchet run: --cache answers the calls made in this process; it does not go with --temporal")
+		return false
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(m.Stderr, "ratchet run: want exactly one task file")
+		fs.Usage()
+		return false
+	}
+	return true
 }
 
 // tick calls p.Tick twice a second until the returned function is called;
@@ -385,6 +400,12 @@ func (m driver) carryOn(name string, task runner.Task, cfg runner.Config, f runF
 	res, runErr := start(cfg)
 	stopTicking()
 	logErr := closeLog()
+	return m.ended(name, cfg.RunID, f, res, runErr, logErr)
+}
+
+// ended reports how a run ended (or that it waits) and returns the exit
+// code that says so; logErr is --log's, whose record is then incomplete.
+func (m driver) ended(name, runID string, f runFlags, res loop.Result, runErr, logErr error) int {
 	var awaiting *runner.AwaitingError
 	if errors.As(runErr, &awaiting) {
 		code := m.waiting(name, awaiting.Run, awaiting.Question, f)
@@ -400,7 +421,7 @@ func (m driver) carryOn(name string, task runner.Task, cfg runner.Config, f runF
 	}
 	switch {
 	case f.json:
-		if err := m.printResult(cfg.RunID, f.db, res); err != nil {
+		if err := m.printResult(runID, f.db, res); err != nil {
 			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}
@@ -414,9 +435,9 @@ func (m driver) carryOn(name string, task runner.Task, cfg runner.Config, f runF
 		return exitInfra
 	}
 	// Even --quiet names the run: without its ID nothing else can find it.
-	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
+	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", runID, runID)
 	if res.Patch != nil && !f.quiet {
-		fmt.Fprintf(m.Stderr, "patch: %s\n", oneLine(patchLine(cfg.RunID, res.Patch), 400))
+		fmt.Fprintf(m.Stderr, "patch: %s\n", oneLine(patchLine(runID, res.Patch), 400))
 	}
 	switch {
 	case runErr != nil:
