@@ -382,30 +382,41 @@ func (m lsCommand) run(ctx context.Context, args []string) int {
 		runs = runs[:limit]
 	}
 	if asJSON {
-		type row struct {
-			ID string `json:"id"`
-			// Parent is the run a sub-agent's run belongs to.
-			Parent     string    `json:"parent,omitempty"`
-			Status     string    `json:"status"`
-			Goal       string    `json:"goal"`
-			Labels     []string  `json:"labels,omitempty"`
-			Steps      int64     `json:"steps"`
-			CostMicros int64     `json:"cost_micros"`
-			Question   string    `json:"question,omitempty"`
-			Created    time.Time `json:"created"`
-			Updated    time.Time `json:"updated"`
-			// Interrupted: running, but the process carrying it out is gone.
-			Interrupted bool `json:"interrupted,omitempty"`
-			// ForkOf and ForkSeq: the run and entry this one was forked from.
-			ForkOf  string `json:"fork_of,omitempty"`
-			ForkSeq int64  `json:"fork_seq,omitempty"`
-		}
-		out := make([]row, len(runs))
-		for i, r := range runs {
-			out[i] = row{r.ID, r.Parent, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now()), r.ForkOf, r.ForkSeq}
-		}
-		return m.printJSON("ratchet ls", out)
+		return m.printRunsJSON(runs)
 	}
+	return m.printTable(runs, more, limit)
+}
+
+// printRunsJSON prints runs as a JSON array.
+func (m lsCommand) printRunsJSON(runs []store.Run) int {
+	type row struct {
+		ID string `json:"id"`
+		// Parent is the run a sub-agent's run belongs to.
+		Parent     string    `json:"parent,omitempty"`
+		Status     string    `json:"status"`
+		Goal       string    `json:"goal"`
+		Labels     []string  `json:"labels,omitempty"`
+		Steps      int64     `json:"steps"`
+		CostMicros int64     `json:"cost_micros"`
+		Question   string    `json:"question,omitempty"`
+		Created    time.Time `json:"created"`
+		Updated    time.Time `json:"updated"`
+		// Interrupted: running, but the process carrying it out is gone.
+		Interrupted bool `json:"interrupted,omitempty"`
+		// ForkOf and ForkSeq: the run and entry this one was forked from.
+		ForkOf  string `json:"fork_of,omitempty"`
+		ForkSeq int64  `json:"fork_seq,omitempty"`
+	}
+	out := make([]row, len(runs))
+	for i, r := range runs {
+		out[i] = row{r.ID, r.Parent, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now()), r.ForkOf, r.ForkSeq}
+	}
+	return m.Main.printJSON("ratchet ls", out)
+}
+
+// printTable prints runs as a table, and on stderr what it left out: more
+// says that runs beyond limit match.
+func (m lsCommand) printTable(runs []store.Run, more bool, limit int) int {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tSTATUS\tSTEPS\tCOST\tAGE\tGOAL")
 	now := time.Now()
@@ -516,38 +527,10 @@ func (m showCommand) run(ctx context.Context, args []string) int {
 		return m.printPatch(row)
 	}
 	if transcript {
-		recs, err := runner.LoadLog(ctx, s, row.ID)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
-			return exitInfra
-		}
-		var limits budget.Limits
-		if len(recs) > 0 && recs[0].Spec != nil {
-			limits = recs[0].Spec.Budget
-		}
-		// The text is a model's and its tools': shown escaped (observe.Escape).
-		p := observe.NewPrinter(escaper{m.Stdout}, observe.PrinterConfig{Limits: limits})
-		for _, r := range recs {
-			e, err := r.Entry()
-			if err != nil {
-				fmt.Fprintf(m.Stderr, "ratchet show: run %s: %v\n", row.ID, err)
-				return exitInfra
-			}
-			p.Observe(e)
-		}
-		return exitDone
+		return m.printTranscript(ctx, s, row)
 	}
 	if events {
-		entries, err := s.Entries(ctx, row.ID, 0)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
-			return exitInfra
-		}
-		for _, e := range entries {
-			m.Stdout.Write(e.Data)
-			io.WriteString(m.Stdout, "\n")
-		}
-		return exitDone
+		return m.printEvents(ctx, s, row)
 	}
 	var res *loop.Result
 	if row.Result != nil {
@@ -571,6 +554,49 @@ func (m showCommand) run(ctx context.Context, args []string) int {
 			Result   *loop.Result `json:"result,omitempty"`
 		}{row.ID, row.Status, row.Goal, m.secrets.String(runModel(row.Task)), row.Labels, row.Question, row.Created, row.ForkOf, row.ForkSeq, res})
 	}
+	return m.printRun(row, res)
+}
+
+// printTranscript prints the run step by step, as ratchet run showed it.
+func (m showCommand) printTranscript(ctx context.Context, s store.Store, row store.Run) int {
+	recs, err := runner.LoadLog(ctx, s, row.ID)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
+		return exitInfra
+	}
+	var limits budget.Limits
+	if len(recs) > 0 && recs[0].Spec != nil {
+		limits = recs[0].Spec.Budget
+	}
+	// The text is a model's and its tools': shown escaped (observe.Escape).
+	p := observe.NewPrinter(escaper{m.Stdout}, observe.PrinterConfig{Limits: limits})
+	for _, r := range recs {
+		e, err := r.Entry()
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet show: run %s: %v\n", row.ID, err)
+			return exitInfra
+		}
+		p.Observe(e)
+	}
+	return exitDone
+}
+
+// printEvents prints the run's event log, one JSON entry a line.
+func (m showCommand) printEvents(ctx context.Context, s store.Store, row store.Run) int {
+	entries, err := s.Entries(ctx, row.ID, 0)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
+		return exitInfra
+	}
+	for _, e := range entries {
+		m.Stdout.Write(e.Data)
+		io.WriteString(m.Stdout, "\n")
+	}
+	return exitDone
+}
+
+// printRun prints the run for a person: its row, and its Result if it has one.
+func (m showCommand) printRun(row store.Run, res *loop.Result) int {
 	// The text is a model's and its tools': shown escaped (observe.Escape).
 	w := escaper{m.Stdout}
 	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, shownStatus(row, time.Now()), oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))
