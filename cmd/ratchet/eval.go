@@ -17,6 +17,7 @@ import (
 	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/taskfile"
 )
 
@@ -635,19 +636,8 @@ Flags:
 	if done {
 		return code
 	}
-	if len(pos) > 0 || *from == "" || *suitePath == "" {
-		fmt.Fprintln(m.Stderr, "ratchet eval add: want --from-run LOG and --suite SUITE.yaml, no other arguments")
+	if !m.evalAddWellUsed(pos, *from, *suitePath, *category, *name) {
 		return exitUsage
-	}
-	if *category != "" && !slices.Contains(eval.Categories, *category) {
-		fmt.Fprintf(m.Stderr, "ratchet eval add: --category %q is not one of %s\n", *category, strings.Join(eval.Categories, ", "))
-		return exitUsage
-	}
-	if *name != "" {
-		if err := eval.CheckLabel(*name); err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet eval add: --name: %v\n", err)
-			return exitUsage
-		}
 	}
 	recs, err := replayCommand{m.Main}.records(ctx, *from, *db)
 	if err != nil {
@@ -666,21 +656,9 @@ Flags:
 		fmt.Fprintf(m.Stderr, "ratchet eval add: %s did not fail (%s); pass --category to add it anyway\n", *from, d.Evidence)
 		return exitUsage
 	}
-	logRef := *from
-	var info taskInfo
-	if _, err := os.Stat(*from); err == nil {
-		if abs, err := filepath.Abs(*from); err == nil {
-			logRef = abs
-		}
-	} else {
-		// A run by its ID, a prefix or "last": the suite keeps the ID.
-		if len(recs) > 0 && recs[0].Run != "" {
-			logRef = recs[0].Run
-		}
-		info = m.recordedTaskInfo(ctx, logRef, *db)
-		if *task == "" {
-			*task = info.TaskFile
-		}
+	logRef, info := m.runRef(ctx, *from, *db, recs)
+	if *task == "" {
+		*task = info.TaskFile
 	}
 	c, err := eval.CaseFromRun(d, *suitePath, *task, *want, logRef)
 	if err != nil {
@@ -702,4 +680,42 @@ Flags:
 	}
 	fmt.Fprintf(m.Stdout, "added case %s to %s\n  status:   %s\n  category: %s (%s)\n", c.Name, *suitePath, d.Status, d.Category, d.Evidence)
 	return exitDone
+}
+
+// runRef is how a suite case names the run from (a log file or a run of
+// db, whose first records are recs): the log's absolute path, or the run's
+// ID; a run's info is what its row recorded (none for a log).
+func (m evalCommand) runRef(ctx context.Context, from, db string, recs []observe.Record) (ref string, info taskInfo) {
+	if _, err := os.Stat(from); err == nil {
+		if abs, err := filepath.Abs(from); err == nil {
+			return abs, info
+		}
+		return from, info
+	}
+	// A run by its ID, a prefix or "last": the suite keeps the ID.
+	ref = from
+	if len(recs) > 0 && recs[0].Run != "" {
+		ref = recs[0].Run
+	}
+	return ref, m.recordedTaskInfo(ctx, ref, db)
+}
+
+// evalAddWellUsed says whether eval add's flags and arguments go
+// together, and how not on stderr.
+func (m evalCommand) evalAddWellUsed(pos []string, from, suitePath, category, name string) bool {
+	if len(pos) > 0 || from == "" || suitePath == "" {
+		fmt.Fprintln(m.Stderr, "ratchet eval add: want --from-run LOG and --suite SUITE.yaml, no other arguments")
+		return false
+	}
+	if category != "" && !slices.Contains(eval.Categories, category) {
+		fmt.Fprintf(m.Stderr, "ratchet eval add: --category %q is not one of %s\n", category, strings.Join(eval.Categories, ", "))
+		return false
+	}
+	if name != "" {
+		if err := eval.CheckLabel(name); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval add: --name: %v\n", err)
+			return false
+		}
+	}
+	return true
 }

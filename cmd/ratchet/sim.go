@@ -84,7 +84,14 @@ Flags:
 		fmt.Fprintf(m.Stderr, "ratchet sim: %v\n", err)
 		return exitInfra
 	}
-	if *asJSON {
+	return m.printReport(rep, *asJSON)
+}
+
+// printReport prints the simulation's report: a table and its reading, or
+// both as JSON.
+func (m simCommand) printReport(rep sim.Report, asJSON bool) int {
+	var err error
+	if asJSON {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {
