@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/ui"
 )
 
@@ -66,50 +67,10 @@ func (m uiCommand) run(ctx context.Context, args []string) int {
 		}
 	}
 	if !readOnly {
-		cfg.Resume = func(ctx context.Context, id string, opts runner.ResumeOptions) error {
-			if row, err := s.Run(ctx, id); err != nil {
-				return err
-			} else if info, ok := temporalInfo(row); ok {
-				// Its workflow carries it on, as for ratchet answer.
-				c, err := dialTemporal(ctx, info.Temporal, info.Namespace, m.Stderr)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				return sendAnswer(ctx, c, id, opts)
-			}
-			sr, err := m.storedRun(ctx, s, id, runFlags{quiet: true})
-			if err != nil {
-				return err
-			}
-			defer sr.cleanup()
-			rc := sr.cfg
-			rc.Human = runner.Later // a new question waits again, for the page to show
-			_, err = runner.Resume(ctx, sr.task, rc, opts)
-			if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
-				return nil
-			}
-			return err
-		}
+		cfg.Resume = m.resume(s)
 	}
 	if cfg.Resume != nil { // not read-only: a step's "fork from here" forks the run
-		cfg.Fork = func(ctx context.Context, child string, opts runner.ForkOptions) error {
-			row, err := s.Run(ctx, opts.From)
-			if err != nil {
-				return err
-			}
-			built, rc, _, err := forkCommand{m.Main}.forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
-			if err != nil {
-				return err
-			}
-			defer built.Close()
-			rc.RunID, rc.Human = child, runner.Later
-			_, err = runner.Fork(ctx, built.Task, rc, opts)
-			if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
-				return nil
-			}
-			return err
-		}
+		cfg.Fork = m.fork(s)
 	}
 	handler, err := ui.New(cfg)
 	if err != nil {
@@ -143,4 +104,55 @@ func (m uiCommand) run(ctx context.Context, args []string) int {
 	defer cancel()
 	srv.Shutdown(shutdown)
 	return exitDone
+}
+
+// resume carries on a waiting run of s as ratchet answer, approve and
+// deny do: a Temporal run by its workflow's Update.
+func (m uiCommand) resume(s store.Store) func(context.Context, string, runner.ResumeOptions) error {
+	return func(ctx context.Context, id string, opts runner.ResumeOptions) error {
+		if row, err := s.Run(ctx, id); err != nil {
+			return err
+		} else if info, ok := temporalInfo(row); ok {
+			// Its workflow carries it on, as for ratchet answer.
+			c, err := dialTemporal(ctx, info.Temporal, info.Namespace, m.Stderr)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return sendAnswer(ctx, c, id, opts)
+		}
+		sr, err := m.storedRun(ctx, s, id, runFlags{quiet: true})
+		if err != nil {
+			return err
+		}
+		defer sr.cleanup()
+		rc := sr.cfg
+		rc.Human = runner.Later // a new question waits again, for the page to show
+		_, err = runner.Resume(ctx, sr.task, rc, opts)
+		if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
+			return nil
+		}
+		return err
+	}
+}
+
+// fork forks a run of s from a step, as ratchet fork does.
+func (m uiCommand) fork(s store.Store) func(context.Context, string, runner.ForkOptions) error {
+	return func(ctx context.Context, child string, opts runner.ForkOptions) error {
+		row, err := s.Run(ctx, opts.From)
+		if err != nil {
+			return err
+		}
+		built, rc, _, err := forkCommand{m.Main}.forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
+		if err != nil {
+			return err
+		}
+		defer built.Close()
+		rc.RunID, rc.Human = child, runner.Later
+		_, err = runner.Fork(ctx, built.Task, rc, opts)
+		if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
+			return nil
+		}
+		return err
+	}
 }
