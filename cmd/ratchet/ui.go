@@ -77,6 +77,12 @@ func (m uiCommand) run(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)
 		return exitUsage
 	}
+	return m.serve(ctx, handler, addr, token)
+}
+
+// serve serves handler at addr until ctx ends, then closes it and its
+// connections.
+func (m uiCommand) serve(ctx context.Context, handler *ui.Server, addr, token string) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)
