@@ -55,7 +55,7 @@ func (m evalCommand) run(ctx context.Context, args []string) int {
 	case "add":
 		return m.evalAdd(ctx, args[1:])
 	case "rescore":
-		return m.evalRescore(ctx, args[1:])
+		return rescoreCommand{m}.evalRescore(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, evalUsage)
 		return exitDone

@@ -65,7 +65,11 @@ func (n noCalls) Name() string {
 	return ""
 }
 
-func (m evalCommand) evalRescore(ctx context.Context, args []string) int {
+// rescoreCommand is 'ratchet eval rescore': it shares eval's result sets
+// and summary.
+type rescoreCommand struct{ evalCommand }
+
+func (m rescoreCommand) evalRescore(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet eval rescore", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	suitePath := fs.String("suite", "", "the suite whose (edited) checks judge the candidates, each case by name (default: each run's task file, from the run database)")
@@ -140,7 +144,7 @@ func (m evalCommand) evalRescore(ctx context.Context, args []string) int {
 // rescoreTarget resolves the result set arg names (src) and where its
 // rescored copy goes, filling in *label and *dir; cmpArg is what eval
 // compare is told to read it as. Not ok, it said why on stderr.
-func (m evalCommand) rescoreTarget(arg string, label, dir *string) (src, cmpArg string, ok bool) {
+func (m rescoreCommand) rescoreTarget(arg string, label, dir *string) (src, cmpArg string, ok bool) {
 	src, err := m.resultDir(arg)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)
@@ -166,7 +170,7 @@ func (m evalCommand) rescoreTarget(arg string, label, dir *string) (src, cmpArg 
 
 // printRescored prints the rescored set's summary, with the eval compare
 // command that compares it, and the runs that could not be judged.
-func (m evalCommand) printRescored(out eval.RescoreOutcome, label, dir, compare string, asJSON bool) int {
+func (m rescoreCommand) printRescored(out eval.RescoreOutcome, label, dir, compare string, asJSON bool) int {
 	sum := eval.Summarize(label, out.Records)
 	sum.Runs = eval.RunLinks(out.Records, dir)
 	err := m.printSummary(sum, asJSON, fmt.Sprintf("\nresults: %s (%d runs rescored, %d candidates judged, %d sim runs kept; no model calls)\ncompare: %s\n",
