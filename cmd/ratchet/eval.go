@@ -354,7 +354,7 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 // copy_workspace tasks, its own copy of the workspace, removed afterwards.
 func (m evalCommand) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, notices io.Writer) func(context.Context, eval.Case, int) (eval.Job, error) {
 	notice := &onceWriter{w: notices}
-	strengths := &strengthMemo{m: checkStrength{m.Main}, byCase: map[string]*strengthOnce{}}
+	strengths := &strengthMemo{m: checkStrength(m), byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
 			DefaultModel: m.Getenv("RATCHET_MODEL"),
@@ -639,7 +639,7 @@ Flags:
 	if !m.evalAddWellUsed(pos, *from, *suitePath, *category, *name) {
 		return exitUsage
 	}
-	recs, err := replayCommand{m.Main}.records(ctx, *from, *db)
+	recs, err := replayCommand(m).records(ctx, *from, *db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval add: %s: %v\n", *from, err)
 		return exitUsage

@@ -100,7 +100,7 @@ func (m forkCommand) fork(ctx context.Context, db store.Store, row store.Run, f 
 	}
 	defer built.Close()
 	cfg.RunID = "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	return driver{m.Main}.carryOn("ratchet fork", built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
+	return driver(m).carryOn("ratchet fork", built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Fork(ctx, built.Task, cfg, opts)
 	})
 }

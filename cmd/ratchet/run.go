@@ -204,7 +204,7 @@ func (m runCommand) run(ctx context.Context, args []string) int {
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
 	if f.temporal != "" {
 		built.Close() // the workers build the run themselves
-		return driver{m.Main}.runTemporal(ctx, built.Task, db, runID, info, f)
+		return driver(m).runTemporal(ctx, built.Task, db, runID, info, f)
 	}
 	cfg := built.Runner()
 	cfg.RunID, cfg.Store, cfg.Labels, cfg.TaskInfo = runID, db, f.labels, info
@@ -213,7 +213,7 @@ func (m runCommand) run(ctx context.Context, args []string) int {
 		rec = scripted.Record(cfg.Model)
 		cfg.Model = rec
 	}
-	code = driver{m.Main}.carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
+	code = driver(m).carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Run(ctx, built.Task, cfg)
 	})
 	if rec != nil {

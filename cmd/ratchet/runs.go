@@ -250,7 +250,7 @@ func (m resumeCommand) run(ctx context.Context, name string, args []string) int 
 		// Its workflow carries it on: the answer goes there.
 		rf := info.flags()
 		rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
-		return driver{m.Main}.answerTemporal(ctx, name, db, row, info, opts, rf)
+		return driver(m).answerTemporal(ctx, name, db, row, info, opts, rf)
 	}
 	// The response cache the run was started with answers its calls again
 	// (here, not in storedRun: ratchet ui's resumes share one process).
@@ -266,7 +266,7 @@ func (m resumeCommand) run(ctx context.Context, name string, args []string) int 
 		return exitUsage
 	}
 	defer sr.cleanup()
-	return driver{m.Main}.carryOn("ratchet "+name, sr.task, sr.cfg, sr.flags, func(cfg runner.Config) (loop.Result, error) {
+	return driver(m).carryOn("ratchet "+name, sr.task, sr.cfg, sr.flags, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Resume(ctx, sr.task, cfg, opts)
 	})
 }

@@ -149,7 +149,7 @@ func (m uiCommand) fork(s store.Store) func(context.Context, string, runner.Fork
 		if err != nil {
 			return err
 		}
-		built, rc, _, err := forkCommand{m.Main}.forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
+		built, rc, _, err := forkCommand(m).forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
 		if err != nil {
 			return err
 		}

@@ -225,7 +225,7 @@ func (m verifyCommand) strengthCmd(ctx context.Context, tf *taskfile.File, tiers
 		fmt.Fprintf(m.Stderr, "ratchet verify --strength: %s has no gate checks to measure (holdout checks never gate)\n", tf.Path)
 		return exitUsage
 	}
-	rep, _, err := checkStrength{m.Main}.measureStrength(ctx, tf, tiers, refPath, parallel, false)
+	rep, _, err := checkStrength(m).measureStrength(ctx, tf, tiers, refPath, parallel, false)
 	switch {
 	case errors.Is(err, strength.ErrReferenceFails):
 		fmt.Fprintf(m.Stderr, "ratchet verify --strength: %s: %v\n", refPath, err)
@@ -242,7 +242,7 @@ func (m verifyCommand) strengthCmd(ctx context.Context, tf *taskfile.File, tiers
 			return exitInfra
 		}
 	} else {
-		checkStrength{m.Main}.printStrength(tf, refPath, rep)
+		checkStrength(m).printStrength(tf, refPath, rep)
 	}
 	switch {
 	case rep.Errors > 0:
