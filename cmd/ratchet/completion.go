@@ -18,10 +18,13 @@ var evalCommands = []string{"run", "report", "compare", "add", "rescore"}
 // runArgCommands take a run as their first argument.
 var runArgCommands = []string{"show", "apply", "rm", "resume", "answer", "approve", "deny", "say", "fork", "replay"}
 
-// completionCmd prints a completion script for a shell. The scripts
+// completionCommand is 'ratchet completion' and the run IDs its scripts complete.
+type completionCommand struct{ *Main }
+
+// run prints a completion script for a shell. The scripts
 // complete subcommands, task files for run and verify, and run IDs (asked
 // of 'ratchet __runs', which prints the newest IDs) where a run is wanted.
-func (m *Main) completionCmd(args []string) int {
+func (m completionCommand) run(args []string) int {
 	if len(args) != 1 {
 		fmt.Fprintln(m.Stderr, "Usage: ratchet completion bash|zsh|fish\n\n  bash: source <(ratchet completion bash)\n  zsh:  source <(ratchet completion zsh)\n  fish: ratchet completion fish | source")
 		return exitUsage
@@ -76,7 +79,7 @@ complete -c ratchet -F -n '__fish_seen_subcommand_from run verify eval'
 
 // runsForCompletion prints the IDs of the newest runs, one a line, for
 // the completion scripts; it prints nothing when the database is missing.
-func (m *Main) runsForCompletion(ctx context.Context) int {
+func (m completionCommand) runsForCompletion(ctx context.Context) int {
 	s, err := m.openStore(ctx, "")
 	if err != nil {
 		return exitInfra

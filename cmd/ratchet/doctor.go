@@ -28,9 +28,12 @@ const (
 	markNote = "--"   // not set up, and not needed unless you want it
 )
 
-// doctorCmd checks what runs on this machine need and says how to fix
+// doctorCommand is 'ratchet doctor'.
+type doctorCommand struct{ *Main }
+
+// run checks what runs on this machine need and says how to fix
 // what is missing. Provider keys are reported as set or not, never shown.
-func (m *Main) doctorCmd(ctx context.Context, args []string) int {
+func (m doctorCommand) run(ctx context.Context, args []string) int {
 	var db, modelSpec string
 	fs := flag.NewFlagSet("ratchet doctor", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -91,7 +94,7 @@ func (m *Main) doctorCmd(ctx context.Context, args []string) int {
 
 // checkPrices loads the price table with the override file, if any (Run
 // leaves doctor to, so that a broken file is a finding, not the end).
-func (m *Main) checkPrices() finding {
+func (m doctorCommand) checkPrices() finding {
 	t, err := price.LoadOverride(m.Getenv)
 	if err != nil {
 		return finding{markFail, "prices", err.Error(), "fix the file (docs/prices.md), or move it away"}
@@ -143,7 +146,7 @@ func lastLine(s string) string {
 }
 
 // checkDB opens the run database and counts its runs.
-func (m *Main) checkDB(ctx context.Context, db string) finding {
+func (m doctorCommand) checkDB(ctx context.Context, db string) finding {
 	where := m.shownDB(db)
 	s, err := m.openStore(ctx, db)
 	if err != nil {
@@ -158,7 +161,7 @@ func (m *Main) checkDB(ctx context.Context, db string) finding {
 }
 
 // checkModel sends one tiny request.
-func (m *Main) checkModel(ctx context.Context, spec string) finding {
+func (m doctorCommand) checkModel(ctx context.Context, spec string) finding {
 	what := "model " + spec
 	mdl, err := m.openModel(spec, "")
 	if err != nil {

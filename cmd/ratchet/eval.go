@@ -17,6 +17,7 @@ import (
 	"github.com/ratchetloop/ratchet/internal/words"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/taskfile"
 )
 
@@ -35,8 +36,11 @@ or $RATCHET_EVAL_DIR/LABEL). Suite files, metrics and the tests are described
 in docs/eval.md.
 `
 
-// evalCmd dispatches the eval subcommands.
-func (m *Main) evalCmd(ctx context.Context, args []string) int {
+// evalCommand is 'ratchet eval' and its subcommands.
+type evalCommand struct{ *Main }
+
+// run dispatches the eval subcommands.
+func (m evalCommand) run(ctx context.Context, args []string) int {
 	if len(args) == 0 {
 		fmt.Fprint(m.Stderr, evalUsage)
 		return exitUsage
@@ -51,7 +55,7 @@ func (m *Main) evalCmd(ctx context.Context, args []string) int {
 	case "add":
 		return m.evalAdd(ctx, args[1:])
 	case "rescore":
-		return m.evalRescore(ctx, args[1:])
+		return rescoreCommand{m}.evalRescore(ctx, args[1:])
 	case "help", "-h", "--help":
 		fmt.Fprint(m.Stdout, evalUsage)
 		return exitDone
@@ -61,20 +65,20 @@ func (m *Main) evalCmd(ctx context.Context, args []string) int {
 }
 
 // evalRoot is where labels live.
-func (m *Main) evalRoot() string {
-	if d := m.Getenv("RATCHET_EVAL_DIR"); d != "" {
+func evalRoot(getenv func(string) string) string {
+	if d := getenv("RATCHET_EVAL_DIR"); d != "" {
 		return d
 	}
 	return filepath.Join(".ratchet", "eval")
 }
 
 // resultDir resolves a result directory or a label.
-func (m *Main) resultDir(arg string) (string, error) {
+func (m evalCommand) resultDir(arg string) (string, error) {
 	if st, err := os.Stat(filepath.Join(arg, eval.ResultsFile)); err == nil && !st.IsDir() {
 		return arg, nil
 	}
 	if eval.CheckLabel(arg) == nil {
-		dir := filepath.Join(m.evalRoot(), arg)
+		dir := filepath.Join(evalRoot(m.Getenv), arg)
 		if _, err := os.Stat(filepath.Join(dir, eval.ResultsFile)); err == nil {
 			return dir, nil
 		}
@@ -83,99 +87,68 @@ func (m *Main) resultDir(arg string) (string, error) {
 	return "", fmt.Errorf("%q is not a result directory (no %s in it)", arg, eval.ResultsFile)
 }
 
-func (m *Main) evalRun(ctx context.Context, args []string) int {
+// evalRunFlags are the flags of 'ratchet eval run'.
+type evalRunFlags struct {
+	label, dir, model, html, cache string
+	concurrency, limit, repeats    int
+	asJSON, noLogs, quiet          bool
+	unsafeSandbox, impossible      bool
+	cost                           float64
+	temporal                       runFlags // --temporal: where the runs go (temporal.go)
+}
+
+// evalRunFlags declares them on a flag set, parsed into f.
+func (m evalCommand) evalRunFlags(f *evalRunFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("ratchet eval run", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
-	label := fs.String("label", "", "name of this result set (default the suite's label:); a second run with the same label resumes")
-	dir := fs.String("dir", "", "result directory (default .ratchet/eval/LABEL, or $RATCHET_EVAL_DIR/LABEL)")
-	conc := fs.Int("concurrency", 0, "runs at once (default the suite's concurrency:)")
-	mdl := new(string)
-	modelFlag(fs, mdl, "model for every task case, e.g. scripted:turns.yaml (sim cases keep theirs)")
+	fs.StringVar(&f.label, "label", "", "name of this result set (default the suite's label:); a second run with the same label resumes")
+	fs.StringVar(&f.dir, "dir", "", "result directory (default .ratchet/eval/LABEL, or $RATCHET_EVAL_DIR/LABEL)")
+	fs.IntVar(&f.concurrency, "concurrency", 0, "runs at once (default the suite's concurrency:)")
+	modelFlag(fs, &f.model, "model for every task case, e.g. scripted:turns.yaml (sim cases keep theirs)")
 	m.providerLimitFlag(fs, nil)
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	htmlOut := fs.String("html", "", "also write a self-contained HTML report to this file")
-	noLogs := fs.Bool("no-logs", false, "do not keep each run's event log")
-	quiet := fs.Bool("quiet", false, "no progress display")
-	limit := fs.Int("limit", 0, "run only the suite's first N cases (0: all)")
-	repeats := fs.Int("repeats", 0, "run every case this many times, whatever the suite says (0: the suite's)")
-	unsafeSandbox := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
-	costCap := fs.Float64("cost", 0, "cap the suite's spend at this many US dollars, shared by its runs (replaces the suite's budget: cost); a run the cap leaves nothing for does not start")
-	impossible := fs.Bool("impossible", false, "also run each task case's impossible twin (its checks contradict the goal) and report the cheat rate: twins ended done / twins run")
-	cacheDir := fs.String("cache", "", cacheHelp+";\neach case's repeat N gets the replies its own repeat N got, so repeats stay independent")
-	var tf runFlags // --temporal: where the runs go (temporal.go)
+	fs.BoolVar(&f.asJSON, "json", false, "print the summary as JSON")
+	fs.StringVar(&f.html, "html", "", "also write a self-contained HTML report to this file")
+	fs.BoolVar(&f.noLogs, "no-logs", false, "do not keep each run's event log")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress display")
+	fs.IntVar(&f.limit, "limit", 0, "run only the suite's first N cases (0: all)")
+	fs.IntVar(&f.repeats, "repeats", 0, "run every case this many times, whatever the suite says (0: the suite's)")
+	fs.BoolVar(&f.unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
+	fs.Float64Var(&f.cost, "cost", 0, "cap the suite's spend at this many US dollars, shared by its runs (replaces the suite's budget: cost); a run the cap leaves nothing for does not start")
+	fs.BoolVar(&f.impossible, "impossible", false, "also run each task case's impossible twin (its checks contradict the goal) and report the cheat rate: twins ended done / twins run")
+	fs.StringVar(&f.cache, "cache", "", cacheHelp+";\neach case's repeat N gets the replies its own repeat N got, so repeats stay independent")
+	tf := &f.temporal
 	fs.StringVar(&tf.temporal, "temporal", "", "run the cases on Temporal workers (ratchet worker) at this server, HOST:PORT; see docs/temporal.md")
 	fs.StringVar(&tf.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
 	fs.StringVar(&tf.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
 	fs.StringVar(&tf.db, "db", "", "the run database each run is recorded in, labelled eval:LABEL and case:NAME (default $RATCHET_DB, else "+defaultDBHint+");\nwith --temporal, the one the workers share")
 	setUsage(fs, "Usage: ratchet eval run SUITE.yaml [flags]\n\nRuns every case of the suite its number of repeats, stores each run in the\nresult directory as it finishes, and prints the metrics. Interrupted, it keeps\nwhat finished; run it again with the same label to do only the rest.\n\nFlags:\n")
-	pos, code, done := parseCommand(fs, args)
+	return fs
+}
+
+func (m evalCommand) evalRun(ctx context.Context, args []string) int {
+	var f evalRunFlags
+	pos, code, done := parseCommand(m.evalRunFlags(&f), args)
 	if done {
 		return code
 	}
-	if len(pos) != 1 {
-		fmt.Fprintln(m.Stderr, "ratchet eval run: want exactly one suite file")
+	if !m.evalRunWellUsed(pos, f) {
 		return exitUsage
 	}
-	if (tf.temporal == "") != (tf.taskQueue == "") {
-		fmt.Fprintln(m.Stderr, "ratchet eval run: --temporal and --task-queue go together")
-		return exitUsage
+	suite, removeTwins, code := m.loadSuite(ctx, pos[0], f)
+	if suite == nil {
+		return code
 	}
-	if tf.temporal != "" && *cacheDir != "" {
-		fmt.Fprintln(m.Stderr, "ratchet eval run: --cache answers the calls made in this process; it does not go with --temporal")
-		return exitUsage
+	defer removeTwins()
+	if f.dir == "" {
+		f.dir = filepath.Join(evalRoot(m.Getenv), suite.Label)
 	}
-	if *conc < 0 || *limit < 0 || *repeats < 0 || !(*costCap >= 0) {
-		fmt.Fprintln(m.Stderr, "ratchet eval run: --concurrency, --limit, --repeats and --cost must not be negative")
-		return exitUsage
-	}
-	suite, err := eval.LoadSuite(pos[0])
-	if err != nil {
-		printProblems(m.Stderr, "ratchet eval run", err)
-		return exitUsage
-	}
-	taskfile.SetLimits(m.limits, suite.Limits)
-	if *limit > 0 && *limit < len(suite.Cases) {
-		suite.Cases = suite.Cases[:*limit]
-	}
-	if *repeats > 0 {
-		suite.Repeats = *repeats
-		for i := range suite.Cases {
-			suite.Cases[i].Repeats = *repeats
-		}
-	}
-	if *impossible || suite.Impossible {
-		twinDir, err := os.MkdirTemp("", "ratchet-twins-")
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
-			return exitInfra
-		}
-		defer os.RemoveAll(twinDir)
-		none, err := suite.AddTwins(ctx, twinDir)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
-			return exitInfra
-		}
-		for _, why := range none {
-			fmt.Fprintf(m.Stderr, "ratchet eval run: no impossible twin for %s\n", why)
-		}
-	}
-	if *label != "" {
-		if err := eval.CheckLabel(*label); err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet eval run: --label: %v\n", err)
-			return exitUsage
-		}
-		suite.Label = *label
-	}
-	if *dir == "" {
-		*dir = filepath.Join(m.evalRoot(), suite.Label)
-	}
-	store, err := eval.OpenDir(*dir)
+	store, err := eval.OpenDir(f.dir)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
 		return exitInfra
 	}
 	defer store.Close()
-	closeCache, err := m.openCache("ratchet eval run", *cacheDir, false)
+	closeCache, err := m.openCache("ratchet eval run", f.cache, false)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
 		return exitInfra
@@ -187,57 +160,151 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	errOut := &lockedWriter{w: m.Stderr}
 	cfg := eval.Config{
 		Store:       store,
-		Concurrency: *conc,
-		NoLogs:      *noLogs,
-		Load:        m.evalLoader(suite, *mdl, *unsafeSandbox, errOut),
+		Concurrency: f.concurrency,
+		NoLogs:      f.noLogs,
+		Load:        m.evalLoader(suite, f.model, f.unsafeSandbox, errOut),
 		Redactor:    m.secrets,
-		Cost:        budget.USD(*costCap),
+		Cost:        budget.USD(f.cost),
 	}
-	if tf.temporal == "" { // on Temporal, the workflows record the runs
-		runs, err := m.openStore(ctx, tf.db)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
-			return exitInfra
-		}
-		defer runs.Close()
-		cfg.Runs = runs
-	}
-	if !*quiet {
+	if !f.quiet {
 		cfg.Progress, cfg.Live = errOut, isTerminal(m.Stderr)
 	}
-	// Each task case's run is traced as ratchet run traces one, when the
-	// OTEL_* variables ask for it; flushed as the command returns.
-	tel, err := m.startTelemetry(context.Background())
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet eval run: telemetry: %v\n", err)
-		return exitUsage
+	closeRuns, code := m.placeRuns(ctx, &cfg, suite, f)
+	if closeRuns == nil {
+		return code
 	}
-	defer tel.shutdown()
-	cfg.TracerProvider, cfg.MeterProvider = tel.providers()
-	if tel != nil {
-		m.secrets.Add(tel.Secrets...) // the OTLP headers' values (API keys)
-	}
-	if tf.temporal != "" {
-		tf.unsafeSandbox = *unsafeSandbox
-		done, code := m.evalOnTemporal(ctx, &cfg, suite, *mdl, tf)
-		if code != exitDone {
-			return code
-		}
-		defer done()
-	}
+	defer closeRuns()
 	out, runErr := eval.Run(ctx, suite, cfg)
 	for _, err := range append(out.LoadErrors, out.NotStarted...) {
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
 	}
 	sum := eval.Summarize(suite.Label, out.Records)
-	sum.Runs = eval.RunLinks(out.Records, *dir)
-	err = m.printSummary(sum, *asJSON, fmt.Sprintf("\nresults: %s (%s now, %d resumed)\n", *dir, words.Count(out.Ran, "run"), out.Resumed))
-	if err == nil && *htmlOut != "" {
-		err = writeFileWith(*htmlOut, func(w io.Writer) error { return eval.HTMLSummary(w, sum) })
+	sum.Runs = eval.RunLinks(out.Records, f.dir)
+	err = m.printSummary(sum, f.asJSON, fmt.Sprintf("\nresults: %s (%s now, %d resumed)\n", f.dir, words.Count(out.Ran, "run"), out.Resumed))
+	if err == nil && f.html != "" {
+		err = writeFileWith(f.html, func(w io.Writer) error { return eval.HTMLSummary(w, sum) })
 	}
+	return m.evalRunEnded(ctx, suite.Label, out, runErr, err)
+}
+
+// evalRunWellUsed says whether eval run's flags and arguments go together,
+// and how not on stderr.
+func (m evalCommand) evalRunWellUsed(pos []string, f evalRunFlags) bool {
+	tf := f.temporal
+	switch {
+	case len(pos) != 1:
+		fmt.Fprintln(m.Stderr, "ratchet eval run: want exactly one suite file")
+	case (tf.temporal == "") != (tf.taskQueue == ""):
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --temporal and --task-queue go together")
+	case tf.temporal != "" && f.cache != "":
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --cache answers the calls made in this process; it does not go with --temporal")
+	case f.concurrency < 0 || f.limit < 0 || f.repeats < 0 || !(f.cost >= 0):
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --concurrency, --limit, --repeats and --cost must not be negative")
+	default:
+		return true
+	}
+	return false
+}
+
+// loadSuite loads the suite at path as the flags shape it: its first
+// --limit cases, --repeats times, with their impossible twins (whose
+// files removeTwins removes) and --label. A nil suite failed with code.
+func (m evalCommand) loadSuite(ctx context.Context, path string, f evalRunFlags) (suite *eval.Suite, removeTwins func(), code int) {
+	suite, err := eval.LoadSuite(path)
+	if err != nil {
+		printProblems(m.Stderr, "ratchet eval run", err)
+		return nil, nil, exitUsage
+	}
+	taskfile.SetLimits(m.limits, suite.Limits)
+	if f.limit > 0 && f.limit < len(suite.Cases) {
+		suite.Cases = suite.Cases[:f.limit]
+	}
+	if f.repeats > 0 {
+		suite.Repeats = f.repeats
+		for i := range suite.Cases {
+			suite.Cases[i].Repeats = f.repeats
+		}
+	}
+	removeTwins = func() {}
+	if f.impossible || suite.Impossible {
+		twinDir, err := os.MkdirTemp("", "ratchet-twins-")
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+			return nil, nil, exitInfra
+		}
+		removeTwins = func() { os.RemoveAll(twinDir) }
+		none, err := suite.AddTwins(ctx, twinDir)
+		if err != nil {
+			removeTwins()
+			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+			return nil, nil, exitInfra
+		}
+		for _, why := range none {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: no impossible twin for %s\n", why)
+		}
+	}
+	if f.label != "" {
+		if err := eval.CheckLabel(f.label); err != nil {
+			removeTwins()
+			fmt.Fprintf(m.Stderr, "ratchet eval run: --label: %v\n", err)
+			return nil, nil, exitUsage
+		}
+		suite.Label = f.label
+	}
+	return suite, removeTwins, exitDone
+}
+
+// placeRuns sets where cfg's runs are recorded and traced: the run
+// database (or, with --temporal, the workers that record them) and the
+// OTEL_* variables' exporters, as ratchet run traces a run. A nil
+// closeRuns failed with code.
+func (m evalCommand) placeRuns(ctx context.Context, cfg *eval.Config, suite *eval.Suite, f evalRunFlags) (closeRuns func(), code int) {
+	var closers []func()
+	closeAll := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	tf := f.temporal
+	if tf.temporal == "" { // on Temporal, the workflows record the runs
+		runs, err := m.openStore(ctx, tf.db)
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
+			return nil, exitInfra
+		}
+		closers = append(closers, func() { runs.Close() })
+		cfg.Runs = runs
+	}
+	// Flushed as the command returns.
+	tel, err := m.startTelemetry(context.Background())
+	if err != nil {
+		closeAll()
+		fmt.Fprintf(m.Stderr, "ratchet eval run: telemetry: %v\n", err)
+		return nil, exitUsage
+	}
+	closers = append(closers, tel.shutdown)
+	cfg.TracerProvider, cfg.MeterProvider = tel.providers()
+	if tel != nil {
+		m.secrets.Add(tel.Secrets...) // the OTLP headers' values (API keys)
+	}
+	if tf.temporal != "" {
+		tf.unsafeSandbox = f.unsafeSandbox
+		done, code := m.evalOnTemporal(ctx, cfg, suite, f.model, tf)
+		if code != exitDone {
+			closeAll()
+			return nil, code
+		}
+		closers = append(closers, done)
+	}
+	return closeAll, exitDone
+}
+
+// evalRunEnded says how a suite's run ended and returns its exit code;
+// err is the summary's printing's.
+func (m evalCommand) evalRunEnded(ctx context.Context, label string, out eval.Outcome, runErr, err error) int {
 	switch {
 	case runErr != nil && ctx.Err() != nil:
-		fmt.Fprintf(m.Stderr, "ratchet eval run: interrupted; run again with --label %s to finish\n", suite.Label)
+		fmt.Fprintf(m.Stderr, "ratchet eval run: interrupted; run again with --label %s to finish\n", label)
 		return exitNotDone
 	case runErr != nil:
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", runErr)
@@ -248,7 +315,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 	case len(out.LoadErrors) > 0:
 		return exitUsage
 	case len(out.NotStarted) > 0:
-		fmt.Fprintf(m.Stderr, "ratchet eval run: %s not started: the cost cap is spent; raise it (--cost) and run again with --label %s to finish\n", words.Count(len(out.NotStarted), "run"), suite.Label)
+		fmt.Fprintf(m.Stderr, "ratchet eval run: %s not started: the cost cap is spent; raise it (--cost) and run again with --label %s to finish\n", words.Count(len(out.NotStarted), "run"), label)
 		return exitNotDone
 	}
 	return exitDone
@@ -256,7 +323,7 @@ func (m *Main) evalRun(ctx context.Context, args []string) int {
 
 // printSummary prints an eval's summary: as JSON, or as Markdown followed
 // by tail (where the results went, what to run next).
-func (m *Main) printSummary(sum eval.Summary, asJSON bool, tail string) error {
+func (m evalCommand) printSummary(sum eval.Summary, asJSON bool, tail string) error {
 	if asJSON {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
@@ -285,9 +352,9 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 // builder that ratchet run uses: its own model (a scripted model plays its
 // turns from the start), its own tools and MCP servers and, for
 // copy_workspace tasks, its own copy of the workspace, removed afterwards.
-func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, notices io.Writer) func(context.Context, eval.Case, int) (eval.Job, error) {
+func (m evalCommand) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, notices io.Writer) func(context.Context, eval.Case, int) (eval.Job, error) {
 	notice := &onceWriter{w: notices}
-	strengths := &strengthMemo{m: m, byCase: map[string]*strengthOnce{}}
+	strengths := &strengthMemo{m: checkStrength(m), byCase: map[string]*strengthOnce{}}
 	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		cfg := taskfile.Config{
 			DefaultModel: m.Getenv("RATCHET_MODEL"),
@@ -350,7 +417,7 @@ func (m *Main) evalLoader(s *eval.Suite, modelFlag string, unsafeSandbox bool, n
 // openEvalModel is openModel with the scripted model's notice printed once
 // per suite rather than once per run, and the response cache's scope
 // that of the run.
-func (m *Main) openEvalModel(spec, base string, notice io.Writer, scope string) (model.Model, error) {
+func (m evalCommand) openEvalModel(spec, base string, notice io.Writer, scope string) (model.Model, error) {
 	if kind, arg, _ := strings.Cut(spec, ":"); kind == "scripted" && arg != "" && !strings.Contains(spec, ",") {
 		if base != "" && !filepath.IsAbs(arg) {
 			arg = filepath.Join(base, arg)
@@ -373,7 +440,7 @@ func cacheScope(caseName string, repeat int) string {
 
 // recordedTaskInfo is what a stored run's row keeps of how it was
 // started, empty if it kept nothing.
-func (m *Main) recordedTaskInfo(ctx context.Context, id, db string) taskInfo {
+func (m evalCommand) recordedTaskInfo(ctx context.Context, id, db string) taskInfo {
 	var info taskInfo
 	s, err := m.openStore(ctx, db)
 	if err != nil {
@@ -421,7 +488,7 @@ func (o *onceWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (m *Main) evalReport(args []string) int {
+func (m evalCommand) evalReport(args []string) int {
 	fs := flag.NewFlagSet("ratchet eval report", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
@@ -475,7 +542,7 @@ Flags:
 	return exitDone
 }
 
-func (m *Main) evalCompare(args []string) int {
+func (m evalCommand) evalCompare(args []string) int {
 	fs := flag.NewFlagSet("ratchet eval compare", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	gate := fs.Bool("gate", false, "exit 1 when any metric regressed significantly")
@@ -545,7 +612,7 @@ Flags:
 	return exitDone
 }
 
-func (m *Main) evalAdd(ctx context.Context, args []string) int {
+func (m evalCommand) evalAdd(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet eval add", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	from := fs.String("from-run", "", "the failed run: its ID in the run database, or its event log (JSONL, as written by ratchet run --log)")
@@ -569,21 +636,10 @@ Flags:
 	if done {
 		return code
 	}
-	if len(pos) > 0 || *from == "" || *suitePath == "" {
-		fmt.Fprintln(m.Stderr, "ratchet eval add: want --from-run LOG and --suite SUITE.yaml, no other arguments")
+	if !m.evalAddWellUsed(pos, *from, *suitePath, *category, *name) {
 		return exitUsage
 	}
-	if *category != "" && !slices.Contains(eval.Categories, *category) {
-		fmt.Fprintf(m.Stderr, "ratchet eval add: --category %q is not one of %s\n", *category, strings.Join(eval.Categories, ", "))
-		return exitUsage
-	}
-	if *name != "" {
-		if err := eval.CheckLabel(*name); err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet eval add: --name: %v\n", err)
-			return exitUsage
-		}
-	}
-	recs, err := m.records(ctx, *from, *db)
+	recs, err := replayCommand(m).records(ctx, *from, *db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval add: %s: %v\n", *from, err)
 		return exitUsage
@@ -600,21 +656,9 @@ Flags:
 		fmt.Fprintf(m.Stderr, "ratchet eval add: %s did not fail (%s); pass --category to add it anyway\n", *from, d.Evidence)
 		return exitUsage
 	}
-	logRef := *from
-	var info taskInfo
-	if _, err := os.Stat(*from); err == nil {
-		if abs, err := filepath.Abs(*from); err == nil {
-			logRef = abs
-		}
-	} else {
-		// A run by its ID, a prefix or "last": the suite keeps the ID.
-		if len(recs) > 0 && recs[0].Run != "" {
-			logRef = recs[0].Run
-		}
-		info = m.recordedTaskInfo(ctx, logRef, *db)
-		if *task == "" {
-			*task = info.TaskFile
-		}
+	logRef, info := m.runRef(ctx, *from, *db, recs)
+	if *task == "" {
+		*task = info.TaskFile
 	}
 	c, err := eval.CaseFromRun(d, *suitePath, *task, *want, logRef)
 	if err != nil {
@@ -636,4 +680,42 @@ Flags:
 	}
 	fmt.Fprintf(m.Stdout, "added case %s to %s\n  status:   %s\n  category: %s (%s)\n", c.Name, *suitePath, d.Status, d.Category, d.Evidence)
 	return exitDone
+}
+
+// runRef is how a suite case names the run from (a log file or a run of
+// db, whose first records are recs): the log's absolute path, or the run's
+// ID; a run's info is what its row recorded (none for a log).
+func (m evalCommand) runRef(ctx context.Context, from, db string, recs []observe.Record) (ref string, info taskInfo) {
+	if _, err := os.Stat(from); err == nil {
+		if abs, err := filepath.Abs(from); err == nil {
+			return abs, info
+		}
+		return from, info
+	}
+	// A run by its ID, a prefix or "last": the suite keeps the ID.
+	ref = from
+	if len(recs) > 0 && recs[0].Run != "" {
+		ref = recs[0].Run
+	}
+	return ref, m.recordedTaskInfo(ctx, ref, db)
+}
+
+// evalAddWellUsed says whether eval add's flags and arguments go
+// together, and how not on stderr.
+func (m evalCommand) evalAddWellUsed(pos []string, from, suitePath, category, name string) bool {
+	if len(pos) > 0 || from == "" || suitePath == "" {
+		fmt.Fprintln(m.Stderr, "ratchet eval add: want --from-run LOG and --suite SUITE.yaml, no other arguments")
+		return false
+	}
+	if category != "" && !slices.Contains(eval.Categories, category) {
+		fmt.Fprintf(m.Stderr, "ratchet eval add: --category %q is not one of %s\n", category, strings.Join(eval.Categories, ", "))
+		return false
+	}
+	if name != "" {
+		if err := eval.CheckLabel(name); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet eval add: --name: %v\n", err)
+			return false
+		}
+	}
+	return true
 }

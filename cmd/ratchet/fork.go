@@ -35,8 +35,11 @@ in RUN's copy is not in it.
 Flags:
 `
 
-// forkCmd starts a run from a point of another's log.
-func (m *Main) forkCmd(ctx context.Context, args []string) int {
+// forkCommand is 'ratchet fork'.
+type forkCommand struct{ *Main }
+
+// run starts a run from a point of another's log.
+func (m forkCommand) run(ctx context.Context, args []string) int {
 	var (
 		f       runFlags
 		at      int64
@@ -89,7 +92,7 @@ func (m *Main) forkCmd(ctx context.Context, args []string) int {
 
 // fork builds RUN's task again (with the fork's model, if any) and forks
 // it; the budget flags of f, when set, override the task's budget.
-func (m *Main) fork(ctx context.Context, db store.Store, row store.Run, f runFlags, opts runner.ForkOptions, budgetSet bool) int {
+func (m forkCommand) fork(ctx context.Context, db store.Store, row store.Run, f runFlags, opts runner.ForkOptions, budgetSet bool) int {
 	built, cfg, rf, err := m.forkRun(ctx, db, row, f, &opts, budgetSet)
 	if err != nil {
 		m.reportProblems("ratchet fork", err, f.json)
@@ -97,7 +100,7 @@ func (m *Main) fork(ctx context.Context, db store.Store, row store.Run, f runFla
 	}
 	defer built.Close()
 	cfg.RunID = "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	return m.carryOn("ratchet fork", built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
+	return driver(m).carryOn("ratchet fork", built.Task, cfg, rf, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Fork(ctx, built.Task, cfg, opts)
 	})
 }
@@ -107,7 +110,7 @@ func (m *Main) fork(ctx context.Context, db store.Store, row store.Run, f runFla
 // from f.model if set (in opts.Model), and the fork's budget from f's
 // budget flags if budgetSet (in opts.Budget). ratchet fork and ratchet
 // ui's "fork from here" both fork through it and runner.Fork.
-func (m *Main) forkRun(ctx context.Context, db store.Store, row store.Run, f runFlags, opts *runner.ForkOptions, budgetSet bool) (*taskfile.Run, runner.Config, runFlags, error) {
+func (m forkCommand) forkRun(ctx context.Context, db store.Store, row store.Run, f runFlags, opts *runner.ForkOptions, budgetSet bool) (*taskfile.Run, runner.Config, runFlags, error) {
 	var info taskInfo
 	if err := json.Unmarshal(row.Task, &info); err != nil || info.TaskFile == "" {
 		return nil, runner.Config{}, f, fmt.Errorf("run %s was not started by 'ratchet run' (it keeps no task file to fork from)", row.ID)
@@ -155,7 +158,7 @@ func (m *Main) forkRun(ctx context.Context, db store.Store, row store.Run, f run
 }
 
 // listForkPoints prints the entries of run id a fork may start from.
-func (m *Main) listForkPoints(ctx context.Context, db store.Store, id string) int {
+func (m forkCommand) listForkPoints(ctx context.Context, db store.Store, id string) int {
 	recs, err := runner.LoadLog(ctx, db, id)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet fork: %v\n", err)
@@ -172,8 +175,11 @@ func (m *Main) listForkPoints(ctx context.Context, db store.Store, id string) in
 	return exitUsage
 }
 
-// sayCmd queues a message for a running run's next model turn.
-func (m *Main) sayCmd(ctx context.Context, args []string) int {
+// sayCommand is 'ratchet say'.
+type sayCommand struct{ *Main }
+
+// run queues a message for a running run's next model turn.
+func (m sayCommand) run(ctx context.Context, args []string) int {
 	var dbFlag string
 	fs := flag.NewFlagSet("ratchet say", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -210,7 +216,7 @@ func (m *Main) sayCmd(ctx context.Context, args []string) int {
 }
 
 // sayTemporal sends the message to the run's workflow by Update.
-func (m *Main) sayTemporal(ctx context.Context, row store.Run, text string) int {
+func (m sayCommand) sayTemporal(ctx context.Context, row store.Run, text string) int {
 	var info taskInfo
 	_ = json.Unmarshal(row.Task, &info) // onTemporal read it
 	c, err := dialTemporal(ctx, info.Temporal, info.Namespace, m.Stderr)

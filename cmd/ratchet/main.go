@@ -146,43 +146,43 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	}
 	switch args[0] {
 	case "run":
-		return m.runCmd(ctx, args[1:])
+		return runCommand{m}.run(ctx, args[1:])
 	case "verify":
-		return m.verifyCmd(ctx, args[1:])
+		return verifyCommand{m}.run(ctx, args[1:])
 	case "replay":
-		return m.replayCmd(ctx, args[1:])
+		return replayCommand{m}.run(ctx, args[1:])
 	case "ls":
-		return m.lsCmd(ctx, args[1:])
+		return lsCommand{m}.run(ctx, args[1:])
 	case "show":
-		return m.showCmd(ctx, args[1:])
+		return showCommand{m}.run(ctx, args[1:])
 	case "apply":
-		return m.applyCmd(ctx, args[1:])
+		return applyCommand{m}.run(ctx, args[1:])
 	case "resume", "answer", "approve", "deny":
-		return m.resumeCmd(ctx, args[0], args[1:])
+		return resumeCommand{m}.run(ctx, args[0], args[1:])
 	case "fork":
-		return m.forkCmd(ctx, args[1:])
+		return forkCommand{m}.run(ctx, args[1:])
 	case "say":
-		return m.sayCmd(ctx, args[1:])
+		return sayCommand{m}.run(ctx, args[1:])
 	case "rm":
-		return m.rmCmd(ctx, args[1:])
+		return rmCommand{m}.rm(ctx, args[1:])
 	case "gc":
-		return m.gcCmd(ctx, args[1:])
+		return rmCommand{m}.gc(ctx, args[1:])
 	case "doctor":
-		return m.doctorCmd(ctx, args[1:])
+		return doctorCommand{m}.run(ctx, args[1:])
 	case "prices":
-		return m.pricesCmd(args[1:])
+		return pricesCommand{m}.run(args[1:])
 	case "completion":
-		return m.completionCmd(args[1:])
+		return completionCommand{m}.run(args[1:])
 	case "__runs": // for the completion scripts; not in the usage
-		return m.runsForCompletion(ctx)
+		return completionCommand{m}.runsForCompletion(ctx)
 	case "sim":
-		return m.simCmd(ctx, args[1:])
+		return simCommand{m}.run(ctx, args[1:])
 	case "eval":
-		return m.evalCmd(ctx, args[1:])
+		return evalCommand{m}.run(ctx, args[1:])
 	case "ui":
-		return m.uiCmd(ctx, args[1:])
+		return uiCommand{m}.run(ctx, args[1:])
 	case "worker":
-		return m.workerCmd(ctx, args[1:])
+		return workerCommand{m}.run(ctx, args[1:])
 	case "version", "--version":
 		fmt.Fprintln(m.Stdout, "ratchet", version())
 		return exitDone

@@ -33,7 +33,7 @@ func storedPatch(row store.Run) (*loop.Patch, error) {
 // as it is through a pipe, escaped on a terminal (the text is the
 // agent's). What the diff cannot carry goes to stderr; a run whose diff
 // could not be kept exits 1.
-func (m *Main) printPatch(row store.Run) int {
+func (m showCommand) printPatch(row store.Run) int {
 	p, err := storedPatch(row)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
@@ -86,8 +86,11 @@ func patchLine(id string, p *loop.Patch) string {
 	return line
 }
 
-// applyCmd applies a run's patch to the workspace it copied.
-func (m *Main) applyCmd(ctx context.Context, args []string) int {
+// applyCommand is 'ratchet apply'.
+type applyCommand struct{ *Main }
+
+// run applies a run's patch to the workspace it copied.
+func (m applyCommand) run(ctx context.Context, args []string) int {
 	var db string
 	fs := flag.NewFlagSet("ratchet apply", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)

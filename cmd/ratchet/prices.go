@@ -16,8 +16,11 @@ import (
 	"github.com/ratchetloop/ratchet/model/provider"
 )
 
-// pricesCmd shows what models cost and where each figure came from.
-func (m *Main) pricesCmd(args []string) int {
+// pricesCommand is 'ratchet prices'.
+type pricesCommand struct{ *Main }
+
+// run shows what models cost and where each figure came from.
+func (m pricesCommand) run(args []string) int {
 	fs := flag.NewFlagSet("ratchet prices", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	setUsage(fs, `Usage: ratchet prices MODEL...

@@ -14,8 +14,11 @@ import (
 	"github.com/ratchetloop/ratchet/runner"
 )
 
-// replayCmd re-drives the current core over a recorded log.
-func (m *Main) replayCmd(ctx context.Context, args []string) int {
+// replayCommand is 'ratchet replay'.
+type replayCommand struct{ *Main }
+
+// run re-drives the current core over a recorded log.
+func (m replayCommand) run(ctx context.Context, args []string) int {
 	var db string
 	fs := flag.NewFlagSet("ratchet replay", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -58,7 +61,7 @@ Flags:
 }
 
 // records reads a run's log from a JSONL file, or else from the database.
-func (m *Main) records(ctx context.Context, arg, db string) ([]observe.Record, error) {
+func (m replayCommand) records(ctx context.Context, arg, db string) ([]observe.Record, error) {
 	f, err := os.Open(arg)
 	if err == nil {
 		defer f.Close()

@@ -65,7 +65,11 @@ func (n noCalls) Name() string {
 	return ""
 }
 
-func (m *Main) evalRescore(ctx context.Context, args []string) int {
+// rescoreCommand is 'ratchet eval rescore': it shares eval's result sets
+// and summary.
+type rescoreCommand struct{ evalCommand }
+
+func (m rescoreCommand) evalRescore(ctx context.Context, args []string) int {
 	fs := flag.NewFlagSet("ratchet eval rescore", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	suitePath := fs.String("suite", "", "the suite whose (edited) checks judge the candidates, each case by name (default: each run's task file, from the run database)")
@@ -89,24 +93,8 @@ func (m *Main) evalRescore(ctx context.Context, args []string) int {
 		fmt.Fprintln(m.Stderr, "ratchet eval rescore: --concurrency must be at least 1")
 		return exitUsage
 	}
-	src, err := m.resultDir(pos[0])
-	if err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)
-		return exitUsage
-	}
-	if *label == "" {
-		*label = filepath.Base(filepath.Clean(src)) + ".rescore"
-	}
-	if err := eval.CheckLabel(*label); err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet eval rescore: --label: %v\n", err)
-		return exitUsage
-	}
-	cmpArg := *dir // what eval compare is told to read
-	if *dir == "" {
-		*dir, cmpArg = filepath.Join(m.evalRoot(), *label), *label
-	}
-	if same(src, *dir) {
-		fmt.Fprintf(m.Stderr, "ratchet eval rescore: the new result set would replace %s itself; pass another --label\n", src)
+	src, cmpArg, ok := m.rescoreTarget(pos[0], label, dir)
+	if !ok {
 		return exitUsage
 	}
 	recs, err := eval.ReadRecords(src)
@@ -133,7 +121,7 @@ func (m *Main) evalRescore(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	defer closeCache()
-	checks := &rescoreChecks{m: m, suite: suite, runs: runs, unsafeSandbox: *unsafeSandbox}
+	checks := &rescoreChecks{m: m.Main, suite: suite, runs: runs, unsafeSandbox: *unsafeSandbox}
 	out, err := eval.Rescore(ctx, recs, eval.RescoreConfig{Checks: checks.of, Concurrency: *conc})
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)
@@ -150,10 +138,43 @@ func (m *Main) evalRescore(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)
 		return exitInfra
 	}
-	sum := eval.Summarize(*label, out.Records)
-	sum.Runs = eval.RunLinks(out.Records, *dir)
-	err = m.printSummary(sum, *asJSON, fmt.Sprintf("\nresults: %s (%d runs rescored, %d candidates judged, %d sim runs kept; no model calls)\ncompare: ratchet eval compare %s %s\n",
-		*dir, out.Rescored, out.Judged, out.Kept, pos[0], cmpArg))
+	return m.printRescored(out, *label, *dir, fmt.Sprintf("ratchet eval compare %s %s", pos[0], cmpArg), *asJSON)
+}
+
+// rescoreTarget resolves the result set arg names (src) and where its
+// rescored copy goes, filling in *label and *dir; cmpArg is what eval
+// compare is told to read it as. Not ok, it said why on stderr.
+func (m rescoreCommand) rescoreTarget(arg string, label, dir *string) (src, cmpArg string, ok bool) {
+	src, err := m.resultDir(arg)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)
+		return "", "", false
+	}
+	if *label == "" {
+		*label = filepath.Base(filepath.Clean(src)) + ".rescore"
+	}
+	if err := eval.CheckLabel(*label); err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet eval rescore: --label: %v\n", err)
+		return "", "", false
+	}
+	cmpArg = *dir // what eval compare is told to read
+	if *dir == "" {
+		*dir, cmpArg = filepath.Join(evalRoot(m.Getenv), *label), *label
+	}
+	if same(src, *dir) {
+		fmt.Fprintf(m.Stderr, "ratchet eval rescore: the new result set would replace %s itself; pass another --label\n", src)
+		return "", "", false
+	}
+	return src, cmpArg, true
+}
+
+// printRescored prints the rescored set's summary, with the eval compare
+// command that compares it, and the runs that could not be judged.
+func (m rescoreCommand) printRescored(out eval.RescoreOutcome, label, dir, compare string, asJSON bool) int {
+	sum := eval.Summarize(label, out.Records)
+	sum.Runs = eval.RunLinks(out.Records, dir)
+	err := m.printSummary(sum, asJSON, fmt.Sprintf("\nresults: %s (%d runs rescored, %d candidates judged, %d sim runs kept; no model calls)\ncompare: %s\n",
+		dir, out.Rescored, out.Judged, out.Kept, compare))
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval rescore: %v\n", err)
 		return exitInfra

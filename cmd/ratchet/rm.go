@@ -17,8 +17,11 @@ import (
 	"github.com/ratchetloop/ratchet/store"
 )
 
-// rmCmd deletes runs by ID (or prefix, or "last"), with their sub-agents.
-func (m *Main) rmCmd(ctx context.Context, args []string) int {
+// rmCommand is 'ratchet rm' and 'ratchet gc'.
+type rmCommand struct{ *Main }
+
+// rm deletes runs by ID (or prefix, or "last"), with their sub-agents.
+func (m rmCommand) rm(ctx context.Context, args []string) int {
 	var db string
 	fs := flag.NewFlagSet("ratchet rm", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -54,8 +57,8 @@ func (m *Main) rmCmd(ctx context.Context, args []string) int {
 	return exit
 }
 
-// gcCmd deletes finished runs that have not changed for a while.
-func (m *Main) gcCmd(ctx context.Context, args []string) int {
+// gc deletes finished runs that have not changed for a while.
+func (m rmCommand) gc(ctx context.Context, args []string) int {
 	var (
 		db, olderThan string
 		dryRun        bool

@@ -72,7 +72,7 @@ type runFlags struct {
 	providerLimits []string
 }
 
-func (m *Main) runUsage(fs *flag.FlagSet) func() {
+func (m runCommand) runUsage(fs *flag.FlagSet) func() {
 	return func() {
 		d := budget.Defaults
 		fmt.Fprintf(fs.Output(), `Usage: ratchet run TASK.yaml [flags]
@@ -156,56 +156,17 @@ func (f *runFlags) addOutput(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noWait, "no-wait", false, "never wait for a person: a stuck run ends escalated, and calls needing approval are refused")
 }
 
-func (m *Main) runCmd(ctx context.Context, args []string) int {
+// runCommand is 'ratchet run'.
+type runCommand struct{ *Main }
+
+func (m runCommand) run(ctx context.Context, args []string) int {
 	var f runFlags
-	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	fs.Usage = m.runUsage(fs)
-	modelFlag(fs, &f.model, "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
-	m.providerLimitFlag(fs, &f.providerLimits)
-	f.addOutput(fs)
-	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
-	fs.StringVar(&f.record, "record", "", "write the model's replies to this file as a scripted turns file, so the run can be played offline (--model scripted:FILE)")
-	fs.Func("label", "tag the run (repeatable), for 'ratchet ls --label'", func(s string) error {
-		f.labels = append(f.labels, s)
-		return nil
-	})
-	fs.BoolVar(&f.unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
-	fs.IntVar(&f.steps, "steps", 0, "limit on model turns")
-	fs.IntVar(&f.modelCalls, "model-calls", 0, "limit on model calls")
-	fs.IntVar(&f.toolCalls, "tool-calls", 0, "limit on tool calls")
-	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
-	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars, e.g. 0.25")
-	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
-	fs.StringVar(&f.cache, "cache", "", cacheHelp)
-	fs.StringVar(&f.temporal, "temporal", "", "run on Temporal workers (ratchet worker) at this server, HOST:PORT, instead of in this process; see docs/temporal.md")
-	fs.StringVar(&f.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
-	fs.StringVar(&f.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
+	fs := m.flags(&f)
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
 	}
-	if errs := checkBudgetFlags(fs, f); len(errs) > 0 {
-		for _, err := range errs {
-			fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
-		}
-		return exitUsage
-	}
-	if (f.temporal == "") != (f.taskQueue == "") {
-		fmt.Fprintln(m.Stderr, "ratchet run: --temporal and --task-queue go together")
-		return exitUsage
-	}
-	if f.temporal != "" && f.record != "" {
-		fmt.Fprintln(m.Stderr, "ratchet run: --record records a run in this process; it does not go with --temporal")
-		return exitUsage
-	}
-	if f.temporal != "" && f.cache != "" {
-		fmt.Fprintln(m.Stderr, "ratchet run: --cache answers the calls made in this process; it does not go with --temporal")
-		return exitUsage
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(m.Stderr, "ratchet run: want exactly one task file")
-		fs.Usage()
+	if !m.wellUsed(fs, f, pos) {
 		return exitUsage
 	}
 	if f.cache != "" { // kept on the run's row for a resume, from anywhere
@@ -243,7 +204,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
 	if f.temporal != "" {
 		built.Close() // the workers build the run themselves
-		return m.runTemporal(ctx, built.Task, db, runID, info, f)
+		return driver(m).runTemporal(ctx, built.Task, db, runID, info, f)
 	}
 	cfg := built.Runner()
 	cfg.RunID, cfg.Store, cfg.Labels, cfg.TaskInfo = runID, db, f.labels, info
@@ -252,7 +213,7 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		rec = scripted.Record(cfg.Model)
 		cfg.Model = rec
 	}
-	code = m.carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
+	code = driver(m).carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Run(ctx, built.Task, cfg)
 	})
 	if rec != nil {
@@ -263,6 +224,63 @@ func (m *Main) runCmd(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "recorded the model's replies to %s (play them with --model scripted:%s)\n", f.record, f.record)
 	}
 	return code
+}
+
+// flags are run's flags, parsed into f.
+func (m runCommand) flags(f *runFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("ratchet run", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = m.runUsage(fs)
+	modelFlag(fs, &f.model, "model to use, e.g. anthropic:claude-sonnet-4-5 or scripted:turns.yaml (overrides the task file)")
+	m.providerLimitFlag(fs, &f.providerLimits)
+	f.addOutput(fs)
+	fs.StringVar(&f.log, "log", "", "also write the event log (JSONL, docs/events.md) to this file")
+	fs.StringVar(&f.record, "record", "", "write the model's replies to this file as a scripted turns file, so the run can be played offline (--model scripted:FILE)")
+	fs.Func("label", "tag the run (repeatable), for 'ratchet ls --label'", func(s string) error {
+		f.labels = append(f.labels, s)
+		return nil
+	})
+	fs.BoolVar(&f.unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
+	fs.IntVar(&f.steps, "steps", 0, "limit on model turns")
+	fs.IntVar(&f.modelCalls, "model-calls", 0, "limit on model calls")
+	fs.IntVar(&f.toolCalls, "tool-calls", 0, "limit on tool calls")
+	fs.Int64Var(&f.tokens, "tokens", 0, "limit on total (input+output) tokens")
+	fs.Float64Var(&f.cost, "cost", 0, "limit on cost in US dollars, e.g. 0.25")
+	fs.DurationVar(&f.time, "time", 0, "limit on wall time, e.g. 90s")
+	fs.StringVar(&f.cache, "cache", "", cacheHelp)
+	fs.StringVar(&f.temporal, "temporal", "", "run on Temporal workers (ratchet worker) at this server, HOST:PORT, instead of in this process; see docs/temporal.md")
+	fs.StringVar(&f.taskQueue, "task-queue", "", "with --temporal: the task queue the workers serve")
+	fs.StringVar(&f.namespace, "namespace", "default", "with --temporal: the Temporal namespace")
+	return fs
+}
+
+// wellUsed says whether run's flags and arguments go together, and how
+// not on stderr.
+func (m runCommand) wellUsed(fs *flag.FlagSet, f runFlags, pos []string) bool {
+	if errs := checkBudgetFlags(fs, f); len(errs) > 0 {
+		for _, err := range errs {
+			fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
+		}
+		return false
+	}
+	if (f.temporal == "") != (f.taskQueue == "") {
+		fmt.Fprintln(m.Stderr, "ratchet run: --temporal and --task-queue go together")
+		return false
+	}
+	if f.temporal != "" && f.record != "" {
+		fmt.Fprintln(m.Stderr, "ratchet run: --record records a run in this process; it does not go with --temporal")
+		return false
+	}
+	if f.temporal != "" && f.cache != "" {
+		fmt.Fprintln(m.Stderr, "ratchet run: --cache answers the calls made in this process; it does not go with --temporal")
+		return false
+	}
+	if len(pos) != 1 {
+		fmt.Fprintln(m.Stderr, "ratchet run: want exactly one task file")
+		fs.Usage()
+		return false
+	}
+	return true
 }
 
 // tick calls p.Tick twice a second until the returned function is called;
@@ -294,7 +312,7 @@ func tick(p *observe.Printer) (stop func()) {
 
 // waiting says that run waits for a person and how to reply; with --json,
 // stdout gets the same as one JSON object, since there is no Result yet.
-func (m *Main) waiting(name, run, question string, f runFlags) int {
+func (m driver) waiting(name, run, question string, f runFlags) int {
 	fmt.Fprintf(m.Stderr, "%s: run %s is waiting for a person:\n  %s\n", name, run, question)
 	fmt.Fprintf(m.Stderr, "reply with: ratchet answer %[1]s \"...\"  (or, for an approval: ratchet approve %[1]s / ratchet deny %[1]s \"why\")\n", run)
 	if f.json {
@@ -316,7 +334,7 @@ func (m *Main) waiting(name, run, question string, f runFlags) int {
 
 // printResult prints a run's Result as JSON on stdout, and beside its
 // fields where to find the run again: its ID and database.
-func (m *Main) printResult(runID, db string, res loop.Result) error {
+func (m driver) printResult(runID, db string, res loop.Result) error {
 	enc := json.NewEncoder(m.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(struct {
@@ -326,9 +344,13 @@ func (m *Main) printResult(runID, db string, res loop.Result) error {
 	}{runID, m.shownDB(db), res})
 }
 
+// driver carries a run on at the terminal (or follows it on Temporal) and
+// reports how it ended: what ratchet run, resume, answer and fork share.
+type driver struct{ *Main }
+
 // carryOn runs (or resumes) a stored run with the terminal's observers and
 // reports how it ended.
-func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFlags, start func(runner.Config) (loop.Result, error)) int {
+func (m driver) carryOn(name string, task runner.Task, cfg runner.Config, f runFlags, start func(runner.Config) (loop.Result, error)) int {
 	progressOut := m.Stdout
 	if f.json {
 		progressOut = m.Stderr
@@ -378,6 +400,12 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	res, runErr := start(cfg)
 	stopTicking()
 	logErr := closeLog()
+	return m.ended(name, cfg.RunID, f, res, runErr, logErr)
+}
+
+// ended reports how a run ended (or that it waits) and returns the exit
+// code that says so; logErr is --log's, whose record is then incomplete.
+func (m driver) ended(name, runID string, f runFlags, res loop.Result, runErr, logErr error) int {
 	var awaiting *runner.AwaitingError
 	if errors.As(runErr, &awaiting) {
 		code := m.waiting(name, awaiting.Run, awaiting.Question, f)
@@ -393,7 +421,7 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 	}
 	switch {
 	case f.json:
-		if err := m.printResult(cfg.RunID, f.db, res); err != nil {
+		if err := m.printResult(runID, f.db, res); err != nil {
 			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
 			return exitInfra
 		}
@@ -407,9 +435,9 @@ func (m *Main) carryOn(name string, task runner.Task, cfg runner.Config, f runFl
 		return exitInfra
 	}
 	// Even --quiet names the run: without its ID nothing else can find it.
-	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", cfg.RunID, cfg.RunID)
+	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", runID, runID)
 	if res.Patch != nil && !f.quiet {
-		fmt.Fprintf(m.Stderr, "patch: %s\n", oneLine(patchLine(cfg.RunID, res.Patch), 400))
+		fmt.Fprintf(m.Stderr, "patch: %s\n", oneLine(patchLine(runID, res.Patch), 400))
 	}
 	switch {
 	case runErr != nil:
@@ -440,7 +468,7 @@ func (p childPrinter) Observe(e observe.Entry) {
 
 // human is who answers a run's questions: the person at the terminal, or,
 // when nobody is there, whoever runs 'ratchet answer' later.
-func (m *Main) human(f runFlags) runner.Asker {
+func (m driver) human(f runFlags) runner.Asker {
 	if f.noWait {
 		return nil
 	}
@@ -477,7 +505,7 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		return nil, err
 	}
 	if tf.MinStrength > 0 {
-		if err := m.requireStrength(ctx, tf, run.Task.Checks); err != nil {
+		if err := (checkStrength{m}).requireStrength(ctx, tf, run.Task.Checks); err != nil {
 			run.Close()
 			return nil, err
 		}
@@ -564,7 +592,7 @@ func (m *Main) openUncached(spec, base string) (model.Model, error) {
 
 // writeRecording writes a recorded run's turns, secrets redacted, to path
 // (replacing it only once the whole file is written).
-func (m *Main) writeRecording(path string, rec *scripted.Recorder, runID string) error {
+func (m runCommand) writeRecording(path string, rec *scripted.Recorder, runID string) error {
 	name := "recorded"
 	if n := rec.Name(); n != "" {
 		name += "-" + n

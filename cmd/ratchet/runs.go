@@ -39,7 +39,7 @@ const defaultDBHint = "$XDG_STATE_HOME/ratchet/ratchet.db, XDG_STATE_HOME defaul
 // default SQLite file. A PostgreSQL DSN (postgres://…, or host=… dbname=…)
 // opens PostgreSQL.
 func (m *Main) openStore(ctx context.Context, flagValue string) (store.Store, error) {
-	where, err := m.dbLocation(flagValue)
+	where, err := dbLocation(m.Getenv, flagValue)
 	if err != nil {
 		return nil, err
 	}
@@ -91,15 +91,15 @@ func (s sharing) Close() error {
 
 // dbLocation is the run database openStore opens: a SQLite file's path or
 // a PostgreSQL DSN.
-func (m *Main) dbLocation(flagValue string) (string, error) {
+func dbLocation(getenv func(string) string, flagValue string) (string, error) {
 	where := flagValue
 	if where == "" {
-		where = m.Getenv("RATCHET_DB")
+		where = getenv("RATCHET_DB")
 	}
 	if where != "" {
 		return where, nil
 	}
-	dir := m.Getenv("XDG_STATE_HOME")
+	dir := getenv("XDG_STATE_HOME")
 	if dir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
@@ -113,7 +113,7 @@ func (m *Main) dbLocation(flagValue string) (string, error) {
 // shownDB is the run database's location as it may be printed: a DSN's
 // password is masked.
 func (m *Main) shownDB(flagValue string) string {
-	where, err := m.dbLocation(flagValue)
+	where, err := dbLocation(m.Getenv, flagValue)
 	if err != nil {
 		return ""
 	}
@@ -202,10 +202,13 @@ func (i taskInfo) flags() runFlags {
 	}
 }
 
-// resumeCmd carries on a run after its process stopped; answerCmd carries
+// resumeCommand is 'ratchet resume', 'answer', 'approve' and 'deny'.
+type resumeCommand struct{ *Main }
+
+// run carries on a run after its process stopped; answerCmd carries
 // on a run awaiting a person with their reply. They share everything but
 // the reply.
-func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
+func (m resumeCommand) run(ctx context.Context, name string, args []string) int {
 	var f runFlags
 	fs := flag.NewFlagSet("ratchet "+name, flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -247,7 +250,7 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		// Its workflow carries it on: the answer goes there.
 		rf := info.flags()
 		rf.json, rf.quiet, rf.noWait = f.json, f.quiet, f.noWait
-		return m.answerTemporal(ctx, name, db, row, info, opts, rf)
+		return driver(m).answerTemporal(ctx, name, db, row, info, opts, rf)
 	}
 	// The response cache the run was started with answers its calls again
 	// (here, not in storedRun: ratchet ui's resumes share one process).
@@ -263,7 +266,7 @@ func (m *Main) resumeCmd(ctx context.Context, name string, args []string) int {
 		return exitUsage
 	}
 	defer sr.cleanup()
-	return m.carryOn("ratchet "+name, sr.task, sr.cfg, sr.flags, func(cfg runner.Config) (loop.Result, error) {
+	return driver(m).carryOn("ratchet "+name, sr.task, sr.cfg, sr.flags, func(cfg runner.Config) (loop.Result, error) {
 		return runner.Resume(ctx, sr.task, cfg, opts)
 	})
 }
@@ -304,8 +307,11 @@ func (m *Main) storedRun(ctx context.Context, db store.Store, id string, out run
 	return storedRun{task: built.Task, cfg: cfg, flags: rf, cleanup: built.Close}, nil
 }
 
-// lsCmd lists stored runs.
-func (m *Main) lsCmd(ctx context.Context, args []string) int {
+// lsCommand is 'ratchet ls'.
+type lsCommand struct{ *Main }
+
+// run lists stored runs.
+func (m lsCommand) run(ctx context.Context, args []string) int {
 	var (
 		db, status, label, since string
 		limit                    int
@@ -376,30 +382,41 @@ func (m *Main) lsCmd(ctx context.Context, args []string) int {
 		runs = runs[:limit]
 	}
 	if asJSON {
-		type row struct {
-			ID string `json:"id"`
-			// Parent is the run a sub-agent's run belongs to.
-			Parent     string    `json:"parent,omitempty"`
-			Status     string    `json:"status"`
-			Goal       string    `json:"goal"`
-			Labels     []string  `json:"labels,omitempty"`
-			Steps      int64     `json:"steps"`
-			CostMicros int64     `json:"cost_micros"`
-			Question   string    `json:"question,omitempty"`
-			Created    time.Time `json:"created"`
-			Updated    time.Time `json:"updated"`
-			// Interrupted: running, but the process carrying it out is gone.
-			Interrupted bool `json:"interrupted,omitempty"`
-			// ForkOf and ForkSeq: the run and entry this one was forked from.
-			ForkOf  string `json:"fork_of,omitempty"`
-			ForkSeq int64  `json:"fork_seq,omitempty"`
-		}
-		out := make([]row, len(runs))
-		for i, r := range runs {
-			out[i] = row{r.ID, r.Parent, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now()), r.ForkOf, r.ForkSeq}
-		}
-		return m.printJSON("ratchet ls", out)
+		return m.printRunsJSON(runs)
 	}
+	return m.printTable(runs, more, limit)
+}
+
+// printRunsJSON prints runs as a JSON array.
+func (m lsCommand) printRunsJSON(runs []store.Run) int {
+	type row struct {
+		ID string `json:"id"`
+		// Parent is the run a sub-agent's run belongs to.
+		Parent     string    `json:"parent,omitempty"`
+		Status     string    `json:"status"`
+		Goal       string    `json:"goal"`
+		Labels     []string  `json:"labels,omitempty"`
+		Steps      int64     `json:"steps"`
+		CostMicros int64     `json:"cost_micros"`
+		Question   string    `json:"question,omitempty"`
+		Created    time.Time `json:"created"`
+		Updated    time.Time `json:"updated"`
+		// Interrupted: running, but the process carrying it out is gone.
+		Interrupted bool `json:"interrupted,omitempty"`
+		// ForkOf and ForkSeq: the run and entry this one was forked from.
+		ForkOf  string `json:"fork_of,omitempty"`
+		ForkSeq int64  `json:"fork_seq,omitempty"`
+	}
+	out := make([]row, len(runs))
+	for i, r := range runs {
+		out[i] = row{r.ID, r.Parent, r.Status, r.Goal, r.Labels, r.Steps, r.CostMicros, r.Question, r.Created, r.Updated, interrupted(r, time.Now()), r.ForkOf, r.ForkSeq}
+	}
+	return m.Main.printJSON("ratchet ls", out)
+}
+
+// printTable prints runs as a table, and on stderr what it left out: more
+// says that runs beyond limit match.
+func (m lsCommand) printTable(runs []store.Run, more bool, limit int) int {
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tSTATUS\tSTEPS\tCOST\tAGE\tGOAL")
 	now := time.Now()
@@ -476,8 +493,11 @@ func (m *Main) printJSON(name string, v any) int {
 	return exitDone
 }
 
-// showCmd prints one run: its Result, attempts, verdicts and usage.
-func (m *Main) showCmd(ctx context.Context, args []string) int {
+// showCommand is 'ratchet show'.
+type showCommand struct{ *Main }
+
+// run prints one run: its Result, attempts, verdicts and usage.
+func (m showCommand) run(ctx context.Context, args []string) int {
 	var (
 		db                                    string
 		events, asJSON, showPatch, transcript bool
@@ -507,38 +527,10 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 		return m.printPatch(row)
 	}
 	if transcript {
-		recs, err := runner.LoadLog(ctx, s, row.ID)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
-			return exitInfra
-		}
-		var limits budget.Limits
-		if len(recs) > 0 && recs[0].Spec != nil {
-			limits = recs[0].Spec.Budget
-		}
-		// The text is a model's and its tools': shown escaped (observe.Escape).
-		p := observe.NewPrinter(escaper{m.Stdout}, observe.PrinterConfig{Limits: limits})
-		for _, r := range recs {
-			e, err := r.Entry()
-			if err != nil {
-				fmt.Fprintf(m.Stderr, "ratchet show: run %s: %v\n", row.ID, err)
-				return exitInfra
-			}
-			p.Observe(e)
-		}
-		return exitDone
+		return m.printTranscript(ctx, s, row)
 	}
 	if events {
-		entries, err := s.Entries(ctx, row.ID, 0)
-		if err != nil {
-			fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
-			return exitInfra
-		}
-		for _, e := range entries {
-			m.Stdout.Write(e.Data)
-			io.WriteString(m.Stdout, "\n")
-		}
-		return exitDone
+		return m.printEvents(ctx, s, row)
 	}
 	var res *loop.Result
 	if row.Result != nil {
@@ -562,6 +554,49 @@ func (m *Main) showCmd(ctx context.Context, args []string) int {
 			Result   *loop.Result `json:"result,omitempty"`
 		}{row.ID, row.Status, row.Goal, m.secrets.String(runModel(row.Task)), row.Labels, row.Question, row.Created, row.ForkOf, row.ForkSeq, res})
 	}
+	return m.printRun(row, res)
+}
+
+// printTranscript prints the run step by step, as ratchet run showed it.
+func (m showCommand) printTranscript(ctx context.Context, s store.Store, row store.Run) int {
+	recs, err := runner.LoadLog(ctx, s, row.ID)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
+		return exitInfra
+	}
+	var limits budget.Limits
+	if len(recs) > 0 && recs[0].Spec != nil {
+		limits = recs[0].Spec.Budget
+	}
+	// The text is a model's and its tools': shown escaped (observe.Escape).
+	p := observe.NewPrinter(escaper{m.Stdout}, observe.PrinterConfig{Limits: limits})
+	for _, r := range recs {
+		e, err := r.Entry()
+		if err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet show: run %s: %v\n", row.ID, err)
+			return exitInfra
+		}
+		p.Observe(e)
+	}
+	return exitDone
+}
+
+// printEvents prints the run's event log, one JSON entry a line.
+func (m showCommand) printEvents(ctx context.Context, s store.Store, row store.Run) int {
+	entries, err := s.Entries(ctx, row.ID, 0)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet show: %v\n", err)
+		return exitInfra
+	}
+	for _, e := range entries {
+		m.Stdout.Write(e.Data)
+		io.WriteString(m.Stdout, "\n")
+	}
+	return exitDone
+}
+
+// printRun prints the run for a person: its row, and its Result if it has one.
+func (m showCommand) printRun(row store.Run, res *loop.Result) int {
 	// The text is a model's and its tools': shown escaped (observe.Escape).
 	w := escaper{m.Stdout}
 	fmt.Fprintf(w, "run:     %s\nstatus:  %s\ngoal:    %s\nstarted: %s\n", row.ID, shownStatus(row, time.Now()), oneLine(row.Goal, 200), row.Created.Local().Format(time.RFC3339))

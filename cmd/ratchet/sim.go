@@ -13,8 +13,11 @@ import (
 	"github.com/ratchetloop/ratchet/sim"
 )
 
-// simCmd runs the simulation of package sim and prints its table.
-func (m *Main) simCmd(ctx context.Context, args []string) int {
+// simCommand is 'ratchet sim'.
+type simCommand struct{ *Main }
+
+// run runs the simulation of package sim and prints its table.
+func (m simCommand) run(ctx context.Context, args []string) int {
 	cfg := sim.DefaultConfig()
 	fs := flag.NewFlagSet("ratchet sim", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
@@ -81,7 +84,14 @@ Flags:
 		fmt.Fprintf(m.Stderr, "ratchet sim: %v\n", err)
 		return exitInfra
 	}
-	if *asJSON {
+	return m.printReport(rep, *asJSON)
+}
+
+// printReport prints the simulation's report: a table and its reading, or
+// both as JSON.
+func (m simCommand) printReport(rep sim.Report, asJSON bool) int {
+	var err error
+	if asJSON {
 		enc := json.NewEncoder(m.Stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(struct {

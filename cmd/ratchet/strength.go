@@ -16,9 +16,13 @@ import (
 	"github.com/ratchetloop/ratchet/verify/strength"
 )
 
+// checkStrength measures how strong a task's checks are, on mutants of
+// its reference solution: for verify --strength, min_strength and evals.
+type checkStrength struct{ *Main }
+
 // strengthCache is where measured check strengths are kept:
 // $XDG_CACHE_HOME/ratchet/strength, XDG_CACHE_HOME defaulting to ~/.cache.
-func (m *Main) strengthCache() (strength.Cache, error) {
+func (m checkStrength) strengthCache() (strength.Cache, error) {
 	dir := m.Getenv("XDG_CACHE_HOME")
 	if dir == "" {
 		home, err := os.UserHomeDir()
@@ -38,7 +42,7 @@ func gateChecks(t verify.Tiers) []verify.Verifier {
 // measureStrength measures the strength of tf's gate checks with the
 // reference at refPath and stores it in the cache. With useCache, a stored
 // measurement under the same key is returned instead (cached true).
-func (m *Main) measureStrength(ctx context.Context, tf *taskfile.File, tiers verify.Tiers, refPath string, parallel int, useCache bool) (rep strength.Report, cached bool, err error) {
+func (m checkStrength) measureStrength(ctx context.Context, tf *taskfile.File, tiers verify.Tiers, refPath string, parallel int, useCache bool) (rep strength.Report, cached bool, err error) {
 	ref, err := os.ReadFile(refPath)
 	if err != nil {
 		return strength.Report{}, false, fmt.Errorf("reference: %w", err)
@@ -73,7 +77,7 @@ func (m *Main) measureStrength(ctx context.Context, tf *taskfile.File, tiers ver
 
 // requireStrength refuses a task whose checks are weaker than its
 // min_strength, measuring them once (then from the cache).
-func (m *Main) requireStrength(ctx context.Context, tf *taskfile.File, tiers verify.Tiers) error {
+func (m checkStrength) requireStrength(ctx context.Context, tf *taskfile.File, tiers verify.Tiers) error {
 	cache, _ := m.strengthCache()
 	fmt.Fprintf(m.Stderr, "ratchet: %s asks for min_strength %.2f; measuring the checks on mutants of %s (cached in %s)\n",
 		tf.Path, tf.MinStrength, filepath.Base(tf.Reference), cache.Dir)
@@ -103,7 +107,7 @@ func (m *Main) requireStrength(ctx context.Context, tf *taskfile.File, tiers ver
 // strengthMemo measures each eval case's check strength once per suite run
 // (its repeats load concurrently), through the cache.
 type strengthMemo struct {
-	m      *Main
+	m      checkStrength
 	mu     sync.Mutex
 	byCase map[string]*strengthOnce
 }
@@ -160,7 +164,7 @@ func printSurvivors(w io.Writer, rep strength.Report, limit int) {
 	}
 }
 
-func (m *Main) printStrength(tf *taskfile.File, refPath string, rep strength.Report) {
+func (m checkStrength) printStrength(tf *taskfile.File, refPath string, rep strength.Report) {
 	w := m.Stdout
 	if wd, err := os.Getwd(); err == nil {
 		if rel, err := filepath.Rel(wd, refPath); err == nil && !strings.HasPrefix(rel, "..") {

@@ -74,9 +74,12 @@ func temporalInfo(row store.Run) (taskInfo, bool) {
 	return info, ok
 }
 
-// workerCmd serves a task queue: it carries out the commands of the runs
+// workerCommand is 'ratchet worker'.
+type workerCommand struct{ *Main }
+
+// run serves a task queue: it carries out the commands of the runs
 // started on it with ratchet run --temporal.
-func (m *Main) workerCmd(ctx context.Context, args []string) int {
+func (m workerCommand) run(ctx context.Context, args []string) int {
 	var hostPort, queue, namespace, db string
 	var unsafeSandbox bool
 	fs := flag.NewFlagSet("ratchet worker", flag.ContinueOnError)
@@ -153,7 +156,7 @@ Flags:
 
 // runTemporal starts a loaded task's run on Temporal and follows it to its
 // end, as ratchet run does locally.
-func (m *Main) runTemporal(ctx context.Context, task runner.Task, db store.Store, runID string, info []byte, f runFlags) int {
+func (m driver) runTemporal(ctx context.Context, task runner.Task, db store.Store, runID string, info []byte, f runFlags) int {
 	c, err := dialTemporal(ctx, f.temporal, f.namespace, m.Stderr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
@@ -176,7 +179,7 @@ func (m *Main) runTemporal(ctx context.Context, task runner.Task, db store.Store
 // follow waits for a Temporal run to end or to wait for a person, and
 // reports it as carryOn reports a local run. Interrupting it cancels the
 // run, as Ctrl-C cancels a local one.
-func (m *Main) follow(ctx context.Context, name string, c client.Client, db store.Store, runID string, f runFlags) int {
+func (m driver) follow(ctx context.Context, name string, c client.Client, db store.Store, runID string, f runFlags) int {
 	type outcome struct {
 		res loop.Result
 		err error
@@ -214,7 +217,7 @@ func (m *Main) follow(ctx context.Context, name string, c client.Client, db stor
 }
 
 // report prints how a Temporal run ended and returns the exit code.
-func (m *Main) report(name, runID string, res loop.Result, err error, f runFlags) int {
+func (m driver) report(name, runID string, res loop.Result, err error, f runFlags) int {
 	if err != nil && res.Status == "" {
 		fmt.Fprintf(m.Stderr, "%s: run %s: %v\n", name, runID, err)
 		return exitInfra
@@ -243,7 +246,7 @@ func (m *Main) report(name, runID string, res loop.Result, err error, f runFlags
 
 // answerTemporal answers a Temporal run's question with the answer
 // Update and follows the run on.
-func (m *Main) answerTemporal(ctx context.Context, name string, db store.Store, row store.Run, info taskInfo, opts runner.ResumeOptions, f runFlags) int {
+func (m driver) answerTemporal(ctx context.Context, name string, db store.Store, row store.Run, info taskInfo, opts runner.ResumeOptions, f runFlags) int {
 	if name == "resume" {
 		fmt.Fprintf(m.Stderr, "ratchet resume: run %s runs on Temporal (%s, task queue %s): its workers carry it on, so there is nothing to resume; start a worker if none serves that queue\n", row.ID, info.Temporal, info.TaskQueue)
 		return exitUsage
@@ -297,7 +300,7 @@ type temporalEval struct {
 // evalOnTemporal sets cfg to run the suite's task cases on Temporal, as
 // children of one suite workflow; done closes the suite workflow and what
 // was opened for it.
-func (m *Main) evalOnTemporal(ctx context.Context, cfg *eval.Config, suite *eval.Suite, modelFlag string, f runFlags) (done func(), code int) {
+func (m evalCommand) evalOnTemporal(ctx context.Context, cfg *eval.Config, suite *eval.Suite, modelFlag string, f runFlags) (done func(), code int) {
 	db, err := m.openStore(ctx, f.db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
@@ -316,7 +319,7 @@ func (m *Main) evalOnTemporal(ctx context.Context, cfg *eval.Config, suite *eval
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
 		return nil, exitInfra
 	}
-	te := &temporalEval{m: m, c: c, suite: parent, db: db, queue: f.taskQueue, f: f}
+	te := &temporalEval{m: m.Main, c: c, suite: parent, db: db, queue: f.taskQueue, f: f}
 	cfg.Load, cfg.Run = te.load(suite, modelFlag), te.run
 	return func() {
 		if err := parent.Close(context.WithoutCancel(ctx)); err != nil {

@@ -12,11 +12,15 @@ import (
 
 	"github.com/ratchetloop/ratchet/redact"
 	"github.com/ratchetloop/ratchet/runner"
+	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/ui"
 )
 
-// uiCmd serves the local web UI over the run database and eval results.
-func (m *Main) uiCmd(ctx context.Context, args []string) int {
+// uiCommand is 'ratchet ui'.
+type uiCommand struct{ *Main }
+
+// run serves the local web UI over the run database and eval results.
+func (m uiCommand) run(ctx context.Context, args []string) int {
 	var db, addr, token, evalDir string
 	var readOnly bool
 	fs := flag.NewFlagSet("ratchet ui", flag.ContinueOnError)
@@ -46,7 +50,7 @@ func (m *Main) uiCmd(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if evalDir == "" {
-		evalDir = m.evalRoot()
+		evalDir = evalRoot(m.Getenv)
 	}
 	s, err := m.openStore(ctx, db)
 	if err != nil {
@@ -63,56 +67,22 @@ func (m *Main) uiCmd(ctx context.Context, args []string) int {
 		}
 	}
 	if !readOnly {
-		cfg.Resume = func(ctx context.Context, id string, opts runner.ResumeOptions) error {
-			if row, err := s.Run(ctx, id); err != nil {
-				return err
-			} else if info, ok := temporalInfo(row); ok {
-				// Its workflow carries it on, as for ratchet answer.
-				c, err := dialTemporal(ctx, info.Temporal, info.Namespace, m.Stderr)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				return sendAnswer(ctx, c, id, opts)
-			}
-			sr, err := m.storedRun(ctx, s, id, runFlags{quiet: true})
-			if err != nil {
-				return err
-			}
-			defer sr.cleanup()
-			rc := sr.cfg
-			rc.Human = runner.Later // a new question waits again, for the page to show
-			_, err = runner.Resume(ctx, sr.task, rc, opts)
-			if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
-				return nil
-			}
-			return err
-		}
+		cfg.Resume = m.resume(s)
 	}
 	if cfg.Resume != nil { // not read-only: a step's "fork from here" forks the run
-		cfg.Fork = func(ctx context.Context, child string, opts runner.ForkOptions) error {
-			row, err := s.Run(ctx, opts.From)
-			if err != nil {
-				return err
-			}
-			built, rc, _, err := m.forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
-			if err != nil {
-				return err
-			}
-			defer built.Close()
-			rc.RunID, rc.Human = child, runner.Later
-			_, err = runner.Fork(ctx, built.Task, rc, opts)
-			if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
-				return nil
-			}
-			return err
-		}
+		cfg.Fork = m.fork(s)
 	}
 	handler, err := ui.New(cfg)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)
 		return exitUsage
 	}
+	return m.serve(ctx, handler, addr, token)
+}
+
+// serve serves handler at addr until ctx ends, then closes it and its
+// connections.
+func (m uiCommand) serve(ctx context.Context, handler *ui.Server, addr, token string) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet ui: %v\n", err)
@@ -140,4 +110,55 @@ func (m *Main) uiCmd(ctx context.Context, args []string) int {
 	defer cancel()
 	srv.Shutdown(shutdown)
 	return exitDone
+}
+
+// resume carries on a waiting run of s as ratchet answer, approve and
+// deny do: a Temporal run by its workflow's Update.
+func (m uiCommand) resume(s store.Store) func(context.Context, string, runner.ResumeOptions) error {
+	return func(ctx context.Context, id string, opts runner.ResumeOptions) error {
+		if row, err := s.Run(ctx, id); err != nil {
+			return err
+		} else if info, ok := temporalInfo(row); ok {
+			// Its workflow carries it on, as for ratchet answer.
+			c, err := dialTemporal(ctx, info.Temporal, info.Namespace, m.Stderr)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return sendAnswer(ctx, c, id, opts)
+		}
+		sr, err := m.storedRun(ctx, s, id, runFlags{quiet: true})
+		if err != nil {
+			return err
+		}
+		defer sr.cleanup()
+		rc := sr.cfg
+		rc.Human = runner.Later // a new question waits again, for the page to show
+		_, err = runner.Resume(ctx, sr.task, rc, opts)
+		if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
+			return nil
+		}
+		return err
+	}
+}
+
+// fork forks a run of s from a step, as ratchet fork does.
+func (m uiCommand) fork(s store.Store) func(context.Context, string, runner.ForkOptions) error {
+	return func(ctx context.Context, child string, opts runner.ForkOptions) error {
+		row, err := s.Run(ctx, opts.From)
+		if err != nil {
+			return err
+		}
+		built, rc, _, err := forkCommand(m).forkRun(ctx, s, row, runFlags{quiet: true}, &opts, false)
+		if err != nil {
+			return err
+		}
+		defer built.Close()
+		rc.RunID, rc.Human = child, runner.Later
+		_, err = runner.Fork(ctx, built.Task, rc, opts)
+		if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
+			return nil
+		}
+		return err
+	}
 }

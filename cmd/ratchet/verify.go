@@ -34,18 +34,8 @@ type tieredVerdict struct {
 	verify.Verdict
 }
 
-// verifyCmd runs a task file's checks on candidate files, with no model,
-// or measures the strength of the checks (--strength).
-func (m *Main) verifyCmd(ctx context.Context, args []string) int {
-	fs := flag.NewFlagSet("ratchet verify", flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
-	asJSON := fs.Bool("json", false, "print the verdicts (or the strength report) as JSON")
-	unsafe := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
-	measure := fs.Bool("strength", false, "measure the strength of the task's gate checks on mutants of a reference solution")
-	reference := fs.String("reference", "", "with --strength: the reference solution (default the task's reference:)")
-	parallel := fs.Int("parallel", runtime.NumCPU(), "candidates (or mutants) checked at once")
-	all := fs.Bool("all", false, "run every check of every tier, even after a cheap (or gate) check failed")
-	setUsage(fs, `Usage: ratchet verify TASK.yaml FILE... [flags]
+// verifyHelp is verify's usage, above its flags.
+const verifyHelp = `Usage: ratchet verify TASK.yaml FILE... [flags]
        ratchet verify --strength [--reference FILE] TASK.yaml [flags]
 
 Runs the task's checks on each candidate file, with no model, as a run
@@ -65,22 +55,28 @@ task's min_strength), 1 when the reference itself fails a check, 3 when a
 mutant could not be checked.
 
 Flags:
-`)
+`
+
+// verifyCommand is 'ratchet verify', and its --strength (strength.go).
+type verifyCommand struct{ *Main }
+
+// run runs a task file's checks on candidate files, with no model,
+// or measures the strength of the checks (--strength).
+func (m verifyCommand) run(ctx context.Context, args []string) int {
+	fs := flag.NewFlagSet("ratchet verify", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	asJSON := fs.Bool("json", false, "print the verdicts (or the strength report) as JSON")
+	unsafe := fs.Bool("unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation")
+	measure := fs.Bool("strength", false, "measure the strength of the task's gate checks on mutants of a reference solution")
+	reference := fs.String("reference", "", "with --strength: the reference solution (default the task's reference:)")
+	parallel := fs.Int("parallel", runtime.NumCPU(), "candidates (or mutants) checked at once")
+	all := fs.Bool("all", false, "run every check of every tier, even after a cheap (or gate) check failed")
+	setUsage(fs, verifyHelp)
 	pos, code, done := parseCommand(fs, args)
 	if done {
 		return code
 	}
-	switch {
-	case *measure && len(pos) != 1:
-		fmt.Fprintln(m.Stderr, "ratchet verify --strength: want one task file (and --reference FILE unless the task names one)")
-		fs.Usage()
-		return exitUsage
-	case !*measure && len(pos) < 2:
-		fmt.Fprintln(m.Stderr, "ratchet verify: want a task file and at least one candidate file")
-		fs.Usage()
-		return exitUsage
-	case *parallel < 1:
-		fmt.Fprintln(m.Stderr, "ratchet verify: --parallel must be at least 1")
+	if !m.wellUsed(fs, pos, *measure, *parallel) {
 		return exitUsage
 	}
 	tf, err := taskfile.Load(pos[0])
@@ -105,7 +101,6 @@ Flags:
 	}
 	start := time.Now()
 	files := pos[1:]
-	reports := make([]fileReport, len(files))
 	answers := make([]string, len(files))
 	for i, path := range files {
 		data, err := os.ReadFile(path)
@@ -115,17 +110,7 @@ Flags:
 		}
 		answers[i] = string(data)
 	}
-	sem := make(chan struct{}, *parallel)
-	var wg sync.WaitGroup
-	for i, path := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			reports[i] = checkFile(ctx, tiers, path, answers[i], *all)
-		}()
-	}
-	wg.Wait()
+	reports := checkFiles(ctx, tiers, files, answers, *parallel, *all)
 	elapsed := time.Since(start)
 	code = exitDone
 	for _, rep := range reports {
@@ -150,6 +135,43 @@ Flags:
 		fmt.Fprintf(m.Stdout, "%d candidates in %s (%.1f per second, %d at once)\n", len(files), elapsed.Round(time.Millisecond), float64(len(files))/elapsed.Seconds(), min(*parallel, len(files)))
 	}
 	return code
+}
+
+// checkFiles checks each candidate file (answers holds their contents),
+// parallel at once.
+func checkFiles(ctx context.Context, tiers verify.Tiers, files, answers []string, parallel int, all bool) []fileReport {
+	reports := make([]fileReport, len(files))
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, path := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			reports[i] = checkFile(ctx, tiers, path, answers[i], all)
+		}()
+	}
+	wg.Wait()
+	return reports
+}
+
+// wellUsed says whether verify's flags and arguments go together, and
+// how not on stderr.
+func (m verifyCommand) wellUsed(fs *flag.FlagSet, pos []string, measure bool, parallel int) bool {
+	switch {
+	case measure && len(pos) != 1:
+		fmt.Fprintln(m.Stderr, "ratchet verify --strength: want one task file (and --reference FILE unless the task names one)")
+		fs.Usage()
+		return false
+	case !measure && len(pos) < 2:
+		fmt.Fprintln(m.Stderr, "ratchet verify: want a task file and at least one candidate file")
+		fs.Usage()
+		return false
+	case parallel < 1:
+		fmt.Fprintln(m.Stderr, "ratchet verify: --parallel must be at least 1")
+		return false
+	}
+	return true
 }
 
 // checkFile runs the tiers' checks on one candidate in order, stopping
@@ -185,7 +207,7 @@ func checkFile(ctx context.Context, tiers verify.Tiers, path, answer string, all
 }
 
 // strengthCmd is ratchet verify --strength.
-func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.Tiers, refPath string, parallel int, asJSON bool) int {
+func (m verifyCommand) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.Tiers, refPath string, parallel int, asJSON bool) int {
 	if tf.Mode != "generate" {
 		// In agent mode the checks read the workspace, not the answer: every
 		// mutant would pass untouched and the score would mean nothing.
@@ -203,7 +225,7 @@ func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.
 		fmt.Fprintf(m.Stderr, "ratchet verify --strength: %s has no gate checks to measure (holdout checks never gate)\n", tf.Path)
 		return exitUsage
 	}
-	rep, _, err := m.measureStrength(ctx, tf, tiers, refPath, parallel, false)
+	rep, _, err := checkStrength(m).measureStrength(ctx, tf, tiers, refPath, parallel, false)
 	switch {
 	case errors.Is(err, strength.ErrReferenceFails):
 		fmt.Fprintf(m.Stderr, "ratchet verify --strength: %s: %v\n", refPath, err)
@@ -220,7 +242,7 @@ func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.
 			return exitInfra
 		}
 	} else {
-		m.printStrength(tf, refPath, rep)
+		checkStrength(m).printStrength(tf, refPath, rep)
 	}
 	switch {
 	case rep.Errors > 0:
@@ -234,7 +256,7 @@ func (m *Main) strengthCmd(ctx context.Context, tf *taskfile.File, tiers verify.
 
 // printInProcess names each exec check that runs the candidate inside the
 // tests' process, and why judge isolation does not serve it.
-func (m *Main) printInProcess(tiers verify.Tiers) {
+func (m verifyCommand) printInProcess(tiers verify.Tiers) {
 	said := map[string]bool{}
 	for _, v := range tiers.All() {
 		c, ok := v.(execcheck.Isolated)
@@ -248,7 +270,7 @@ func (m *Main) printInProcess(tiers verify.Tiers) {
 	}
 }
 
-func (m *Main) printReport(rep fileReport) {
+func (m verifyCommand) printReport(rep fileReport) {
 	status := "passed every gate check"
 	if !rep.OK {
 		status = "NOT accepted"
