@@ -101,10 +101,11 @@ func (x *Executor) CallModel(ctx context.Context, c *loop.Command, sink Sink) (e
 	if answered != nil {
 		return *answered, nil
 	}
-	var billed model.Usage
-	hctx, endText := x.withHooks(ctx, c, sink, &billed)
+	ch := x.hooksFor(c, sink)
+	hctx, endText := ch.attach(ctx)
 	resp, err := x.model.Generate(hctx, *req)
 	endText()
+	billed := ch.release()
 	// Every path to a model (a fallback's members, each retry, a sub-agent's
 	// own executor) passes here: what its failed attempts were billed goes
 	// into what the call charges, so that the run's cost cap holds.
@@ -122,35 +123,62 @@ func (x *Executor) CallModel(ctx context.Context, c *loop.Command, sink Sink) (e
 	return loop.Event{Type: loop.EventModelReply, Call: c.ID, Reply: &resp}, nil
 }
 
-// withHooks returns ctx carrying the hooks of call c: its transport
-// retries, fallbacks and waits go to sink, and its streamed text to the
-// observers that show text, redacted as it streams (what could be the
-// start of a secret waits for the next piece). endText shows what was held
-// back once the call is over. Sampled alternatives run in parallel: their
-// text is not streamed.
-func (x *Executor) withHooks(ctx context.Context, c *loop.Command, sink Sink, billed *model.Usage) (_ context.Context, endText func()) {
-	id := c.ID
-	var mu sync.Mutex // a model may bill attempts from several goroutines
-	h := model.Hooks{
+// callHooks are the hooks of one model call. Their closures are built
+// once per pooled value and read the call they serve from its fields, so
+// that a call with no text observer allocates no closure.
+type callHooks struct {
+	x      *Executor
+	id     string
+	sink   Sink
+	stream bool       // whether the call's text goes to text observers
+	mu     sync.Mutex // a model may bill attempts from several goroutines
+	billed model.Usage
+	hooks  model.Hooks
+}
+
+var callHooksPool = sync.Pool{New: func() any {
+	ch := &callHooks{}
+	ch.hooks = model.Hooks{
 		OnBilled: func(u model.Usage) {
-			mu.Lock()
-			*billed = model.AddBilled(*billed, u)
-			mu.Unlock()
+			ch.mu.Lock()
+			ch.billed = model.AddBilled(ch.billed, u)
+			ch.mu.Unlock()
 		},
 		OnRetry: func(rt model.Retry) {
-			sink(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: id, Retry: rt}})
+			ch.sink(observe.Entry{Kind: observe.KindRetry, Retry: &observe.Retry{Call: ch.id, Retry: rt}})
 		},
 		OnFallback: func(f model.Fallback) {
-			f.Reason = x.red.String(f.Reason) // a server's error text may echo a secret
-			sink(observe.Entry{Kind: observe.KindFallback, Fallback: &observe.Fallback{Call: id, Fallback: f}})
+			f.Reason = ch.x.red.String(f.Reason) // a server's error text may echo a secret
+			ch.sink(observe.Entry{Kind: observe.KindFallback, Fallback: &observe.Fallback{Call: ch.id, Fallback: f}})
 		},
 		OnWait: func(w model.Wait) {
-			sink(observe.Entry{Kind: observe.KindWait, Wait: &observe.Wait{Call: id, Wait: w}})
+			ch.sink(observe.Entry{Kind: observe.KindWait, Wait: &observe.Wait{Call: ch.id, Wait: w}})
 		},
 	}
-	if c.Request.Purpose == model.PurposeSample || len(x.text) == 0 {
-		return model.WithHooks(ctx, h), func() {}
+	return ch
+}}
+
+// hooksFor returns the hooks of call c: its transport retries, fallbacks
+// and waits go to sink. The caller hands them back with release once the
+// model's Generate has returned (hooks are only called during it).
+func (x *Executor) hooksFor(c *loop.Command, sink Sink) *callHooks {
+	ch := callHooksPool.Get().(*callHooks)
+	ch.x, ch.id, ch.sink, ch.billed = x, c.ID, sink, model.Usage{}
+	ch.stream = c.Request.Purpose != model.PurposeSample && len(x.text) > 0
+	return ch
+}
+
+// attach returns ctx carrying the call's hooks, with its streamed text
+// going to the observers that show text, redacted as it streams (what
+// could be the start of a secret waits for the next piece). endText shows
+// what was held back once the call is over. Sampled alternatives run in
+// parallel: their text is not streamed.
+func (ch *callHooks) attach(ctx context.Context) (_ context.Context, endText func()) {
+	x, id := ch.x, ch.id
+	if !ch.stream {
+		return model.WithHooks(ctx, ch.hooks), func() {}
 	}
+	h := ch.hooks
 	stream := &redact.Stream{Redactor: x.red}
 	show := func(d string) {
 		for _, to := range x.text {
@@ -167,6 +195,15 @@ func (x *Executor) withHooks(ctx context.Context, c *loop.Command, sink Sink, bi
 			show(rest)
 		}
 	}
+}
+
+// release returns what the call's failed attempts were billed and puts
+// the hooks back in the pool.
+func (ch *callHooks) release() model.Usage {
+	billed := ch.billed
+	ch.x, ch.sink, ch.billed = nil, nil, model.Usage{} // drop references the pool would keep alive
+	callHooksPool.Put(ch)
+	return billed
 }
 
 // failure classifies err, naming the time budget when the command's
