@@ -68,6 +68,9 @@ func TestBigRepoExample(t *testing.T) {
 	}
 	c = run(t, env, "apply", "last")
 	c.wantCode(t, exitDone)
+	if !strings.Contains(c.stdout, ": 1 file (inventory/stock.py)") {
+		t.Errorf("apply said: %q", c.stdout)
+	}
 	if st := git("status", "--porcelain"); st != " M inventory/stock.py\n" {
 		t.Errorf("after apply, git status: %q", st)
 	}

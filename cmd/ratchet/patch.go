@@ -79,7 +79,7 @@ func patchLine(id string, p *loop.Patch) string {
 	case len(p.Files) == 0:
 		return "the run changed nothing in the workspace"
 	}
-	line := fmt.Sprintf("%d files changed in the copy of %s ('ratchet show %s --patch' prints it, 'ratchet apply %[3]s' applies it)", len(p.Files), p.Original, id)
+	line := fmt.Sprintf("%s changed in the copy of %s ('ratchet show %s --patch' prints it, 'ratchet apply %[3]s' applies it)", fileCount(len(p.Files)), p.Original, id)
 	if len(p.Binary) > 0 || p.Redacted {
 		line += "; it cannot be applied as it is: " + strings.Join(patchNotes(p), "; ")
 	}
@@ -137,6 +137,14 @@ Flags:
 		fmt.Fprintf(m.Stdout, "run %s changed nothing; %s is as it was\n", row.ID, p.Original)
 		return exitDone
 	}
-	fmt.Fprintf(m.Stdout, "applied run %s's patch to %s: %d files (%s)\n", row.ID, p.Original, len(p.Files), oneLine(strings.Join(p.Files, ", "), 200))
+	fmt.Fprintf(m.Stdout, "applied run %s's patch to %s: %s (%s)\n", row.ID, p.Original, fileCount(len(p.Files)), oneLine(strings.Join(p.Files, ", "), 200))
 	return exitDone
+}
+
+// fileCount says "1 file" or "N files".
+func fileCount(n int) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return fmt.Sprintf("%d files", n)
 }
