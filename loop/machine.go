@@ -35,6 +35,9 @@ type Machine struct {
 	req   requests
 	ready Ready
 	st    state
+	// observed is the scratch a turn's calls are shown to progress
+	// detection in: a KeyFunc must not keep an observation's slices.
+	observed []progress.Call
 }
 
 // state is everything that changes; it is what Snapshot serialises.

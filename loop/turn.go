@@ -145,9 +145,9 @@ func (m *Machine) closeTurn(d budget.Dimension) {
 // them in the phase that takes their replies. A step or the closing turn
 // is a step of the run; a compaction or a sample is not.
 func (m *Machine) callModel(p model.Purpose, n, maxOut int, keep time.Duration) {
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = m.st.nextCallID()
+	ids := m.st.Awaiting[:0] // empty, or a reply's whose array is free again
+	for range n {
+		ids = append(ids, m.st.nextCallID())
 	}
 	m.st.Call = callParams{Purpose: p, MaxOut: maxOut, Keep: keep}
 	m.st.Awaiting = ids
@@ -174,7 +174,7 @@ func (m *Machine) callModel(p model.Purpose, n, maxOut int, keep time.Duration) 
 // may only finish. r is the event's and is only read: the machine keeps
 // slices of it, never writes through it.
 func (m *Machine) onReply(r *model.Response, closing bool) {
-	m.st.Awaiting = nil
+	m.st.Awaiting = m.st.Awaiting[:0] // the next call's ID goes in its array
 	m.st.charge(r)
 	shape := shapeOf(r)
 	if r.StopReason != "refusal" {
@@ -220,7 +220,7 @@ func (m *Machine) onReply(r *model.Response, closing bool) {
 		m.malformed("no_action", "Your reply called no tool. To act, call a tool; to answer, call `finish` with your answer and confidence. A plain-text answer is not submitted.", closing)
 		return
 	}
-	content, calls := takeCalls(r, shape.uses, m.st.Step)
+	content, calls := takeCalls(m.st.Calls[:0], r, shape.uses, m.st.Step)
 	m.st.History.append(model.Message{Role: model.Assistant, Content: content})
 	m.st.Calls = calls
 	for _, c := range calls {
@@ -302,12 +302,13 @@ func textOnly(blocks []model.Block) []model.Block {
 }
 
 // takeCalls reads the tool calls of reply r, at indices uses of its
-// content, at step: the content for the history and the turn's calls. The
+// content, at step: the content for the history and the turn's calls,
+// appended to calls (the last turn's, answered, whose array is reused). The
 // history's copy gives every tool_use a unique, non-empty ID so each gets
 // its result, and an object input, which providers require when the
 // history is sent back; the raw arguments stay in the calls, quoted in the
 // error the model sees.
-func takeCalls(r *model.Response, uses []int, step int) ([]model.Block, []pendingCall) {
+func takeCalls(calls []pendingCall, r *model.Response, uses []int, step int) ([]model.Block, []pendingCall) {
 	content, copied := r.Content, false
 	edit := func(i int) *model.Block {
 		if !copied {
@@ -315,7 +316,6 @@ func takeCalls(r *model.Response, uses []int, step int) ([]model.Block, []pendin
 		}
 		return &content[i]
 	}
-	calls := make([]pendingCall, 0, len(uses))
 	var taken []string // IDs in use, the model's own and the generated; built when first needed
 	for n, i := range uses {
 		var from string
@@ -456,11 +456,12 @@ func (m *Machine) dispatchTools(closing bool) {
 // completeTools answers every call of the turn, in call order, watches for
 // lack of progress and moves on; the closing turn's calls end the run.
 func (m *Machine) completeTools(closing bool) {
-	observed := make([]progress.Call, 0, len(m.st.Calls))
+	observed := m.observed[:0]
 	for _, c := range m.st.Calls {
 		m.st.Outbox = append(m.st.Outbox, model.Block{Type: model.ToolResult, ID: c.ID, Text: c.Result.Output, IsError: c.Result.IsError})
 		observed = append(observed, progress.Call{Tool: c.Name, Args: c.Args, Result: c.Result.Output})
 	}
+	m.observed = observed
 	m.st.Outbox = append(m.st.Outbox, renamed(m.st.Calls)...)
 	m.st.Calls = m.st.Calls[:0]
 	if closing {

@@ -383,15 +383,19 @@ type Hooks struct {
 
 type hooksKey struct{}
 
-// WithHooks returns ctx carrying h.
-func WithHooks(ctx context.Context, h Hooks) context.Context {
+// WithHooks returns ctx carrying h, which must not change while ctx is
+// in use. A pointer, so that carrying the hooks costs the context alone
+// (a Hooks value would be boxed on every call).
+func WithHooks(ctx context.Context, h *Hooks) context.Context {
 	return context.WithValue(ctx, hooksKey{}, h)
 }
 
 // HooksFrom returns the hooks ctx carries; the zero Hooks if none.
 func HooksFrom(ctx context.Context) Hooks {
-	h, _ := ctx.Value(hooksKey{}).(Hooks)
-	return h
+	if h, _ := ctx.Value(hooksKey{}).(*Hooks); h != nil {
+		return *h
+	}
+	return Hooks{}
 }
 
 // Priced is implemented by models that know whether their calls have a

@@ -34,7 +34,7 @@ func TestHooks(t *testing.T) {
 		t.Error("hooks from a bare context")
 	}
 	var got string
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { got += d }})
+	ctx := model.WithHooks(context.Background(), &model.Hooks{OnText: func(d string) { got += d }})
 	model.HooksFrom(ctx).OnText("hi")
 	if got != "hi" {
 		t.Errorf("OnText got %q", got)

@@ -176,7 +176,7 @@ func (x *Executor) hooksFor(c *loop.Command, sink Sink) *callHooks {
 func (ch *callHooks) attach(ctx context.Context) (_ context.Context, endText func()) {
 	x, id := ch.x, ch.id
 	if !ch.stream {
-		return model.WithHooks(ctx, ch.hooks), func() {}
+		return model.WithHooks(ctx, &ch.hooks), func() {}
 	}
 	h := ch.hooks
 	stream := &redact.Stream{Redactor: x.red}
@@ -190,7 +190,7 @@ func (ch *callHooks) attach(ctx context.Context) (_ context.Context, endText fun
 			show(d)
 		}
 	}
-	return model.WithHooks(ctx, h), func() {
+	return model.WithHooks(ctx, &h), func() {
 		if rest := stream.Flush(); rest != "" {
 			show(rest)
 		}
@@ -215,14 +215,14 @@ func failure(ctx context.Context, err error) *loop.Failure {
 	return &loop.Failure{Kind: "error", Message: err.Error()}
 }
 
-// ToolCalls are the calls of the RunTools command c, as the executor runs
-// them.
-func ToolCalls(c *loop.Command) []tool.Call {
-	calls := make([]tool.Call, len(c.Calls))
-	for i, call := range c.Calls {
-		calls[i] = tool.Call{ID: call.ID, Name: call.Name, Args: call.Args}
+// toolCalls are calls as the tool executor takes a batch of them. A
+// command's calls are never written to: the log holds them.
+func toolCalls(calls []loop.ToolCall) []tool.Call {
+	out := make([]tool.Call, len(calls))
+	for i, c := range calls {
+		out[i] = tool.Call(c)
 	}
-	return calls
+	return out
 }
 
 // DecideTools decides which of a batch's calls run: resumed says the batch
@@ -230,7 +230,7 @@ func ToolCalls(c *loop.Command) []tool.Call {
 // to run twice is answered UnknownOutcome; then BeforeTool may deny a call
 // or rewrite its arguments. It returns the calls to run and the events that
 // answer the others.
-func (x *Executor) DecideTools(ctx context.Context, calls []tool.Call, resumed bool, sink Sink) (run []tool.Call, answered []loop.Event) {
+func (x *Executor) DecideTools(ctx context.Context, calls []loop.ToolCall, resumed bool, sink Sink) (run []loop.ToolCall, answered []loop.Event) {
 	if resumed {
 		calls = x.settleUnknown(&answered, calls)
 	}
@@ -240,12 +240,12 @@ func (x *Executor) DecideTools(ctx context.Context, calls []tool.Call, resumed b
 // RunTools runs calls that DecideTools let through, in parallel within the
 // output caps and timeouts of the executor's config, and returns their
 // results (after AfterTool) in call order.
-func (x *Executor) RunTools(ctx context.Context, calls []tool.Call, sink Sink) []loop.Event {
+func (x *Executor) RunTools(ctx context.Context, calls []loop.ToolCall, sink Sink) []loop.Event {
 	if len(calls) == 1 { // the common case, without a slice of one result
-		return []loop.Event{toolEvent(x.afterTool(ctx, calls[0], x.tools.RunOne(ctx, x.reg, calls[0]), sink))}
+		return []loop.Event{toolEvent(x.afterTool(ctx, calls[0], x.tools.RunOne(ctx, x.reg, tool.Call(calls[0])), sink))}
 	}
 	events := make([]loop.Event, 0, len(calls))
-	for i, res := range x.tools.Run(ctx, x.reg, calls) {
+	for i, res := range x.tools.Run(ctx, x.reg, toolCalls(calls)) {
 		events = append(events, toolEvent(x.afterTool(ctx, calls[i], res, sink)))
 	}
 	return events
@@ -254,8 +254,8 @@ func (x *Executor) RunTools(ctx context.Context, calls []tool.Call, sink Sink) [
 // RunToolsEach runs calls like RunTools and hands each result to done as
 // soon as its call ends, in the order they end: a driver makes each
 // durable at once. done may be called from several goroutines at once.
-func (x *Executor) RunToolsEach(ctx context.Context, calls []tool.Call, sink Sink, done func(loop.Event)) {
-	x.tools.RunEach(ctx, x.reg, calls, func(i int, res tool.Result) {
+func (x *Executor) RunToolsEach(ctx context.Context, calls []loop.ToolCall, sink Sink, done func(loop.Event)) {
+	x.tools.RunEach(ctx, x.reg, toolCalls(calls), func(i int, res tool.Result) {
 		done(toolEvent(x.afterTool(ctx, calls[i], res, sink)))
 	})
 }
@@ -269,7 +269,7 @@ func toolEvent(res tool.Result) loop.Event {
 // settleUnknown answers, without running them, the calls of a resumed
 // RunTools command whose tools are not idempotent: they may have run
 // before the crash. It returns the calls that may run again.
-func (x *Executor) settleUnknown(queue *[]loop.Event, calls []tool.Call) []tool.Call {
+func (x *Executor) settleUnknown(queue *[]loop.Event, calls []loop.ToolCall) []loop.ToolCall {
 	again := calls[:0:0]
 	for _, c := range calls {
 		if t, ok := x.reg.Lookup(c.Name); !ok || t.Info().Idempotent {

@@ -219,7 +219,7 @@ func withContext(req *model.Request, text string) *model.Request {
 
 // beforeTools runs BeforeTool on each call: the calls to run (arguments
 // rewritten where it said so), the others answered in events.
-func (x *Executor) beforeTools(ctx context.Context, events *[]loop.Event, calls []tool.Call, sink Sink) []tool.Call {
+func (x *Executor) beforeTools(ctx context.Context, events *[]loop.Event, calls []loop.ToolCall, sink Sink) []loop.ToolCall {
 	h := x.hooks.BeforeTool
 	if h == nil {
 		return calls
@@ -251,7 +251,7 @@ func hookResult(call, outcome, text string) loop.Event {
 }
 
 // afterTool runs AfterTool on res, the result of call.
-func (x *Executor) afterTool(ctx context.Context, call tool.Call, res tool.Result, sink Sink) tool.Result {
+func (x *Executor) afterTool(ctx context.Context, call loop.ToolCall, res tool.Result, sink Sink) tool.Result {
 	h := x.hooks.AfterTool
 	if h == nil {
 		return res

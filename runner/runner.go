@@ -485,7 +485,7 @@ func (r *run) carryOut(ctx context.Context, c *loop.Command, inBatch bool) []loo
 }
 
 func (r *run) runTools(ctx context.Context, c *loop.Command, inBatch bool) []loop.Event {
-	calls, events := r.x.DecideTools(ctx, ToolCalls(c), r.resumed[c.ID], r.shell)
+	calls, events := r.x.DecideTools(ctx, c.Calls, r.resumed[c.ID], r.shell)
 	if r.cfg.Store != nil && !inBatch && len(events) == 0 && len(calls) > 1 {
 		return r.runToolsDurably(ctx, calls)
 	}
@@ -500,7 +500,7 @@ func (r *run) runTools(ctx context.Context, c *loop.Command, inBatch bool) []loo
 // theirs: on resume the recorded results are reused. The events are
 // recorded here, in the order the calls end, and drive steps them without
 // recording them again (r.prerecorded).
-func (r *run) runToolsDurably(ctx context.Context, calls []tool.Call) []loop.Event {
+func (r *run) runToolsDurably(ctx context.Context, calls []loop.ToolCall) []loop.Event {
 	var queue []loop.Event
 	r.x.RunToolsEach(ctx, calls, r.shell, func(ev loop.Event) {
 		r.log.mu.Lock()

@@ -580,7 +580,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (ToolResult, error)
 	}
 	defer heartbeat(ctx)()
 	shell := shellLog{red: lr.live.Redactor}
-	calls, answered := lr.x.DecideTools(ctx, []tool.Call{{ID: in.Call.ID, Name: in.Call.Name, Args: in.Call.Args}}, false, shell.add)
+	calls, answered := lr.x.DecideTools(ctx, []loop.ToolCall{in.Call}, false, shell.add)
 	if len(answered) == 0 {
 		answered = lr.x.RunTools(ctx, calls, shell.add)
 	}

@@ -141,7 +141,7 @@ func TestFixtures(t *testing.T) {
 		srv := modeltest.Serve(t, fixture{body, tc.stream}, []modeltest.Turn{{}})
 		m := newTest(t, srv, modeltest.Options{APIKey: "k", Stream: tc.stream})
 		var text strings.Builder
-		ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { text.WriteString(d) }})
+		ctx := model.WithHooks(context.Background(), &model.Hooks{OnText: func(d string) { text.WriteString(d) }})
 		got, err := m.Generate(ctx, model.Request{Messages: []model.Message{{Role: model.User, Content: []model.Block{model.TextBlock("weather?")}}}})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.file, err)

@@ -137,7 +137,7 @@ func TestCachedTextStreams(t *testing.T) {
 	inner := &counting{text: "streamed "}
 	c.Wrap(inner, "", "").Generate(context.Background(), req("q"))
 	var got []string
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { got = append(got, d) }})
+	ctx := model.WithHooks(context.Background(), &model.Hooks{OnText: func(d string) { got = append(got, d) }})
 	r, _ := c.Wrap(inner, "", "").Generate(ctx, req("q"))
 	if !r.Cached || strings.Join(got, "") != "streamed 1" {
 		t.Errorf("OnText got %q (cached %v)", got, r.Cached)

@@ -53,7 +53,7 @@ func TestFallsBackOnTemporaryErrors(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			a, b := &fake{err: apiErr(kind)}, &fake{text: "from b"}
 			var got []model.Fallback
-			ctx := model.WithHooks(context.Background(), model.Hooks{OnFallback: func(f model.Fallback) { got = append(got, f) }})
+			ctx := model.WithHooks(context.Background(), &model.Hooks{OnFallback: func(f model.Fallback) { got = append(got, f) }})
 			resp, err := chain(t, a, b).Generate(ctx, model.Request{})
 			if err != nil {
 				t.Fatal(err)
@@ -142,7 +142,7 @@ func TestRest(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fallback.SetClock(c, func() time.Time { return now })
 	var got []model.Fallback
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnFallback: func(f model.Fallback) { got = append(got, f) }})
+	ctx := model.WithHooks(context.Background(), &model.Hooks{OnFallback: func(f model.Fallback) { got = append(got, f) }})
 	for range 3 {
 		if resp, err := c.Generate(ctx, model.Request{}); err != nil || resp.Via != "b:m" {
 			t.Fatalf("resp %+v err %v; want b", resp, err)

@@ -246,7 +246,7 @@ func TestCassetteThinkingStream(t *testing.T) {
 	srv := modeltest.ServeCassette(t, rec)
 	m := replayModel(t, srv, "gemini-2.5-pro", true)
 	var shown strings.Builder
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { shown.WriteString(d) }})
+	ctx := model.WithHooks(context.Background(), &model.Hooks{OnText: func(d string) { shown.WriteString(d) }})
 	resp, err := m.Generate(ctx, model.Request{Messages: []model.Message{user("How do I cross the street?")}, Reasoning: &model.Reasoning{BudgetTokens: 4096}})
 	if err != nil {
 		t.Fatal(err)

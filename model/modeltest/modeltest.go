@@ -536,7 +536,7 @@ func testParallel(t *testing.T, h Harness, stream bool) {
 	}
 	m, srv := h.model(t, []Turn{{Reply: reply}}, Options{Stream: true})
 	var deltas strings.Builder
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { deltas.WriteString(d) }})
+	ctx := model.WithHooks(context.Background(), &model.Hooks{OnText: func(d string) { deltas.WriteString(d) }})
 	got := generate(t, m, ctx, request())
 	if diff := diffResponse(want, got); diff != "" {
 		t.Errorf("streamed response differs from the whole one (-whole +streamed):\n%s", diff)
@@ -578,7 +578,7 @@ func testThinking(t *testing.T, h Harness, stream bool) {
 	}
 	m, srv := h.model(t, []Turn{{Reply: reply}, {Reply: Reply{Text: "5"}}}, Options{Stream: stream})
 	var shown strings.Builder
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { shown.WriteString(d) }})
+	ctx := model.WithHooks(context.Background(), &model.Hooks{OnText: func(d string) { shown.WriteString(d) }})
 	resp := generate(t, m, ctx, request())
 	if len(resp.Content) == 0 || resp.Content[0].Type != model.Thinking || resp.Content[0].Text != reply.Thinking || resp.Content[0].Signature != reply.Signature {
 		t.Fatalf("reply %+v: want a thinking block first, with the text %q and signature %q", resp.Content, reply.Thinking, reply.Signature)
@@ -740,7 +740,7 @@ func testRetry(t *testing.T, h Harness, f Failure, status int, reason string) {
 		t.Fatal("the model has no server: set Harness.NoTransport if it has no transport")
 	}
 	var retries []model.Retry
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnRetry: func(r model.Retry) { retries = append(retries, r) }})
+	ctx := model.WithHooks(context.Background(), &model.Hooks{OnRetry: func(r model.Retry) { retries = append(retries, r) }})
 	checkReply(t, generate(t, m, ctx, request()), reply)
 	if srv.Attempts() != 2 {
 		t.Errorf("%d attempts, want 2", srv.Attempts())
@@ -838,7 +838,7 @@ func testRetryBroken(t *testing.T, h Harness, stream bool) {
 	m, srv := h.model(t, []Turn{{Fail: []Failure{{Break: true}}, Reply: reply}}, Options{Retry: retryConfig(&s), Stream: stream})
 	var retries []model.Retry
 	var billed []model.Usage
-	ctx := model.WithHooks(context.Background(), model.Hooks{
+	ctx := model.WithHooks(context.Background(), &model.Hooks{
 		OnRetry:  func(r model.Retry) { retries = append(retries, r) },
 		OnBilled: func(u model.Usage) { billed = append(billed, u) },
 	})

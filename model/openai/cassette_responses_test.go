@@ -159,7 +159,7 @@ func TestCassetteResponsesStream(t *testing.T) {
 		model.Message{Role: model.Assistant, Content: resp.Content},
 		model.Message{Role: model.User, Content: []model.Block{{Type: model.ToolResult, ID: resp.Content[0].ID, Text: "Paris"}}})
 	var shown strings.Builder
-	resp, err = m.Generate(model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { shown.WriteString(d) }}), req)
+	resp, err = m.Generate(model.WithHooks(context.Background(), &model.Hooks{OnText: func(d string) { shown.WriteString(d) }}), req)
 	if err != nil {
 		t.Fatal(err)
 	}

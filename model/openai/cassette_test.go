@@ -436,7 +436,7 @@ func TestRefusal(t *testing.T) {
 	} {
 		srv := modeltest.ServeCassette(t, []modeltest.Interaction{c.it})
 		var shown bytes.Buffer
-		ctx := model.WithHooks(context.Background(), model.Hooks{OnText: func(d string) { shown.WriteString(d) }})
+		ctx := model.WithHooks(context.Background(), &model.Hooks{OnText: func(d string) { shown.WriteString(d) }})
 		resp, err := replayModel(t, srv, "gpt-4.1", false, c.stream).Generate(ctx, model.Request{Messages: []model.Message{user("?")}})
 		if err != nil || resp.StopReason != "refusal" || len(resp.Content) != 1 || resp.Content[0].Text != refusal {
 			t.Errorf("stream %v: %+v, %v; want the refusal's text, stop reason refusal", c.stream, resp, err)

@@ -96,7 +96,7 @@ func TestAttemptTimeout(t *testing.T) {
 	}))
 	defer srv.Close()
 	var retries []model.Retry
-	ctx := model.WithHooks(context.Background(), model.Hooks{OnRetry: func(r model.Retry) { retries = append(retries, r) }})
+	ctx := model.WithHooks(context.Background(), &model.Hooks{OnRetry: func(r model.Retry) { retries = append(retries, r) }})
 	c := &http.Client{Transport: New(Config{AttemptTimeout: 500 * time.Millisecond, BaseDelay: time.Millisecond})}
 	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader("body"))
 	resp, err := c.Do(req)
