@@ -27,7 +27,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 )
 
 // Key fingerprints one observation of progress.
@@ -86,16 +85,16 @@ type KeyFunc func(Observation) Key
 // call written twice yields the same key; the calls of one turn are keyed as
 // a set, and failing checks as a set.
 func DefaultKey(o Observation) Key {
-	// Canonicalising recursive JSON makes the compiler move any buffer to
-	// the heap, so the buffer is pooled: a key per step allocates only the
-	// key.
-	buf := keyBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*buf) <= maxPooledKeyBuffer { // a huge tool output is not kept alive
-			keyBuffers.Put(buf)
-		}
-	}()
-	b := field((*buf)[:0], string(o.Kind))
+	// One buffer of the right size: canonicalising recursive JSON makes the
+	// compiler move any buffer to the heap, so it should at least be small.
+	size := 4 + len(o.Kind) + 8 + len(o.Problem) + len(o.Candidate)
+	for _, c := range o.Calls {
+		size += 12 + len(c.Tool) + len(c.Args) + len(c.Result)
+	}
+	for _, f := range o.Failing {
+		size += 4 + len(f)
+	}
+	b := field(make([]byte, 0, size), string(o.Kind))
 	switch o.Kind {
 	case Action:
 		calls := o.Calls
@@ -129,18 +128,11 @@ func DefaultKey(o Observation) Key {
 	default:
 		b = field(b, o.Problem)
 	}
-	*buf = b
 	sum := sha256.Sum256(b)
 	var key [24]byte
 	hex.Encode(key[:], sum[:12])
 	return Key(key[:])
 }
-
-var keyBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledKeyBuffer is the largest buffer DefaultKey keeps for the next
-// key: more than most turns' calls and results.
-const maxPooledKeyBuffer = 64 << 10
 
 // volatile matches what changes between two runs of the same command while
 // meaning the same: durations (0.004s, 12ms), clock times and timestamps,

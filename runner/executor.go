@@ -112,7 +112,8 @@ func (x *Executor) CallModel(ctx context.Context, c *loop.Command, sink Sink) (e
 	if err != nil {
 		f := failure(ctx, err)
 		if billed != (model.Usage{}) {
-			f.Billed = &billed
+			spent := billed // its own variable: taking billed's address would put it on the heap on every call
+			f.Billed = &spent
 		}
 		return loop.Event{Type: loop.EventModelError, Call: c.ID, Error: f}, err
 	}
