@@ -39,49 +39,33 @@ mcp_installed() {
 mcp_installed || npm install --prefix .cache/npm --no-audit --no-fund --loglevel=error "${mcp_servers[@]}"
 # The eval HTML reports are rendered in headless Chromium.
 [ -x /usr/bin/chromium ] || apt_install chromium
+# The telemetry tests export to a real Jaeger (v2 all-in-one), built from the
+# Go module proxy once per machine into the tools cache, outside the clone
+# (about 3 minutes; internal/testenv.JaegerVersion names the same version).
+jaeger_version=v1.76.0
+jaeger_bin="$HOME/.cache/ratchet/tools/jaeger-$jaeger_version/jaeger"
+if [ ! -x "$jaeger_bin" ]; then
+	echo "== building Jaeger $jaeger_version into $jaeger_bin"
+	jaeger_tools=$(mktemp -d)
+	mkdir -p "$(dirname "$jaeger_bin")"
+	(
+		cd "$jaeger_tools"
+		go mod init ratchet-tools >/dev/null 2>&1
+		go get -tool "github.com/jaegertracing/jaeger/cmd/jaeger@$jaeger_version"
+		go build -o "$jaeger_bin.tmp" github.com/jaegertracing/jaeger/cmd/jaeger
+	)
+	mv "$jaeger_bin.tmp" "$jaeger_bin"
+	rm -rf "$jaeger_tools"
+fi
 # The CLI's terminal tests run it in tmux.
 command -v tmux >/dev/null || apt_install tmux
 
-# The telemetry tests export to a real Jaeger (v2 all-in-one) and the
-# Temporal tests run the Temporal CLI's dev server. Both are built from the
-# Go module proxy once per machine into the tools cache, outside the clone
-# (internal/testenv names the same versions). On a fresh machine that is
-# about 12 minutes, so it runs in the background while vet and staticcheck
-# do, overlapping their downloads and single-threaded links; the tests wait
-# for it.
-jaeger_version=v1.76.0
-jaeger_bin="$HOME/.cache/ratchet/tools/jaeger-$jaeger_version/jaeger"
+# The Temporal tests run the CLI's dev server. It is built once per machine
+# into the tools cache (about 3 minutes); internal/testenv looks for it there.
 temporal_version=v1.5.1
 temporal_dir="$HOME/.cache/ratchet/tools/temporal-$temporal_version"
-build_tools() {
-	if [ ! -x "$jaeger_bin" ]; then
-		echo "== building Jaeger $jaeger_version into $jaeger_bin"
-		local jaeger_tools
-		jaeger_tools=$(mktemp -d)
-		mkdir -p "$(dirname "$jaeger_bin")"
-		(
-			cd "$jaeger_tools"
-			go mod init ratchet-tools >/dev/null 2>&1
-			go get -tool "github.com/jaegertracing/jaeger/cmd/jaeger@$jaeger_version"
-			go build -o "$jaeger_bin.tmp" github.com/jaegertracing/jaeger/cmd/jaeger
-		)
-		mv "$jaeger_bin.tmp" "$jaeger_bin"
-		rm -rf "$jaeger_tools"
-	fi
-	if [ ! -x "$temporal_dir/temporal" ]; then
-		echo "== building the Temporal CLI $temporal_version into $temporal_dir"
-		GOBIN="$temporal_dir" go install "github.com/temporalio/cli/cmd/temporal@$temporal_version"
-	fi
-}
-# In a process group of its own (job control on just for its start), so
-# that an early exit stops the go commands it started, not only the shell.
-tools_log=$(mktemp)
-set -m
-build_tools >"$tools_log" 2>&1 &
-tools_pid=$!
-set +m
-stop_tools() { kill -- -"$tools_pid" 2>/dev/null || true; }
-trap stop_tools EXIT
+[ -x "$temporal_dir/temporal" ] ||
+	GOBIN="$temporal_dir" go install "github.com/temporalio/cli/cmd/temporal@$temporal_version"
 
 go version
 
@@ -103,19 +87,11 @@ fi
 # RATCHET_TEST_POSTGRES_DSN already names one.
 if [ -z "${RATCHET_TEST_POSTGRES_DSN:-}" ]; then
 	. .ci/postgres.sh
-	trap 'stop_postgres; stop_tools' EXIT
+	trap stop_postgres EXIT
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	start_postgres
 fi
-
-if ! wait "$tools_pid"; then
-	cat "$tools_log"
-	echo "building the test tools failed" >&2
-	exit 1
-fi
-cat "$tools_log"
-rm -f "$tools_log"
 
 echo "== go test -race"
 if [ $# -gt 0 ]; then
