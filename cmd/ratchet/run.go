@@ -204,7 +204,7 @@ func (m runCommand) run(ctx context.Context, args []string) int {
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
 	if f.temporal != "" {
 		built.Close() // the workers build the run themselves
-		return driver(m).runTemporal(ctx, built.Task, db, runID, info, f)
+		return driver(m).runTemporal(ctx, built.Task, built.Model, db, runID, info, f)
 	}
 	cfg := built.Runner()
 	cfg.RunID, cfg.Store, cfg.Labels, cfg.TaskInfo = runID, db, f.labels, info
@@ -351,56 +351,77 @@ type driver struct{ *Main }
 // carryOn runs (or resumes) a stored run with the terminal's observers and
 // reports how it ended.
 func (m driver) carryOn(name string, task runner.Task, cfg runner.Config, f runFlags, start func(runner.Config) (loop.Result, error)) int {
+	v, code := m.view(name, task.Budget, f, &cfg)
+	if v == nil {
+		return code
+	}
+	defer v.close()
+	cfg.Human = m.human(f)
+	cfg.Redactor = m.secrets
+
+	stopTicking := tick(v.ticking)
+	res, runErr := start(cfg)
+	stopTicking()
+	return m.ended(name, cfg.RunID, f, res, runErr, v.closeLog())
+}
+
+// runView is how a run is shown as it goes, local or on Temporal: the
+// progress printer (unless --quiet), --log's event log, and the spans and
+// metrics the OTEL_* variables ask for.
+type runView struct {
+	ticking  *observe.Printer // the live line, whose clock ticks while the run waits
+	closeLog func() error     // flushes --log: its record is incomplete if it fails
+	close    func()
+}
+
+// view adds the run's observers and telemetry to cfg; on failure it says
+// why and returns the exit code.
+func (m driver) view(name string, limits budget.Limits, f runFlags, cfg *runner.Config) (*runView, int) {
 	progressOut := m.Stdout
 	if f.json {
 		progressOut = m.Stderr
 	}
-	var ticking *observe.Printer // the live line, whose clock ticks while the run waits
+	v := &runView{closeLog: func() error { return nil }, close: func() {}}
 	if !f.quiet {
 		live := isTerminal(progressOut)
 		p := observe.NewPrinter(progressOut, observe.PrinterConfig{
-			Live: live, Limits: task.Budget, Width: terminalWidth(progressOut),
+			Live: live, Limits: limits, Width: terminalWidth(progressOut),
 		})
 		cfg.Observers = append(cfg.Observers, p)
 		cfg.ChildObservers = append(cfg.ChildObservers, childPrinter{progressOut})
 		if live {
-			ticking = p
+			v.ticking = p
 			m.notices = p.Above(m.Stderr)
-			defer func() { m.notices = nil }()
+			v.close = func() { m.notices = nil }
 		}
 	}
-	closeLog := func() error { return nil }
 	if f.log != "" {
 		lf, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
+			v.close()
 			fmt.Fprintf(m.Stderr, "%s: event log: %v\n", name, err)
-			return exitInfra
+			return nil, exitInfra
 		}
 		jl := observe.NewJSONL(lf)
 		cfg.Observers = append(cfg.Observers, jl)
 		cfg.ChildObservers = append(cfg.ChildObservers, jl) // sub-agents' entries, tagged with their run IDs
-		closeLog = func() error { return errors.Join(jl.Flush(), lf.Close()) }
+		v.closeLog = func() error { return errors.Join(jl.Flush(), lf.Close()) }
 	}
-	cfg.Human = m.human(f)
 	// Spans and metrics, when the OTEL_* variables ask for them; flushed
 	// as the command returns, also after SIGINT or SIGTERM cancelled the run.
 	tel, err := m.startTelemetry(context.Background())
 	if err != nil {
+		v.close()
 		fmt.Fprintf(m.Stderr, "%s: telemetry: %v\n", name, err)
-		return exitUsage
+		return nil, exitUsage
 	}
-	defer tel.shutdown()
-	tel.configure(&cfg)
+	tel.configure(cfg)
 	if tel != nil { // nil when telemetry is off
 		m.secrets.Add(tel.Secrets...) // the OTLP headers' values (API keys)
 	}
-	cfg.Redactor = m.secrets
-
-	stopTicking := tick(ticking)
-	res, runErr := start(cfg)
-	stopTicking()
-	logErr := closeLog()
-	return m.ended(name, cfg.RunID, f, res, runErr, logErr)
+	unset := v.close
+	v.close = func() { tel.shutdown(); unset() }
+	return v, 0
 }
 
 // ended reports how a run ended (or that it waits) and returns the exit

@@ -10,14 +10,19 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/ratchetloop/ratchet/budget"
 	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/loop"
+	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/temporal"
@@ -156,7 +161,7 @@ Flags:
 
 // runTemporal starts a loaded task's run on Temporal and follows it to its
 // end, as ratchet run does locally.
-func (m driver) runTemporal(ctx context.Context, task runner.Task, db store.Store, runID string, info []byte, f runFlags) int {
+func (m driver) runTemporal(ctx context.Context, task runner.Task, mdl model.Model, db store.Store, runID string, info []byte, f runFlags) int {
 	c, err := dialTemporal(ctx, f.temporal, f.namespace, m.Stderr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
@@ -173,13 +178,45 @@ func (m driver) runTemporal(ctx context.Context, task runner.Task, db store.Stor
 	if !f.quiet {
 		fmt.Fprintf(m.Stderr, "ratchet run: run %s started on Temporal (task queue %s)\n", runID, f.taskQueue)
 	}
-	return m.follow(ctx, "ratchet run", c, db, runID, f)
+	return m.follow(ctx, "ratchet run", c, db, runID, f, task.Budget, runner.Config{Model: mdl}, nil)
 }
 
-// follow waits for a Temporal run to end or to wait for a person, and
-// reports it as carryOn reports a local run. Interrupting it cancels the
-// run, as Ctrl-C cancels a local one.
-func (m driver) follow(ctx context.Context, name string, c client.Client, db store.Store, runID string, f runFlags) int {
+// follow waits for a Temporal run to end or to wait for a person, showing
+// its log as the workers record it (runner.Tail) as carryOn shows a local
+// run, and reports it as carryOn does. cfg gives the model, for the
+// telemetry's name of it; limits are the run's, for the progress line.
+// With send, the run is shown from its log's end, as a resumed run is, and
+// send (the answer that carries it on) is called once it is. Interrupting
+// follow cancels the run, as Ctrl-C cancels a local one.
+func (m driver) follow(ctx context.Context, name string, c client.Client, db store.Store, runID string, f runFlags, limits budget.Limits, cfg runner.Config, send func() int) int {
+	v, code := m.view(name, limits, f, &cfg)
+	if v == nil {
+		return code
+	}
+	defer v.close()
+	cfg.Store, cfg.RunID, cfg.Redactor = db, runID, m.secrets
+	tail, err := runner.NewTail(ctx, cfg, send != nil)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
+		return exitInfra
+	}
+	if send != nil {
+		if code := send(); code != 0 {
+			return code
+		}
+	}
+	// A log that cannot be read is said once; the run goes on.
+	show := func() {
+		if tail == nil {
+			return
+		}
+		if err := tail.Poll(context.WithoutCancel(ctx)); err != nil {
+			fmt.Fprintf(m.Stderr, "%s: showing run %s: %v\n", name, runID, err)
+			tail = nil
+		}
+	}
+	stopTicking := sync.OnceFunc(tick(v.ticking))
+	defer stopTicking()
 	type outcome struct {
 		res loop.Result
 		err error
@@ -192,13 +229,23 @@ func (m driver) follow(ctx context.Context, name string, c client.Client, db sto
 		o.err = c.GetWorkflow(wctx, runID, "").Get(wctx, &o.res)
 		got <- o
 	}()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
 	cancelled := false
 	for {
 		select {
 		case o := <-got:
-			return m.report(name, runID, o.res, o.err, f)
+			show()
+			stopTicking()
+			if o.err != nil && o.res.Status == "" {
+				fmt.Fprintf(m.Stderr, "%s: run %s: %v\n", name, runID, o.err)
+				return exitInfra
+			}
+			if o.err == nil && o.res.Status == loop.Failed {
+				// A run that failed in its workers ended with a Result.
+				o.err = errors.New(o.res.Reason)
+			}
+			return m.ended(name, runID, f, o.res, o.err, v.closeLog())
 		case <-ctx.Done():
 			if !cancelled {
 				cancelled = true
@@ -207,41 +254,19 @@ func (m driver) follow(ctx context.Context, name string, c client.Client, db sto
 					return exitInfra
 				}
 			}
-		case <-tick.C:
+		case <-t.C:
+			show()
 			row, err := db.Run(wctx, runID)
 			if err == nil && row.Status == store.StatusAwaitingInput {
-				return m.waiting(name, runID, row.Question, f)
+				show()
+				if tail != nil {
+					tail.Stop(time.Now())
+				}
+				stopTicking()
+				return m.ended(name, runID, f, loop.Result{}, &runner.AwaitingError{Run: runID, Question: row.Question}, v.closeLog())
 			}
 		}
 	}
-}
-
-// report prints how a Temporal run ended and returns the exit code.
-func (m driver) report(name, runID string, res loop.Result, err error, f runFlags) int {
-	if err != nil && res.Status == "" {
-		fmt.Fprintf(m.Stderr, "%s: run %s: %v\n", name, runID, err)
-		return exitInfra
-	}
-	switch {
-	case f.json:
-		if err := m.printResult(runID, f.db, res); err != nil {
-			fmt.Fprintf(m.Stderr, "%s: %v\n", name, err)
-			return exitInfra
-		}
-	default:
-		fmt.Fprintf(m.Stdout, "%s: %s\n", res.Status, res.Reason)
-		if !f.quiet && res.Best != nil {
-			fmt.Fprintf(m.Stdout, "answer: %s\n", oneLine(res.Best.Answer, 200))
-		}
-	}
-	fmt.Fprintf(m.Stderr, "run: %s (ratchet show %s)\n", runID, runID)
-	switch {
-	case res.Status == loop.Failed:
-		return exitInfra
-	case res.Status == loop.Done:
-		return exitDone
-	}
-	return exitNotDone
 }
 
 // answerTemporal answers a Temporal run's question with the answer
@@ -257,20 +282,27 @@ func (m driver) answerTemporal(ctx context.Context, name string, db store.Store,
 		return exitInfra
 	}
 	defer c.Close()
-	if err := sendAnswer(ctx, c, row.ID, opts); err != nil {
-		fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
-		return exitUsage
-	}
 	f.temporal, f.namespace, f.taskQueue = info.Temporal, info.Namespace, info.TaskQueue
-	// The row says running again once a worker has written the answer.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if r, err := db.Run(ctx, row.ID); err != nil || r.Status != store.StatusAwaitingInput {
-			break
+	send := func() int {
+		if err := sendAnswer(ctx, c, row.ID, opts); err != nil {
+			fmt.Fprintf(m.Stderr, "ratchet %s: %v\n", name, err)
+			return exitUsage
 		}
-		time.Sleep(50 * time.Millisecond)
+		// The row says running again once a worker has written the answer.
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			if r, err := db.Run(ctx, row.ID); err != nil || r.Status != store.StatusAwaitingInput {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return 0
 	}
-	return m.follow(ctx, "ratchet "+name, c, db, row.ID, f)
+	var limits budget.Limits
+	if recs, err := runner.LoadLog(ctx, db, row.ID); err == nil {
+		limits = recs[0].Spec.Budget
+	}
+	return m.follow(ctx, "ratchet "+name, c, db, row.ID, f, limits, runner.Config{}, send)
 }
 
 // sendAnswer gives a Temporal run's workflow a person's reply (opts, as
@@ -295,6 +327,10 @@ type temporalEval struct {
 	db    store.Store
 	queue string
 	f     runFlags
+	// tp and mp receive each run's spans and metrics (the eval's
+	// telemetry), made from its log once it has ended.
+	tp trace.TracerProvider
+	mp metric.MeterProvider
 }
 
 // evalOnTemporal sets cfg to run the suite's task cases on Temporal, as
@@ -319,7 +355,7 @@ func (m evalCommand) evalOnTemporal(ctx context.Context, cfg *eval.Config, suite
 		fmt.Fprintf(m.Stderr, "ratchet eval run: %v\n", err)
 		return nil, exitInfra
 	}
-	te := &temporalEval{m: m.Main, c: c, suite: parent, db: db, queue: f.taskQueue, f: f}
+	te := &temporalEval{m: m.Main, c: c, suite: parent, db: db, queue: f.taskQueue, f: f, tp: cfg.TracerProvider, mp: cfg.MeterProvider}
 	cfg.Load, cfg.Run = te.load(suite, modelFlag), te.run
 	return func() {
 		if err := parent.Close(context.WithoutCancel(ctx)); err != nil {
@@ -397,6 +433,18 @@ func (e *temporalEval) run(ctx context.Context, job eval.Job, runID string, log 
 			return loop.Result{Status: loop.Cancelled, Reason: "the eval was interrupted"}, ctx.Err()
 		}
 		return loop.Result{}, err
+	}
+	if e.tp != nil || e.mp != nil {
+		// From the log, as a local eval run's observer makes them as it
+		// goes: timed by the entries, with the same trace IDs.
+		tail, err := runner.NewTail(ctx, runner.Config{Model: job.Model, Store: e.db, RunID: id, Redactor: e.m.secrets,
+			TracerProvider: e.tp, MeterProvider: e.mp}, false)
+		if err == nil {
+			err = tail.Poll(ctx)
+		}
+		if err != nil {
+			return res, err
+		}
 	}
 	if log != nil {
 		// The run database holds its log in JSONL's form.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -139,6 +141,7 @@ func TestTemporal(t *testing.T) {
 	t.Run("ui approve", func(t *testing.T) { testTemporalUIApprove(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("eval", func(t *testing.T) { testTemporalEval(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("subagents", func(t *testing.T) { testTemporalSubagents(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("shown", func(t *testing.T) { testTemporalShown(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("secrets", func(t *testing.T) { testTemporalSecrets(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("fleet limits", func(t *testing.T) { testTemporalFleetLimits(t, newTemporalCLI(t, bin, addr)) })
 }
@@ -229,11 +232,73 @@ func testTemporalSubagents(t *testing.T, c *temporalCLI) {
 	}
 }
 
+// testTemporalShown: a run on Temporal is shown as a local run is, from
+// the log its workers record: the same progress lines, the same --log
+// entries, the same spans (OTEL_TRACES_EXPORTER=console), sub-agent's
+// included.
+func testTemporalShown(t *testing.T, c *temporalCLI) {
+	c.worker(t)
+	c.env = append(c.env, "OTEL_TRACES_EXPORTER=console")
+	example, err := filepath.Abs("../../examples/subagents/task.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type shown struct{ progress, log, spans []string }
+	show := func(flags ...string) shown {
+		t.Helper()
+		logFile := filepath.Join(t.TempDir(), "log.jsonl")
+		args := append(append([]string{"run", "--log", logFile}, flags...), example)
+		code, out, errOut := c.run(t, args...)
+		if code != exitDone {
+			t.Fatalf("ratchet %s: exit %d:\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		var s shown
+		runID := regexp.MustCompile(`run-[0-9.-]+`)
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			line = runID.ReplaceAllString(line, "RUN")
+			s.progress = append(s.progress, regexp.MustCompile(` time=\S+`).ReplaceAllString(line, ""))
+		}
+		data, err := os.ReadFile(logFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var e struct {
+				Seq   int64
+				Run   string
+				Kind  string
+				Event struct{ Type string }
+			}
+			if err := json.Unmarshal([]byte(line), &e); err != nil {
+				t.Fatalf("--log: %v: %s", err, line)
+			}
+			s.log = append(s.log, fmt.Sprintf("%s %d %s %s", runID.ReplaceAllString(e.Run, "RUN"), e.Seq, e.Kind, e.Event.Type))
+		}
+		for _, m := range regexp.MustCompile(`"Name":"([^"]+)"`).FindAllStringSubmatch(errOut, -1) {
+			s.spans = append(s.spans, m[1])
+		}
+		slices.Sort(s.log) // a sub-agent's entries interleave with its parent's
+		slices.Sort(s.spans)
+		return s
+	}
+	local, onTemporal := show(), show("--temporal", c.addr, "--task-queue", "e2e")
+	if d := cmp.Diff(local.progress, onTemporal.progress); d != "" {
+		t.Errorf("progress (-local +temporal):\n%s", d)
+	}
+	if d := cmp.Diff(local.log, onTemporal.log); d != "" || len(local.log) < 20 {
+		t.Errorf("--log, %d entries (-local +temporal):\n%s", len(local.log), d)
+	}
+	if d := cmp.Diff(local.spans, onTemporal.spans); d != "" || !slices.Contains(local.spans, "invoke_agent ratchet.subagent") {
+		t.Errorf("spans (-local +temporal):\n%s", d)
+	}
+}
+
 // testTemporalEval: ratchet eval run --temporal runs every repeat of a
 // case as a run workflow on the workers; the records and the run database
 // say what a local eval run says.
 func testTemporalEval(t *testing.T, c *temporalCLI) {
 	c.worker(t)
+	c.env = append(c.env, "OTEL_TRACES_EXPORTER=console")
 	code, out, errOut := c.run(t, "eval", "run", "--temporal", c.addr, "--task-queue", "e2e", "--json", "--quiet", "--dir", filepath.Join(c.dir, "eval"), "suite.yaml")
 	if code != exitDone {
 		t.Fatalf("ratchet eval run --temporal: exit %d:\n%s%s", code, out, errOut)
@@ -282,10 +347,21 @@ func testTemporalEval(t *testing.T, c *temporalCLI) {
 			t.Errorf("suite workflow %s: %d children (%v), want 3", p, n, err)
 		}
 	}
-	// A local eval of the same suite agrees.
+	// A local eval of the same suite agrees, and so do its spans.
 	code, localOut, localErr := c.run(t, "eval", "run", "--json", "--quiet", "--dir", filepath.Join(c.dir, "eval-local"), "suite.yaml")
 	if code != exitDone {
 		t.Fatalf("local eval: exit %d:\n%s", code, localErr)
+	}
+	spans := func(stderr string) []string {
+		var names []string
+		for _, m := range regexp.MustCompile(`"Name":"([^"]+)"`).FindAllStringSubmatch(stderr, -1) {
+			names = append(names, m[1])
+		}
+		slices.Sort(names)
+		return names
+	}
+	if d := cmp.Diff(spans(localErr), spans(errOut)); d != "" || strings.Count(errOut, `"Name":"invoke_agent ratchet"`) != 3 {
+		t.Errorf("the eval's spans (-local +temporal):\n%s", d)
 	}
 	var local summary
 	if err := json.Unmarshal([]byte(localOut), &local); err != nil {
