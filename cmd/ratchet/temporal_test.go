@@ -499,14 +499,25 @@ func testTemporalUIApprove(t *testing.T, c *temporalCLI) {
 	id := rows[0].ID
 	ctx, cancel := context.WithCancel(context.Background())
 	ui := c.command(ctx, "ui", "--addr", "127.0.0.1:0")
+	ui.Env = append(ui.Env, "OTEL_TRACES_EXPORTER=console")
+	// Stopped as Ctrl-C stops it, so that it flushes its spans.
+	ui.Cancel = func() error { return ui.Process.Signal(syscall.SIGINT) }
+	ui.WaitDelay = 10 * time.Second
 	var out syncBuffer
 	ui.Stdout, ui.Stderr = &out, &out
 	if err := ui.Start(); err != nil {
 		t.Fatal(err)
 	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			_ = ui.Wait()
+		}
+	}
 	defer func() {
-		cancel()
-		_ = ui.Wait()
+		stop()
 		if t.Failed() {
 			t.Logf("ratchet ui:\n%s", out.String())
 		}
@@ -549,6 +560,14 @@ func testTemporalUIApprove(t *testing.T, c *temporalCLI) {
 	}
 	if j := c.journal(t); j != "one\ntwo\nthree\n" {
 		t.Errorf("journal %q", j)
+	}
+	// What the workers did after the answer has its spans, made by the UI's
+	// process from the run's log as ratchet approve would have made them.
+	stop()
+	for _, want := range []string{`"Name":"invoke_agent ratchet"`, `"Name":"execute_tool append_file"`, `"Name":"check equals"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the UI made no span %s", want)
+		}
 	}
 	// The workflow carried it on, not the UI's process behind its back.
 	tc, err := client.Dial(client.Options{HostPort: c.addr, Logger: tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))})

@@ -66,11 +66,22 @@ func (m uiCommand) run(ctx context.Context, args []string) int {
 			cfg.Hosts = []string{host}
 		}
 	}
+	// The runs the UI carries on (answered, forked) make spans and metrics
+	// as they would from the CLI, when the OTEL_* variables ask for them.
+	tel, err := m.startTelemetry(context.Background())
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet ui: telemetry: %v\n", err)
+		return exitUsage
+	}
+	defer tel.shutdown()
+	if tel != nil {
+		m.secrets.Add(tel.Secrets...)
+	}
 	if !readOnly {
-		cfg.Resume = m.resume(s)
+		cfg.Resume = m.resume(s, tel)
 	}
 	if cfg.Resume != nil { // not read-only: a step's "fork from here" forks the run
-		cfg.Fork = m.fork(s)
+		cfg.Fork = m.fork(s, tel)
 	}
 	handler, err := ui.New(cfg)
 	if err != nil {
@@ -114,7 +125,7 @@ func (m uiCommand) serve(ctx context.Context, handler *ui.Server, addr, token st
 
 // resume carries on a waiting run of s as ratchet answer, approve and
 // deny do: a Temporal run by its workflow's Update.
-func (m uiCommand) resume(s store.Store) func(context.Context, string, runner.ResumeOptions) error {
+func (m uiCommand) resume(s store.Store, tel *telemetry) func(context.Context, string, runner.ResumeOptions) error {
 	return func(ctx context.Context, id string, opts runner.ResumeOptions) error {
 		if row, err := s.Run(ctx, id); err != nil {
 			return err
@@ -125,7 +136,10 @@ func (m uiCommand) resume(s store.Store) func(context.Context, string, runner.Re
 				return err
 			}
 			defer c.Close()
-			return sendAnswer(ctx, c, id, opts)
+			if tel == nil {
+				return sendAnswer(ctx, c, id, opts)
+			}
+			return m.traced(ctx, s, tel, id, func() error { return sendAnswer(ctx, c, id, opts) })
 		}
 		sr, err := m.storedRun(ctx, s, id, runFlags{quiet: true})
 		if err != nil {
@@ -133,6 +147,7 @@ func (m uiCommand) resume(s store.Store) func(context.Context, string, runner.Re
 		}
 		defer sr.cleanup()
 		rc := sr.cfg
+		tel.configure(&rc)
 		rc.Human = runner.Later // a new question waits again, for the page to show
 		_, err = runner.Resume(ctx, sr.task, rc, opts)
 		if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
@@ -143,7 +158,7 @@ func (m uiCommand) resume(s store.Store) func(context.Context, string, runner.Re
 }
 
 // fork forks a run of s from a step, as ratchet fork does.
-func (m uiCommand) fork(s store.Store) func(context.Context, string, runner.ForkOptions) error {
+func (m uiCommand) fork(s store.Store, tel *telemetry) func(context.Context, string, runner.ForkOptions) error {
 	return func(ctx context.Context, child string, opts runner.ForkOptions) error {
 		row, err := s.Run(ctx, opts.From)
 		if err != nil {
@@ -155,10 +170,60 @@ func (m uiCommand) fork(s store.Store) func(context.Context, string, runner.Fork
 		}
 		defer built.Close()
 		rc.RunID, rc.Human = child, runner.Later
+		tel.configure(&rc)
 		_, err = runner.Fork(ctx, built.Task, rc, opts)
 		if _, waiting := errors.AsType[*runner.AwaitingError](err); waiting {
 			return nil
 		}
 		return err
+	}
+}
+
+// traced sends a Temporal run its answer and makes the spans and metrics
+// of what its workers then do, from its log (runner.Tail, as ratchet
+// answer does), until it ends or waits again, as a local run the UI
+// carries on makes them until it does.
+func (m uiCommand) traced(ctx context.Context, s store.Store, tel *telemetry, id string, send func() error) error {
+	cfg := runner.Config{Store: s, RunID: id, Redactor: m.secrets}
+	tel.configure(&cfg)
+	tail, err := runner.NewTail(ctx, cfg, true)
+	if err != nil {
+		return err
+	}
+	before, err := s.LastSeq(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := send(); err != nil {
+		return err
+	}
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done(): // the UI stops
+			tail.Stop(time.Now())
+			return nil
+		case <-t.C:
+		}
+		row, err := s.Run(ctx, id)
+		if err != nil {
+			continue
+		}
+		if err := tail.Poll(ctx); err != nil {
+			return err
+		}
+		// Waiting again once the workers took the answer (the log grew).
+		last, err := s.LastSeq(ctx, id)
+		switch {
+		case err != nil || row.Status == store.StatusRunning:
+		case row.Status == store.StatusAwaitingInput:
+			if last > before {
+				tail.Stop(time.Now())
+				return nil
+			}
+		default:
+			return nil
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -75,15 +76,22 @@ checks: [{equals: "yes"}]
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr syncBuffer
-	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return env[k] }}
+	uiEnv := maps.Clone(env)
+	uiEnv["OTEL_TRACES_EXPORTER"] = "console"
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: func(k string) string { return uiEnv[k] }}
 	done := make(chan int)
 	go func() { done <- m.Run(ctx, []string{"ui", "--addr", "127.0.0.1:0"}) }()
-	defer func() {
-		cancel()
-		if code := <-done; code != exitDone {
-			t.Errorf("ratchet ui exited %d\n%s", code, stderr.String())
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if code := <-done; code != exitDone {
+				t.Errorf("ratchet ui exited %d\n%s", code, stderr.String())
+			}
 		}
-	}()
+	}
+	defer stop()
 	var base string
 	for deadline := time.Now().Add(10 * time.Second); base == ""; time.Sleep(10 * time.Millisecond) {
 		if m := regexp.MustCompile(`serving (http://\S+)/ `).FindStringSubmatch(stdout.String()); m != nil {
@@ -137,6 +145,13 @@ checks: [{equals: "yes"}]
 		t.Errorf("a denied call ran: %v", err)
 	}
 	run(t, env, "replay", id).wantCode(t, exitDone)
+	// The runs the UI carries on make spans as ratchet approve's would.
+	stop()
+	for _, want := range []string{`"Name":"invoke_agent ratchet"`, `"Name":"execute_tool append_file"`, `"Name":"check equals"`} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the UI made no span %s", want)
+		}
+	}
 }
 
 func httpGet(t *testing.T, u string) string {
