@@ -197,7 +197,7 @@ func (m evalCommand) evalRunWellUsed(pos []string, f evalRunFlags) bool {
 	case (tf.temporal == "") != (tf.taskQueue == ""):
 		fmt.Fprintln(m.Stderr, "ratchet eval run: --temporal and --task-queue go together")
 	case tf.temporal != "" && f.cache != "":
-		fmt.Fprintln(m.Stderr, "ratchet eval run: --cache answers the calls made in this process; it does not go with --temporal")
+		fmt.Fprintln(m.Stderr, "ratchet eval run: --cache answers the calls made in this process, and with --temporal the workers make them: give the workers --cache (ratchet worker --cache DIR)")
 	case f.concurrency < 0 || f.limit < 0 || f.repeats < 0 || !(f.cost >= 0):
 		fmt.Fprintln(m.Stderr, "ratchet eval run: --concurrency, --limit, --repeats and --cost must not be negative")
 	default:

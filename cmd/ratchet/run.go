@@ -202,20 +202,23 @@ func (m runCommand) run(ctx context.Context, args []string) int {
 		return exitInfra
 	}
 	runID := "run-" + time.Now().UTC().Format("20060102-150405.000000")
-	if f.temporal != "" {
-		built.Close() // the workers build the run themselves
-		return driver(m).runTemporal(ctx, built.Task, built.Model, db, runID, info, f)
-	}
-	cfg := built.Runner()
-	cfg.RunID, cfg.Store, cfg.Labels, cfg.TaskInfo = runID, db, f.labels, info
 	var rec *scripted.Recorder
 	if f.record != "" {
-		rec = scripted.Record(cfg.Model)
-		cfg.Model = rec
+		rec = scripted.Record(built.Model)
 	}
-	code = driver(m).carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
-		return runner.Run(ctx, built.Task, cfg)
-	})
+	if f.temporal != "" {
+		built.Close() // the workers build the run themselves
+		code = driver(m).runTemporal(ctx, built.Task, built.Model, rec, db, runID, info, f)
+	} else {
+		cfg := built.Runner()
+		cfg.RunID, cfg.Store, cfg.Labels, cfg.TaskInfo = runID, db, f.labels, info
+		if rec != nil {
+			cfg.Model = rec
+		}
+		code = driver(m).carryOn("ratchet run", built.Task, cfg, f, func(cfg runner.Config) (loop.Result, error) {
+			return runner.Run(ctx, built.Task, cfg)
+		})
+	}
 	if rec != nil {
 		if err := m.writeRecording(f.record, rec, runID); err != nil {
 			fmt.Fprintf(m.Stderr, "ratchet run: --record: %v\n", err)
@@ -224,6 +227,23 @@ func (m runCommand) run(ctx context.Context, args []string) int {
 		fmt.Fprintf(m.Stderr, "recorded the model's replies to %s (play them with --model scripted:%s)\n", f.record, f.record)
 	}
 	return code
+}
+
+// logRecorder keeps in a Recorder the replies a run's log holds, its
+// sub-agents' included, for --record of a run whose calls other processes
+// make (a Temporal run's workers): what Recorder.Generate would have kept
+// in them. A call a hook, a guardrail, a panic or the deadline answered
+// made no reply to keep.
+type logRecorder struct{ rec *scripted.Recorder }
+
+func (l logRecorder) Observe(e observe.Entry) {
+	switch ev := e.Event; {
+	case ev == nil:
+	case ev.Type == loop.EventModelReply && ev.Reply != nil:
+		l.rec.Replied(*ev.Reply)
+	case ev.Type == loop.EventModelError && ev.Error != nil && ev.Error.Kind == "error":
+		l.rec.Failed(ev.Error.Message)
+	}
 }
 
 // flags are run's flags, parsed into f.
@@ -267,12 +287,8 @@ func (m runCommand) wellUsed(fs *flag.FlagSet, f runFlags, pos []string) bool {
 		fmt.Fprintln(m.Stderr, "ratchet run: --temporal and --task-queue go together")
 		return false
 	}
-	if f.temporal != "" && f.record != "" {
-		fmt.Fprintln(m.Stderr, "ratchet run: --record records a run in this process; it does not go with --temporal")
-		return false
-	}
 	if f.temporal != "" && f.cache != "" {
-		fmt.Fprintln(m.Stderr, "ratchet run: --cache answers the calls made in this process; it does not go with --temporal")
+		fmt.Fprintln(m.Stderr, "ratchet run: --cache answers the calls made in this process, and with --temporal the workers make them: give the workers --cache (ratchet worker --cache DIR)")
 		return false
 	}
 	if len(pos) != 1 {

@@ -23,6 +23,8 @@ import (
 	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
+	"github.com/ratchetloop/ratchet/model/scripted"
+	"github.com/ratchetloop/ratchet/observe"
 	"github.com/ratchetloop/ratchet/runner"
 	"github.com/ratchetloop/ratchet/store"
 	"github.com/ratchetloop/ratchet/temporal"
@@ -82,18 +84,24 @@ func temporalInfo(row store.Run) (taskInfo, bool) {
 // workerCommand is 'ratchet worker'.
 type workerCommand struct{ *Main }
 
-// run serves a task queue: it carries out the commands of the runs
-// started on it with ratchet run --temporal.
-func (m workerCommand) run(ctx context.Context, args []string) int {
-	var hostPort, queue, namespace, db string
-	var unsafeSandbox bool
+// workerFlags are ratchet worker's flags.
+type workerFlags struct {
+	hostPort, queue, namespace, db, cacheDir string
+	unsafeSandbox                            bool
+}
+
+// flags parses ratchet worker's arguments; on a problem it says so and
+// returns the exit code.
+func (m workerCommand) flags(args []string) (*workerFlags, int) {
+	w := &workerFlags{}
 	fs := flag.NewFlagSet("ratchet worker", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
-	fs.StringVar(&hostPort, "temporal", "", "the Temporal server, HOST:PORT (required)")
-	fs.StringVar(&queue, "task-queue", "", "the task queue to serve (required)")
-	fs.StringVar(&namespace, "namespace", "default", "the Temporal namespace")
-	fs.StringVar(&db, "db", "", "the run database every worker and starter shares: a postgres:// DSN for workers on several machines (default $RATCHET_DB, else "+defaultDBHint+")")
-	fs.BoolVar(&unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
+	fs.StringVar(&w.hostPort, "temporal", "", "the Temporal server, HOST:PORT (required)")
+	fs.StringVar(&w.queue, "task-queue", "", "the task queue to serve (required)")
+	fs.StringVar(&w.namespace, "namespace", "default", "the Temporal namespace")
+	fs.StringVar(&w.db, "db", "", "the run database every worker and starter shares: a postgres:// DSN for workers on several machines (default $RATCHET_DB, else "+defaultDBHint+")")
+	fs.BoolVar(&w.unsafeSandbox, "unsafe-sandbox", false, "where no sandbox works, run exec checks without isolation (candidates could reach the host)")
+	fs.StringVar(&w.cacheDir, "cache", "", cacheHelp+" (the calls of every run this worker serves)")
 	m.providerLimitFlag(fs, nil)
 	setUsage(fs, `Usage: ratchet worker --temporal HOST:PORT --task-queue Q [flags]
 
@@ -109,13 +117,13 @@ Flags:
 `)
 	pos, code, done := parseCommand(fs, args)
 	if done {
-		return code
+		return nil, code
 	}
 	var problems []string
-	if hostPort == "" {
+	if w.hostPort == "" {
 		problems = append(problems, "--temporal HOST:PORT is required")
 	}
-	if queue == "" {
+	if w.queue == "" {
 		problems = append(problems, "--task-queue is required")
 	}
 	if len(pos) > 0 {
@@ -125,15 +133,31 @@ Flags:
 		for _, p := range problems {
 			fmt.Fprintf(m.Stderr, "ratchet worker: %s\n", p)
 		}
-		return exitUsage
+		return nil, exitUsage
 	}
-	st, err := m.openStore(ctx, db)
+	return w, exitDone
+}
+
+// run serves a task queue: it carries out the commands of the runs
+// started on it with ratchet run --temporal.
+func (m workerCommand) run(ctx context.Context, args []string) int {
+	wf, code := m.flags(args)
+	if wf == nil {
+		return code
+	}
+	closeCache, err := m.openCache("ratchet worker", wf.cacheDir, false)
+	if err != nil {
+		fmt.Fprintf(m.Stderr, "ratchet worker: %v\n", err)
+		return exitInfra
+	}
+	defer closeCache()
+	st, err := m.openStore(ctx, wf.db)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet worker: %v\n", err)
 		return exitInfra
 	}
 	defer st.Close()
-	c, err := dialTemporal(ctx, hostPort, namespace, m.Stderr)
+	c, err := dialTemporal(ctx, wf.hostPort, wf.namespace, m.Stderr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet worker: %v\n", err)
 		return exitInfra
@@ -142,11 +166,11 @@ Flags:
 	// Models are opened without transport retries: the activity's retry
 	// policy retries them, within the run's deadline.
 	m.noModelRetry = true
-	acts := temporal.NewActivities(st, m.workerOpener(unsafeSandbox))
+	acts := temporal.NewActivities(st, m.workerOpener(wf.unsafeSandbox))
 	defer acts.Close()
-	w := worker.New(c, queue, worker.Options{})
+	w := worker.New(c, wf.queue, worker.Options{})
 	temporal.Register(w, acts)
-	fmt.Fprintf(m.Stderr, "ratchet worker: serving task queue %s on %s\n", queue, hostPort)
+	fmt.Fprintf(m.Stderr, "ratchet worker: serving task queue %s on %s\n", wf.queue, wf.hostPort)
 	stop := make(chan any)
 	go func() {
 		<-ctx.Done()
@@ -161,7 +185,7 @@ Flags:
 
 // runTemporal starts a loaded task's run on Temporal and follows it to its
 // end, as ratchet run does locally.
-func (m driver) runTemporal(ctx context.Context, task runner.Task, mdl model.Model, db store.Store, runID string, info []byte, f runFlags) int {
+func (m driver) runTemporal(ctx context.Context, task runner.Task, mdl model.Model, rec *scripted.Recorder, db store.Store, runID string, info []byte, f runFlags) int {
 	c, err := dialTemporal(ctx, f.temporal, f.namespace, m.Stderr)
 	if err != nil {
 		fmt.Fprintf(m.Stderr, "ratchet run: %v\n", err)
@@ -178,7 +202,12 @@ func (m driver) runTemporal(ctx context.Context, task runner.Task, mdl model.Mod
 	if !f.quiet {
 		fmt.Fprintf(m.Stderr, "ratchet run: run %s started on Temporal (task queue %s)\n", runID, f.taskQueue)
 	}
-	return m.follow(ctx, "ratchet run", c, db, runID, f, task.Budget, runner.Config{Model: mdl}, nil)
+	cfg := runner.Config{Model: mdl}
+	if rec != nil { // the replies, as the workers' log holds them
+		cfg.Observers = []observe.Observer{logRecorder{rec}}
+		cfg.ChildObservers = []observe.Observer{logRecorder{rec}}
+	}
+	return m.follow(ctx, "ratchet run", c, db, runID, f, task.Budget, cfg, nil)
 }
 
 // follow waits for a Temporal run to end or to wait for a person, showing

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -142,6 +143,7 @@ func TestTemporal(t *testing.T) {
 	t.Run("eval", func(t *testing.T) { testTemporalEval(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("subagents", func(t *testing.T) { testTemporalSubagents(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("shown", func(t *testing.T) { testTemporalShown(t, newTemporalCLI(t, bin, addr)) })
+	t.Run("cache and record", func(t *testing.T) { testTemporalCacheAndRecord(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("secrets", func(t *testing.T) { testTemporalSecrets(t, newTemporalCLI(t, bin, addr)) })
 	t.Run("fleet limits", func(t *testing.T) { testTemporalFleetLimits(t, newTemporalCLI(t, bin, addr)) })
 }
@@ -290,6 +292,49 @@ func testTemporalShown(t *testing.T, c *temporalCLI) {
 	}
 	if d := cmp.Diff(local.spans, onTemporal.spans); d != "" || !slices.Contains(local.spans, "invoke_agent ratchet.subagent") {
 		t.Errorf("spans (-local +temporal):\n%s", d)
+	}
+}
+
+// testTemporalCacheAndRecord: a worker given --cache answers a run's calls
+// from it (counted at a provider's server), and ratchet run --temporal
+// --record writes the recording a local run writes, from the log.
+func testTemporalCacheAndRecord(t *testing.T, c *temporalCLI) {
+	srv := &countingAnthropic{}
+	api := httptest.NewServer(srv)
+	defer api.Close()
+	c.env = append(c.env, "ANTHROPIC_API_KEY="+canaryKey, "ANTHROPIC_BASE_URL="+api.URL)
+	task := filepath.Join(c.dir, "cached.yaml")
+	writeFile(t, task, "goal: Say the magic word.\nmodel: anthropic:claude-sonnet-4-5\nchecks: [{equals: please}]\n")
+	c.worker(t, "--cache", filepath.Join(c.dir, "cache"))
+	recording := func(args ...string) string {
+		t.Helper()
+		file := filepath.Join(t.TempDir(), "turns.yaml")
+		args = append(append([]string{"run", "--record", file}, args...), task)
+		if code, out, errOut := c.run(t, args...); code != exitDone || !strings.Contains(errOut, "recorded the model's replies") {
+			t.Fatalf("ratchet %s: exit %d:\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), canaryKey) {
+			t.Errorf("the recording holds the key:\n%s", data)
+		}
+		_, rest, _ := strings.Cut(string(data), "\n") // "# From run RUN."
+		return rest
+	}
+	onTemporal := recording("--temporal", c.addr, "--task-queue", "e2e")
+	if n := srv.requests.Load(); n != 1 {
+		t.Fatalf("the first run made %d requests, want 1", n)
+	}
+	if again := recording("--temporal", c.addr, "--task-queue", "e2e"); again != onTemporal {
+		t.Errorf("the cached run's recording differs:\n%s\nfrom\n%s", again, onTemporal)
+	}
+	if n := srv.requests.Load(); n != 1 {
+		t.Errorf("the second run made %d more requests: the worker's cache did not answer it", n-1)
+	}
+	if local := recording(); local != onTemporal || !strings.Contains(local, "raw_args") {
+		t.Errorf("the local recording (-local +temporal):\n%s", cmp.Diff(local, onTemporal))
 	}
 }
 

@@ -38,10 +38,22 @@ func (r *Recorder) Generate(ctx context.Context, req model.Request) (model.Respo
 	} else {
 		t = turnOf(resp)
 	}
+	r.keep(t)
+	return resp, err
+}
+
+// Replied keeps a reply the model gave in another process (one read from
+// a run's log: a Temporal run's workers made the calls), as Generate keeps
+// the replies it passes on.
+func (r *Recorder) Replied(resp model.Response) { r.keep(turnOf(resp)) }
+
+// Failed keeps a call that failed in another process with the error msg.
+func (r *Recorder) Failed(msg string) { r.keep(Turn{Error: msg}) }
+
+func (r *Recorder) keep(t Turn) {
 	r.mu.Lock()
 	r.turns = append(r.turns, t)
 	r.mu.Unlock()
-	return resp, err
 }
 
 // Name reports the wrapped model's name, so that what the run records
