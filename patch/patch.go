@@ -240,6 +240,43 @@ func Apply(ctx context.Context, p loop.Patch) error {
 // left it: a copy of p.Original, which must still be as it was when the run
 // began, with p applied. eval rescore judges an agent's workspace on it.
 func ApplyCopy(ctx context.Context, p loop.Patch, dir string) error {
+	if err := unchanged(ctx, p); err != nil {
+		return err
+	}
+	if err := os.CopyFS(dir, os.DirFS(p.Original)); err != nil {
+		return fmt.Errorf("copying %s: %w", p.Original, err)
+	}
+	if p.Diff == "" {
+		return nil
+	}
+	return applyIn(ctx, dir, p.Diff)
+}
+
+// ApplyLayer is ApplyCopy on a fresh layer over p.Original (BeginLayer)
+// that copies nothing: the view at the Start's Copy is the workspace as p's
+// run left it, p's changes alone in its upper layer, the original
+// untouched. It wraps layer.ErrUnsupported where no layer can be mounted
+// (then ApplyCopy serves). The caller Ends the Start.
+func ApplyLayer(ctx context.Context, p loop.Patch) (*Start, error) {
+	if err := unchanged(ctx, p); err != nil {
+		return nil, err
+	}
+	s, err := BeginLayer(ctx, p.Original, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if p.Diff != "" {
+		if err := applyIn(ctx, s.Copy, p.Diff); err != nil {
+			s.End(false)
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// unchanged says whether p applies to p.Original, which must be as it was
+// when p's run began.
+func unchanged(ctx context.Context, p loop.Patch) error {
 	if err := applicable(p); err != nil {
 		return err
 	}
@@ -250,13 +287,7 @@ func ApplyCopy(ctx context.Context, p loop.Patch, dir string) error {
 	if now != p.Fingerprint {
 		return fmt.Errorf("%s: %w (the run's changes were taken against its state then)", p.Original, ErrChanged)
 	}
-	if err := os.CopyFS(dir, os.DirFS(p.Original)); err != nil {
-		return fmt.Errorf("copying %s: %w", p.Original, err)
-	}
-	if p.Diff == "" {
-		return nil
-	}
-	return applyIn(ctx, dir, p.Diff)
+	return nil
 }
 
 // fingerprintLike fingerprints p.Original the way p's start was.

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ratchetloop/ratchet/internal/testenv"
+	"github.com/ratchetloop/ratchet/layer"
 	"github.com/ratchetloop/ratchet/loop"
 )
 
@@ -281,5 +283,55 @@ func TestApplyRefusesIncompletePatches(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Apply = %v, want it to say %q", err, want)
 		}
+	}
+}
+
+// TestApplyLayer: a stored patch applied on a fresh layer over its
+// original gives the workspace its run left, with nothing copied (the
+// upper layer holds only what the patch changes) and the original
+// untouched; End removes the layer; a changed original is refused.
+func TestApplyLayer(t *testing.T) {
+	original := t.TempDir()
+	writeTree(t, original, start)
+	s := begin(t, original)
+	want := change(t, s.Copy)
+	p := Take(context.Background(), *s)
+	l, err := ApplyLayer(context.Background(), p)
+	if errors.Is(err, layer.ErrUnsupported) {
+		testenv.Missing(t, err.Error())
+	}
+	if err != nil {
+		t.Fatalf("%v\n%s", err, p.Diff)
+	}
+	if diff := cmp.Diff(want, readTree(t, l.Copy)); diff != "" {
+		t.Errorf("the view (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(start, readTree(t, original)); diff != "" {
+		t.Errorf("the original changed:\n%s", diff)
+	}
+	changes, err := l.Layer.Changes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []string
+	for _, c := range changes {
+		changed = append(changed, c.Path)
+		if !slices.ContainsFunc(p.Files, func(f string) bool { return f == c.Path || strings.HasPrefix(f, c.Path+"/") }) {
+			t.Errorf("the upper layer holds %s, which the patch does not change", c.Path)
+		}
+	}
+	if len(changed) == 0 {
+		t.Errorf("the upper layer holds nothing for the patch's %v", p.Files)
+	}
+	dir := l.Dir()
+	if err := l.End(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("End left %s: %v", dir, err)
+	}
+	writeTree(t, original, map[string]string{"README": "edited by a person meanwhile\n"})
+	if _, err := ApplyLayer(context.Background(), p); !errors.Is(err, ErrChanged) {
+		t.Errorf("ApplyLayer on a changed original = %v, want ErrChanged", err)
 	}
 }

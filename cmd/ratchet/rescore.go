@@ -14,6 +14,8 @@ import (
 
 	"github.com/ratchetloop/ratchet/eval"
 	"github.com/ratchetloop/ratchet/internal/words"
+	"github.com/ratchetloop/ratchet/layer"
+	"github.com/ratchetloop/ratchet/loop"
 	"github.com/ratchetloop/ratchet/model"
 	"github.com/ratchetloop/ratchet/patch"
 	"github.com/ratchetloop/ratchet/store"
@@ -209,7 +211,8 @@ func (rc *rescoreChecks) of(ctx context.Context, rec eval.Record) (eval.RescoreC
 		return eval.RescoreChecks{Keep: keep}, err
 	}
 	// An agent's exec checks judge the workspace, which the record keeps
-	// as its patch: rebuilt in a copy, it is the workspace of the last
+	// as its patch: rebuilt on a fresh layer over the case's workspace
+	// (a copy where no layer mounts), it is the workspace of the last
 	// attempt only.
 	var workspace string
 	var close func()
@@ -218,13 +221,8 @@ func (rc *rescoreChecks) of(ctx context.Context, rec eval.Record) (eval.RescoreC
 		if p == nil {
 			return eval.RescoreChecks{}, fmt.Errorf("%s:%d: an exec check in agent mode judges the workspace as the run left it, and this run kept no patch of it (run before eval runs kept patches): this case cannot be rescored", tf.Path, tf.Checks[i].Line)
 		}
-		tmp, err := os.MkdirTemp("", "ratchet-rescore-")
-		if err != nil {
-			return eval.RescoreChecks{}, err
-		}
-		workspace, close = filepath.Join(tmp, "workspace"), func() { os.RemoveAll(tmp) }
-		if err := patch.ApplyCopy(ctx, *p, workspace); err != nil {
-			close()
+		var err error
+		if workspace, close, err = rebuild(ctx, *p); err != nil {
 			return eval.RescoreChecks{}, fmt.Errorf("%s:%d: rebuilding the workspace the run left for its exec check: %w", tf.Path, tf.Checks[i].Line, err)
 		}
 	}
@@ -298,4 +296,27 @@ func (rc *rescoreChecks) task(ctx context.Context, rec eval.Record) (_ *taskfile
 		gen = tf.Model
 	}
 	return tf, gen, false, nil
+}
+
+// rebuild makes the workspace p's run left: p applied on a fresh layer
+// over its original, or in a copy of it where no layer can be mounted (not
+// root). done removes it.
+func rebuild(ctx context.Context, p loop.Patch) (dir string, done func(), err error) {
+	s, err := patch.ApplyLayer(ctx, p)
+	if err == nil {
+		return s.Copy, func() { s.End(false) }, nil
+	}
+	if !errors.Is(err, layer.ErrUnsupported) {
+		return "", nil, err
+	}
+	tmp, err := os.MkdirTemp("", "ratchet-rescore-")
+	if err != nil {
+		return "", nil, err
+	}
+	dir = filepath.Join(tmp, "workspace")
+	if err := patch.ApplyCopy(ctx, p, dir); err != nil {
+		os.RemoveAll(tmp)
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(tmp) }, nil
 }
