@@ -79,7 +79,7 @@ func (s *shown) spanView() []string {
 			if strings.HasPrefix(string(a.Key), "gen_ai.request.") && string(a.Key) != "gen_ai.request.model" {
 				continue // from the request, of which the log keeps a summary
 			}
-			attrs = append(attrs, string(a.Key)+"="+a.Value.Emit())
+			attrs = append(attrs, string(a.Key)+"="+a.Value.String())
 		}
 		slices.Sort(attrs)
 		out = append(out, fmt.Sprintf("%s trace=%s parent=%s start=%s end=%s status=%s %s",
