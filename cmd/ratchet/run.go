@@ -404,7 +404,8 @@ func (m driver) view(name string, limits budget.Limits, f runFlags, cfg *runner.
 			Live: live, Limits: limits, Width: terminalWidth(progressOut),
 		})
 		cfg.Observers = append(cfg.Observers, p)
-		cfg.ChildObservers = append(cfg.ChildObservers, childPrinter{progressOut})
+		// A sub-agent's lines go above the live line, not onto it.
+		cfg.ChildObservers = append(cfg.ChildObservers, childPrinter{p.Above(progressOut)})
 		if live {
 			v.ticking = p
 			m.notices = p.Above(m.Stderr)
