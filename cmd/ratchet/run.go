@@ -65,8 +65,9 @@ type runFlags struct {
 	temporal  string
 	namespace string
 	taskQueue string
-	// cache is --cache DIR.
-	cache string
+	// cache is --cache DIR; cacheScope the response cache's scope of the
+	// run's calls (an eval run's case and repeat), wherever it is opened.
+	cache, cacheScope string
 	// providerLimits are the --provider-limit flags, kept so that a resume
 	// shares the same limits.
 	providerLimits []string
@@ -534,10 +535,16 @@ func (m *Main) build(ctx context.Context, path string, f *runFlags) (*taskfile.R
 		ForkOf:       f.forkOf,
 		ForkAt:       f.forkAt,
 		KeepCopy:     true,
-		OpenModel:    m.openModel,
-		Sandbox:      m.sandbox(f.unsafeSandbox),
-		Getenv:       m.Getenv,
-		Secrets:      m.secrets,
+		OpenModel: func(spec, base string) (model.Model, error) {
+			mdl, err := m.openUncached(spec, base)
+			if err != nil {
+				return nil, err
+			}
+			return m.cached(mdl, f.cacheScope), nil
+		},
+		Sandbox: m.sandbox(f.unsafeSandbox),
+		Getenv:  m.Getenv,
+		Secrets: m.secrets,
 	})
 	if err != nil {
 		return nil, err

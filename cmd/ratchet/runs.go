@@ -164,6 +164,7 @@ type taskInfo struct {
 	// Cache is the response cache (--cache) and ProviderLimits the
 	// --provider-limit flags: a resume uses them again.
 	Cache          string   `json:"cache,omitempty"`
+	CacheScope     string   `json:"cache_scope,omitempty"`
 	ProviderLimits []string `json:"provider_limits,omitempty"`
 }
 
@@ -182,7 +183,7 @@ func (f runFlags) info() taskInfo {
 		TaskFile: f.taskFile, Workspace: f.workspace, Start: f.start, Model: f.model, Ran: f.ran, UnsafeSandbox: f.unsafeSandbox,
 		Steps: f.steps, ModelCalls: f.modelCalls, ToolCalls: f.toolCalls, Tokens: f.tokens, Cost: f.cost, Time: f.time,
 		Temporal: f.temporal, Namespace: f.namespace, TaskQueue: f.taskQueue,
-		Cache: f.cache, ProviderLimits: f.providerLimits,
+		Cache: f.cache, CacheScope: f.cacheScope, ProviderLimits: f.providerLimits,
 	}
 }
 
@@ -190,7 +191,7 @@ func (i taskInfo) flags() runFlags {
 	return runFlags{
 		taskFile: i.TaskFile, workspace: i.Workspace, start: i.Start, model: i.Model, unsafeSandbox: i.UnsafeSandbox,
 		steps: i.Steps, modelCalls: i.ModelCalls, toolCalls: i.ToolCalls, tokens: i.Tokens, cost: i.Cost, time: i.Time,
-		cache: i.Cache, providerLimits: i.ProviderLimits,
+		cache: i.Cache, cacheScope: i.CacheScope, providerLimits: i.ProviderLimits,
 	}
 }
 

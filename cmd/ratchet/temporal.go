@@ -398,12 +398,14 @@ func (m evalCommand) evalOnTemporal(ctx context.Context, cfg *eval.Config, suite
 // load builds a case's job as ratchet run builds a task file's, which is
 // what the workers build again from the job's Info.
 func (e *temporalEval) load(s *eval.Suite, modelFlag string) func(context.Context, eval.Case, int) (eval.Job, error) {
-	return func(ctx context.Context, c eval.Case, _ int) (eval.Job, error) {
+	return func(ctx context.Context, c eval.Case, repeat int) (eval.Job, error) {
 		if c.Task == nil || c.TaskPath == "" {
 			return eval.Job{}, errors.New("an inline task cannot run on Temporal: its workers build tasks from task files; move it to a file")
 		}
 		rf := e.f
-		rf.quiet = true
+		// A worker's response cache keeps the repeats independent samples,
+		// as a local eval's does.
+		rf.quiet, rf.cacheScope = true, cacheScope(c.Name, repeat)
 		switch {
 		case modelFlag != "":
 			rf.model = modelFlag

@@ -336,6 +336,21 @@ func testTemporalCacheAndRecord(t *testing.T, c *temporalCLI) {
 	if local := recording(); local != onTemporal || !strings.Contains(local, "raw_args") {
 		t.Errorf("the local recording (-local +temporal):\n%s", cmp.Diff(local, onTemporal))
 	}
+	// An eval's repeats stay independent samples in the worker's cache,
+	// as in a local eval's: each is asked once, and answered from the
+	// cache when the eval runs again.
+	suite := filepath.Join(c.dir, "cached-suite.yaml")
+	writeFile(t, suite, "label: cached\nrepeats: 2\nconcurrency: 1\ncases:\n  - task: cached.yaml\n")
+	for i, want := range []int64{2, 0} {
+		before := srv.requests.Load()
+		args := []string{"eval", "run", "--temporal", c.addr, "--task-queue", "e2e", "--quiet", "--dir", filepath.Join(c.dir, fmt.Sprint("eval", i)), suite}
+		if code, out, errOut := c.run(t, args...); code != exitDone {
+			t.Fatalf("ratchet eval run --temporal: exit %d:\n%s%s", code, out, errOut)
+		}
+		if n := srv.requests.Load() - before; n != want {
+			t.Errorf("eval %d on the worker's cache made %d requests, want %d", i+1, n, want)
+		}
+	}
 }
 
 // testTemporalEval: ratchet eval run --temporal runs every repeat of a
