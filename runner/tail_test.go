@@ -120,31 +120,7 @@ func TestTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, part := range []struct {
-		runs []string
-		upto int64 // the last entry of each run's log to copy; 0 for all
-	}{{[]string{"p"}, 1}, {[]string{"p", "p/c1", "p/c2"}, 0}} {
-		for _, run := range part.runs {
-			copyRow(t, db, grown, run)
-			have, err := grown.LastSeq(context.Background(), run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			es, err := db.Entries(context.Background(), run, have)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if part.upto > 0 {
-				es = es[:part.upto-have]
-			}
-			if err := grown.Append(context.Background(), run, es); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tail.Poll(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	growAndPoll(t, db, grown, tail)
 	tail.Stop(time.Now())
 	if d := cmp.Diff(local.entries, tailed.entries); d != "" || len(local.entries) < 10 {
 		t.Errorf("the run's entries (-run +tail), %d shown:\n%s", len(local.entries), d)
@@ -172,6 +148,37 @@ func TestTail(t *testing.T) {
 	}
 	if len(atEnd.entries)+len(atEnd.children) > 0 || !slices.Equal(atEnd.resumed, []budget.Usage{res.Usage}) {
 		t.Errorf("a tail from the end showed %d entries and %d of sub-agents, and the usage %v (want %v)", len(atEnd.entries), len(atEnd.children), atEnd.resumed, res.Usage)
+	}
+}
+
+// growAndPoll copies the logs of p and its two sub-agents from db to grown
+// in two parts, p's spec and then everything, polling tail after each.
+func growAndPoll(t *testing.T, db, grown store.Store, tail *runner.Tail) {
+	t.Helper()
+	for _, part := range []struct {
+		runs []string
+		upto int64 // the last entry of each run's log to copy; 0 for all
+	}{{[]string{"p"}, 1}, {[]string{"p", "p/c1", "p/c2"}, 0}} {
+		for _, run := range part.runs {
+			copyRow(t, db, grown, run)
+			have, err := grown.LastSeq(context.Background(), run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			es, err := db.Entries(context.Background(), run, have)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if part.upto > 0 {
+				es = es[:part.upto-have]
+			}
+			if err := grown.Append(context.Background(), run, es); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tail.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
